@@ -1,0 +1,71 @@
+// Package bpm holds BOSH Process Manager configuration (bpm.yml) as BPM reads
+// it, and Info, the per-instance-group document gather writes into the
+// "<deployment>.bpm.<ig>-vN" Secret and the webhook reads to inject pods.
+package bpm
+
+// InfoKey is the Secret data key holding the JSON-encoded Info.
+const InfoKey = "bpm.json"
+
+// Info is everything the webhook needs to turn a pod into an instance of an
+// instance group, without Ruby and without further API calls.
+type Info struct {
+	Deployment    string `json:"deployment"`
+	InstanceGroup string `json:"instance_group"`
+	// Instances is the manifest's total instance count of the group.
+	Instances int `json:"instances"`
+	// AZs are the group's availability zones in manifest order; a pod's
+	// az-index label (1-based) picks one.
+	AZs []string `json:"azs,omitempty"`
+	// Lifecycle is "service" or "errand".
+	Lifecycle string `json:"lifecycle"`
+	// PersistentDiskMB is the group's persistent disk size, 0 for none.
+	PersistentDiskMB int `json:"persistent_disk_mb,omitempty"`
+	// ResolvedSecret names the ig-resolved Secret written with this Info: the
+	// render init container mounts it.
+	ResolvedSecret string    `json:"resolved_secret"`
+	Releases       []Release `json:"releases"`
+	Jobs           []Job     `json:"jobs"`
+	// Instances share a BPM configuration unless bpm.yml.erb renders
+	// differently for them; each entry lists the indexes it applies to.
+	BPM []InstanceBPM `json:"bpm"`
+}
+
+// Release is a BOSH release used by the group and the image that ships it.
+type Release struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Image   string `json:"image"`
+}
+
+// Job is one BOSH job of the group, in manifest order.
+type Job struct {
+	Name    string `json:"name"`
+	Release string `json:"release"`
+	// Scripts lists the lifecycle scripts the job renders, by their name
+	// under bin/: "pre-start", "post-start", "drain", "run", ...
+	Scripts []string `json:"scripts,omitempty"`
+	// PersistentDisk is true when a BPM process of the job asks for the
+	// persistent disk.
+	PersistentDisk bool `json:"persistent_disk,omitempty"`
+}
+
+// InstanceBPM is the BPM configuration, per job, of the instances listed.
+type InstanceBPM struct {
+	Indexes []int `json:"indexes"`
+	// Jobs maps a job name to its rendered, validated bpm.yml; jobs without
+	// bpm.yml are absent.
+	Jobs map[string]Config `json:"jobs"`
+}
+
+// ForIndex returns the BPM configurations of instance index, or nil when the
+// index is in no entry.
+func (i *Info) ForIndex(index int) map[string]Config {
+	for _, b := range i.BPM {
+		for _, x := range b.Indexes {
+			if x == index {
+				return b.Jobs
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,112 @@
+// Package names holds the names of bosh-injector's contract with the cluster:
+// label and annotation keys, and the Kubernetes object names derived from BOSH
+// names. Gather writes objects under these names and the webhook reads them,
+// so both sides take them from here.
+package names
+
+import (
+	"crypto/md5"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Prefix is the label and annotation prefix of every key bosh-injector owns.
+const Prefix = "bosh-injector.io/"
+
+// Labels set by users on pod templates and manifest Secrets, and by
+// bosh-injector on the objects it creates.
+const (
+	LabelDeployment    = Prefix + "deployment"
+	LabelInstanceGroup = Prefix + "instance-group"
+	LabelAZIndex       = Prefix + "az-index"
+	LabelInstanceIndex = Prefix + "instance-index"
+	LabelSecretKind    = Prefix + "secret-kind"
+	LabelVersion       = Prefix + "version"
+)
+
+// Annotations.
+const (
+	// AnnotationInjected records what the webhook added to a pod, so a second
+	// pass can strip it and inject again.
+	AnnotationInjected = Prefix + "injected"
+	// AnnotationResolvedVersion in a pod template makes Kubernetes roll the
+	// pods when an instance group's resolved content gets a new version.
+	AnnotationResolvedVersion = Prefix + "resolved-version"
+	// AnnotationDeploymentName and AnnotationInstanceGroupName keep the
+	// original BOSH names of objects whose names were sanitized.
+	AnnotationDeploymentName    = Prefix + "deployment-name"
+	AnnotationInstanceGroupName = Prefix + "instance-group-name"
+	// AnnotationStatus on a manifest Secret reports the last gathering.
+	AnnotationStatus = Prefix + "status"
+)
+
+// Secret kinds, the values of LabelSecretKind.
+const (
+	KindResolved = "ig-resolved"
+	KindBPM      = "bpm"
+)
+
+// ManifestKey is the manifest Secret's key holding the deployment manifest.
+const ManifestKey = "manifest.yaml"
+
+// DNS1123Label turns a BOSH name into a DNS-1123 label as the rendering design
+// of the quarks operator does: lowercase alphanumerics and '-', '_' becomes
+// '-', other characters dropped, no leading or trailing '-'; a result over 63
+// characters becomes its first 31 characters followed by the md5 hex of the
+// whole name, so distinct long names stay distinct.
+func DNS1123Label(name string) string {
+	return trimTo(sanitize(name), 63)
+}
+
+func sanitize(name string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(name) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-':
+			b.WriteRune(r)
+		case r == '_':
+			b.WriteByte('-')
+		}
+	}
+	return strings.Trim(b.String(), "-")
+}
+
+// trimTo applies the 31-characters-plus-md5 rule to a sanitized name longer
+// than max.
+func trimTo(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	sum := md5.Sum([]byte(s))
+	keep := max - 2*md5.Size
+	if keep > 31 {
+		keep = 31
+	}
+	if keep < 0 {
+		keep = 0
+	}
+	return strings.TrimRight(s[:keep], "-") + hex.EncodeToString(sum[:])
+}
+
+// LabelValue sanitizes a BOSH name for use as a label value; it is the same
+// transformation as object names so labels and names always agree.
+func LabelValue(name string) string { return DNS1123Label(name) }
+
+// VersionedSecret is the name of version v of a deployment's per-instance-group
+// Secret of the given kind: "<deployment>.<kind>.<ig>-v<N>".
+func VersionedSecret(deployment, kind, instanceGroup string, version int) string {
+	return SecretPrefix(deployment, kind, instanceGroup) + strconv.Itoa(version)
+}
+
+// SecretPrefix is the name of a versioned Secret without its version number.
+func SecretPrefix(deployment, kind, instanceGroup string) string {
+	return fmt.Sprintf("%s.%s.%s-v", DNS1123Label(deployment), kind, DNS1123Label(instanceGroup))
+}
+
+// VariableSecret is the name of the Secret holding variable name of a
+// deployment: "<deployment>.var-<name>".
+func VariableSecret(deployment, variable string) string {
+	return DNS1123Label(deployment) + ".var-" + DNS1123Label(variable)
+}
