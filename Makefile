@@ -47,6 +47,19 @@ $(TESTBIN)/kubectl: test/tools/kube/go.mod
 	@mkdir -p $(@D)
 	cd test/tools/kube && $(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kubectl
 
+HELM_K8S_VERSION = $(shell cd test/tools/helm && $(GO) list -m -f '{{.Version}}' k8s.io/client-go)
+$(TESTBIN)/helm: test/tools/helm/go.mod
+	@mkdir -p $(@D)
+	cd test/tools/helm && minor=$$(echo $(HELM_K8S_VERSION) | cut -d. -f2) && \
+	$(GO) build -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
+		-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$$minor \
+		-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$$minor" \
+		-o $@ helm.sh/helm/v3/cmd/helm
+
+$(TESTBIN)/cert-manager-%: test/tools/certmanager/go.mod test/tools/certmanager/%/main.go
+	@mkdir -p $(@D)
+	cd test/tools/certmanager && $(GO) build -ldflags '-s -w' -o $@ ./$*
+
 # Debian packages the tests need; installed only when missing.
 DEBIAN_PACKAGES := ruby
 .PHONY: deps
@@ -57,3 +70,37 @@ deps: ## Install the Debian packages the tests need (ruby), when missing
 		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
+
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X github.com/bosh-injector/bosh-injector/cmd/bosh-injector/app.version=$(VERSION)
+
+.PHONY: build
+build: ## Build bin/bosh-injector (static)
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN_DIR)/bosh-injector ./cmd/bosh-injector
+
+# The README's test command: installs what is missing, then runs unit and
+# integration suites against the real control plane.
+GO_TEST_FLAGS ?= -count=1 -timeout 20m
+.PHONY: test
+test: deps testbin ## Build what is missing, then run every test suite
+	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) test $(GO_TEST_FLAGS) ./...
+
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := $(TESTBIN_CACHE)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
+$(STATICCHECK):
+	GOBIN=$(@D) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+.PHONY: lint
+lint: $(STATICCHECK) ## gofmt, go vet and staticcheck
+	@unformatted=$$(gofmt -l cmd webhook gather inject test); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	$(STATICCHECK) ./...
+
+.PHONY: bench
+bench: deps ## Run every Go benchmark once, each printing its comparison
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
+
+.PHONY: help
+help: ## List the targets
+	@awk -F':.*## ' '/^[a-z-]+:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)

@@ -1,0 +1,373 @@
+// Package controlplane starts a real Kubernetes control plane for tests: etcd
+// and kube-apiserver through controller-runtime's envtest, optionally
+// kube-controller-manager beside them, and optionally a webhook registered
+// with the apiserver and served from the test process. The binaries are built
+// from source by `make testbin`; nothing here is a fake.
+//
+// Every child process is stopped by PID when the control plane stops, also when
+// the start fails half way; and each runs under `setpriv --pdeathsig KILL`, so
+// it dies with the test process even when that is killed or interrupted
+// before cleanup could run.
+package controlplane
+
+import (
+	"bytes"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+)
+
+// DefaultControllers are the kube-controller-manager controllers the suites
+// need: workloads create pods, garbage collection follows owner references.
+var DefaultControllers = []string{"statefulset-controller", "job-controller", "garbage-collector-controller"}
+
+// Options say which parts of the control plane to start.
+type Options struct {
+	// ControllerManager starts kube-controller-manager with Controllers
+	// (DefaultControllers when empty).
+	ControllerManager bool
+	Controllers       []string
+	// Webhook registers webhook configurations (from files or objects) with
+	// the apiserver; service references are rewritten to a local HTTPS URL
+	// served with a generated CA (see WebhookServerOptions).
+	Webhook envtest.WebhookInstallOptions
+	// CRDDirectoryPaths are installed before the tests start.
+	CRDDirectoryPaths []string
+}
+
+// ControlPlane is a running control plane.
+type ControlPlane struct {
+	// Config is an admin (system:masters) REST config for the apiserver.
+	Config *rest.Config
+	// Client is a controller-runtime client built from Config.
+	Client client.Client
+	// Env is the underlying envtest environment.
+	Env *envtest.Environment
+	// BinDir holds the control plane binaries.
+	BinDir string
+	// LogDir holds one log file per process.
+	LogDir string
+
+	workDir   string
+	kcm       *exec.Cmd
+	logFiles  []*os.File
+	stopOnce  sync.Once
+	stopError error
+}
+
+// BinDir returns the directory holding the control plane binaries:
+// KUBEBUILDER_ASSETS when set, else the cache directory `make testbin` builds
+// into. It fails with instructions when the binaries are missing.
+func BinDir() (string, error) {
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		root, err := RepoRoot()
+		if err != nil {
+			return "", err
+		}
+		out, err := exec.Command("make", "-s", "-C", root, "print-testbin").Output()
+		if err != nil {
+			return "", fmt.Errorf("finding the test binaries with `make -s print-testbin`: %w", err)
+		}
+		dir = strings.TrimSpace(string(out))
+	}
+	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubectl"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			return "", fmt.Errorf("control plane binary %s not found in %s: run `make testbin` first (it builds etcd and Kubernetes from their Go modules)", name, dir)
+		}
+	}
+	return dir, nil
+}
+
+// RepoRoot is the root of this repository, found from this source file.
+func RepoRoot() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", errors.New("cannot locate the repository root")
+	}
+	return filepath.Abs(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// Start starts a control plane. On error everything already started is
+// stopped again.
+func Start(opts Options) (cp *ControlPlane, err error) {
+	binDir, err := BinDir()
+	if err != nil {
+		return nil, err
+	}
+	workDir, err := os.MkdirTemp("", "bosh-injector-controlplane-")
+	if err != nil {
+		return nil, err
+	}
+	cp = &ControlPlane{BinDir: binDir, LogDir: filepath.Join(workDir, "logs"), workDir: workDir}
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("%w%s", err, cp.logTails(40))
+			_ = cp.Stop()
+			cp = nil
+		}
+	}()
+	if err := os.MkdirAll(cp.LogDir, 0o755); err != nil {
+		return cp, err
+	}
+
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: binDir,
+		WebhookInstallOptions: opts.Webhook,
+		CRDDirectoryPaths:     opts.CRDDirectoryPaths,
+		ErrorIfCRDPathMissing: true,
+	}
+	env.ControlPlane.Etcd = nil
+	api := env.ControlPlane.GetAPIServer()
+	if api.Path, err = cp.wrap("kube-apiserver"); err != nil {
+		return cp, err
+	}
+	if api.Out, err = cp.logFile("kube-apiserver"); err != nil {
+		return cp, err
+	}
+	api.Err = api.Out
+	etcdPath, err := cp.wrap("etcd")
+	if err != nil {
+		return cp, err
+	}
+	etcdLog, err := cp.logFile("etcd")
+	if err != nil {
+		return cp, err
+	}
+	env.ControlPlane.Etcd = &envtest.Etcd{Path: etcdPath, Out: etcdLog, Err: etcdLog}
+	env.ControlPlane.KubectlPath = filepath.Join(binDir, "kubectl")
+	cp.Env = env
+
+	if cp.Config, err = env.Start(); err != nil {
+		return cp, fmt.Errorf("starting etcd and kube-apiserver: %w", err)
+	}
+	if cp.Client, err = client.New(cp.Config, client.Options{}); err != nil {
+		return cp, err
+	}
+	if opts.ControllerManager {
+		controllers := opts.Controllers
+		if len(controllers) == 0 {
+			controllers = DefaultControllers
+		}
+		if err := cp.startControllerManager(controllers); err != nil {
+			return cp, err
+		}
+	}
+	return cp, nil
+}
+
+// wrap returns an executable that runs the named binary so that it gets
+// SIGKILL when the test process dies. envtest runs the path it is given with
+// its own flags (and with --help to discover them), so a wrapper script keeps
+// envtest unaware of it.
+func (cp *ControlPlane) wrap(name string) (string, error) {
+	real := filepath.Join(cp.BinDir, name)
+	path := filepath.Join(cp.workDir, "bin", name)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", err
+	}
+	script := fmt.Sprintf("#!/bin/sh\nexec setpriv --pdeathsig KILL -- %s \"$@\"\n", real)
+	return path, os.WriteFile(path, []byte(script), 0o755)
+}
+
+func (cp *ControlPlane) logFile(name string) (*os.File, error) {
+	f, err := os.Create(filepath.Join(cp.LogDir, name+".log"))
+	if err == nil {
+		cp.logFiles = append(cp.logFiles, f)
+	}
+	return f, err
+}
+
+func (cp *ControlPlane) startControllerManager(controllers []string) error {
+	user, err := cp.Env.AddUser(envtest.User{Name: "kube-controller-manager", Groups: []string{"system:masters"}}, cp.Config)
+	if err != nil {
+		return fmt.Errorf("kube-controller-manager credentials: %w", err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	kubeconfigPath := filepath.Join(cp.workDir, "kube-controller-manager.kubeconfig")
+	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
+		return err
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	path, err := cp.wrap("kube-controller-manager")
+	if err != nil {
+		return err
+	}
+	logFile, err := cp.logFile("kube-controller-manager")
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(path,
+		"--kubeconfig="+kubeconfigPath,
+		"--authentication-kubeconfig="+kubeconfigPath,
+		"--authorization-kubeconfig="+kubeconfigPath,
+		"--leader-elect=false",
+		"--bind-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(port),
+		"--cert-dir="+filepath.Join(cp.workDir, "kube-controller-manager-certs"),
+		"--controllers="+strings.Join(controllers, ","),
+		"--use-service-account-credentials=false",
+		// The suites create many pods quickly; the default client limits
+		// would make the controllers the bottleneck.
+		"--kube-api-qps=500", "--kube-api-burst=1000",
+		"--concurrent-statefulset-syncs=10",
+	)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting kube-controller-manager: %w", err)
+	}
+	cp.kcm = cmd
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	return waitHealthy(fmt.Sprintf("https://127.0.0.1:%d/healthz", port), exited, 30*time.Second)
+}
+
+// waitHealthy polls a component's /healthz until it answers 200, the process
+// exits, or the timeout passes.
+func waitHealthy(url string, exited <-chan error, timeout time.Duration) error {
+	httpClient := &http.Client{
+		Timeout: time.Second,
+		// The component serves a self-signed certificate; only liveness is
+		// checked here.
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec
+	}
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-exited:
+			return fmt.Errorf("kube-controller-manager exited during start: %v", err)
+		default:
+		}
+		resp, err := httpClient.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("kube-controller-manager not healthy at %s after %s", url, timeout)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// WebhookServerOptions are the options for a controller-runtime webhook server
+// that the apiserver reaches through the webhook configurations installed
+// from Options.Webhook.
+func (cp *ControlPlane) WebhookServerOptions() webhook.Options {
+	w := cp.Env.WebhookInstallOptions
+	return webhook.Options{Host: w.LocalServingHost, Port: w.LocalServingPort, CertDir: w.LocalServingCertDir}
+}
+
+// KubeConfig returns an admin kubeconfig for the apiserver, for tools such as
+// kubectl and helm or the bosh-injector binary.
+func (cp *ControlPlane) KubeConfig() ([]byte, error) {
+	user, err := cp.Env.AddUser(envtest.User{Name: "admin-tool", Groups: []string{"system:masters"}}, cp.Config)
+	if err != nil {
+		return nil, err
+	}
+	return user.KubeConfig()
+}
+
+// Stop stops every process this control plane started, by PID. It is safe to
+// call more than once.
+func (cp *ControlPlane) Stop() error {
+	cp.stopOnce.Do(func() {
+		var errs []error
+		if cp.kcm != nil && cp.kcm.Process != nil {
+			// SIGTERM then SIGKILL on the process group: the wrapper execs
+			// the binary, so the PID is the controller manager's own.
+			_ = syscall.Kill(-cp.kcm.Process.Pid, syscall.SIGTERM)
+			done := make(chan struct{})
+			go func() {
+				for processAlive(cp.kcm.Process.Pid) {
+					time.Sleep(20 * time.Millisecond)
+				}
+				close(done)
+			}()
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				_ = syscall.Kill(-cp.kcm.Process.Pid, syscall.SIGKILL)
+			}
+		}
+		if cp.Env != nil {
+			if err := cp.Env.Stop(); err != nil {
+				errs = append(errs, fmt.Errorf("stopping etcd and kube-apiserver: %w", err))
+			}
+		}
+		for _, f := range cp.logFiles {
+			_ = f.Close()
+		}
+		cp.stopError = errors.Join(errs...)
+	})
+	return cp.stopError
+}
+
+func processAlive(pid int) bool {
+	// A reaped or zombie process is gone for our purpose.
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	fields := bytes.Fields(data[bytes.LastIndexByte(data, ')')+1:])
+	return len(fields) > 0 && string(fields[0]) != "Z"
+}
+
+// Logs writes the last lines of each process's log to w.
+func (cp *ControlPlane) Logs(w io.Writer, lines int) {
+	fmt.Fprint(w, cp.logTails(lines))
+}
+
+func (cp *ControlPlane) logTails(lines int) string {
+	var b strings.Builder
+	entries, _ := os.ReadDir(cp.LogDir)
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(cp.LogDir, e.Name()))
+		if err != nil || len(data) == 0 {
+			continue
+		}
+		all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		if len(all) > lines {
+			all = all[len(all)-lines:]
+		}
+		fmt.Fprintf(&b, "\n--- last %d lines of %s ---\n%s\n", len(all), filepath.Join(cp.LogDir, e.Name()), strings.Join(all, "\n"))
+	}
+	return b.String()
+}
+
+// Cleanup removes the control plane's working directory (logs included);
+// call it after Stop when the logs are no longer needed.
+func (cp *ControlPlane) Cleanup() error { return os.RemoveAll(cp.workDir) }

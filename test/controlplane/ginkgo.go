@@ -1,0 +1,38 @@
+package controlplane
+
+import (
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+)
+
+// StartForSuite starts a control plane from a ginkgo BeforeSuite. It fails
+// the suite with the reason (for missing binaries: run `make testbin`), stops
+// every process in the suite's cleanup (Ginkgo runs cleanup on interrupt
+// too), and prints the control plane's logs after any failed spec.
+func StartForSuite(opts Options) *ControlPlane {
+	cp, err := Start(opts)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "starting the test control plane")
+	ginkgo.GinkgoWriter.Printf("control plane logs in %s\n", cp.LogDir)
+	ginkgo.DeferCleanup(func() {
+		gomega.Expect(cp.Stop()).To(gomega.Succeed())
+		if !suiteFailed {
+			_ = cp.Cleanup()
+		}
+	})
+	return cp
+}
+
+// suiteFailed is set once a spec fails, so the logs are kept for a look.
+var suiteFailed bool
+
+// LogsOnFailure prints the control plane's recent logs to the GinkgoWriter
+// when the current spec failed. Suites call it from AfterEach:
+//
+//	AfterEach(func() { cp.LogsOnFailure() })
+func (cp *ControlPlane) LogsOnFailure() {
+	if cp == nil || !ginkgo.CurrentSpecReport().Failed() {
+		return
+	}
+	suiteFailed = true
+	ginkgo.GinkgoWriter.Println(cp.logTails(60))
+}
