@@ -1,0 +1,182 @@
+// Package versions keeps the versioned, immutable per-instance-group Secrets
+// of a deployment ("<deployment>.<kind>.<ig>-v<N>"): a new version is created
+// only when the content differs from the latest one, and old versions are
+// pruned except the newest few and any a pod still mounts.
+package versions
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bosh-injector/bosh-injector/gather/names"
+)
+
+// Keep is how many of the newest versions pruning always keeps.
+const Keep = 3
+
+// Key identifies one series of versioned Secrets.
+type Key struct {
+	Namespace     string
+	Deployment    string
+	Kind          string // names.KindResolved or names.KindBPM
+	InstanceGroup string
+}
+
+func (k Key) selector() client.MatchingLabels {
+	return client.MatchingLabels{
+		names.LabelDeployment:    names.LabelValue(k.Deployment),
+		names.LabelInstanceGroup: names.LabelValue(k.InstanceGroup),
+		names.LabelSecretKind:    k.Kind,
+	}
+}
+
+// Version is one stored version.
+type Version struct {
+	Number int
+	Secret *corev1.Secret
+}
+
+// List returns the stored versions of k, oldest first. Secrets of the series
+// whose version label is not a number are ignored: they are not ours.
+func List(ctx context.Context, c client.Reader, k Key) ([]Version, error) {
+	var list corev1.SecretList
+	if err := c.List(ctx, &list, client.InNamespace(k.Namespace), k.selector()); err != nil {
+		return nil, fmt.Errorf("listing %s Secrets of instance group %q: %w", k.Kind, k.InstanceGroup, err)
+	}
+	var out []Version
+	for i := range list.Items {
+		n, err := strconv.Atoi(list.Items[i].Labels[names.LabelVersion])
+		if err != nil || n < 1 {
+			continue
+		}
+		out = append(out, Version{Number: n, Secret: &list.Items[i]})
+	}
+	slices.SortFunc(out, func(a, b Version) int { return a.Number - b.Number })
+	return out, nil
+}
+
+// Latest returns the newest version of k, or nil when there is none.
+func Latest(versions []Version) *Version {
+	if len(versions) == 0 {
+		return nil
+	}
+	return &versions[len(versions)-1]
+}
+
+// Desired is the content of the next version of a series.
+type Desired struct {
+	Key
+	Data map[string][]byte
+	// Owner, when set, owns the created Secret so it goes away with the
+	// deployment.
+	Owner *metav1.OwnerReference
+}
+
+// Result says which version holds the desired content.
+type Result struct {
+	Name    string
+	Number  int
+	Created bool
+}
+
+// Write stores d as a new version when its data differs from the latest
+// version's, and returns the version that holds it either way.
+func Write(ctx context.Context, c client.Client, d Desired) (Result, error) {
+	existing, err := List(ctx, c, d.Key)
+	if err != nil {
+		return Result{}, err
+	}
+	next := 1
+	if latest := Latest(existing); latest != nil {
+		if sameData(latest.Secret.Data, d.Data) {
+			return Result{Name: latest.Secret.Name, Number: latest.Number}, nil
+		}
+		next = latest.Number + 1
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      names.VersionedSecret(d.Deployment, d.Kind, d.InstanceGroup, next),
+			Namespace: d.Namespace,
+			Labels: map[string]string{
+				names.LabelDeployment:    names.LabelValue(d.Deployment),
+				names.LabelInstanceGroup: names.LabelValue(d.InstanceGroup),
+				names.LabelSecretKind:    d.Kind,
+				names.LabelVersion:       strconv.Itoa(next),
+			},
+			Annotations: map[string]string{
+				names.AnnotationDeploymentName:    d.Deployment,
+				names.AnnotationInstanceGroupName: d.InstanceGroup,
+			},
+		},
+		Immutable: new(true),
+		Data:      d.Data,
+	}
+	if d.Owner != nil {
+		secret.OwnerReferences = []metav1.OwnerReference{*d.Owner}
+	}
+	if err := c.Create(ctx, secret); err != nil {
+		return Result{}, fmt.Errorf("creating Secret %s: %w", secret.Name, err)
+	}
+	return Result{Name: secret.Name, Number: next, Created: true}, nil
+}
+
+func sameData(a, b map[string][]byte) bool {
+	return maps.EqualFunc(a, b, bytes.Equal)
+}
+
+// Prune deletes the versions of k older than the newest Keep, except those
+// mounted by a pod of the namespace (a running instance still renders from
+// its version until it is rolled). It returns the names it deleted.
+func Prune(ctx context.Context, c client.Client, k Key) ([]string, error) {
+	existing, err := List(ctx, c, k)
+	if err != nil || len(existing) <= Keep {
+		return nil, err
+	}
+	mounted, err := mountedSecrets(ctx, c, k)
+	if err != nil {
+		return nil, err
+	}
+	var deleted []string
+	for _, v := range existing[:len(existing)-Keep] {
+		if mounted[v.Secret.Name] {
+			continue
+		}
+		if err := c.Delete(ctx, v.Secret); err != nil && !apierrors.IsNotFound(err) {
+			return deleted, fmt.Errorf("deleting old version %s: %w", v.Secret.Name, err)
+		}
+		deleted = append(deleted, v.Secret.Name)
+	}
+	return deleted, nil
+}
+
+// mountedSecrets returns the Secret names mounted as volumes by the pods of
+// k's deployment and instance group. Users label pods with BOSH names as they
+// are, so labels are compared after sanitizing, not selected on.
+func mountedSecrets(ctx context.Context, c client.Reader, k Key) (map[string]bool, error) {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(k.Namespace), client.HasLabels{names.LabelDeployment, names.LabelInstanceGroup}); err != nil {
+		return nil, fmt.Errorf("listing pods of instance group %q: %w", k.InstanceGroup, err)
+	}
+	mounted := map[string]bool{}
+	for _, p := range pods.Items {
+		if names.LabelValue(p.Labels[names.LabelDeployment]) != names.LabelValue(k.Deployment) ||
+			names.LabelValue(p.Labels[names.LabelInstanceGroup]) != names.LabelValue(k.InstanceGroup) {
+			continue
+		}
+		for _, v := range p.Spec.Volumes {
+			if v.Secret != nil {
+				mounted[v.Secret.SecretName] = true
+			}
+		}
+	}
+	return mounted, nil
+}

@@ -1,0 +1,85 @@
+package versions_test
+
+import (
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/versions"
+)
+
+var _ = Describe("versioned Secrets", func() {
+	var key versions.Key
+	var n int
+	BeforeEach(func() {
+		n++
+		ns := fmt.Sprintf("versions-%d", n)
+		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		key = versions.Key{Namespace: ns, Deployment: "My_Dep", Kind: names.KindBPM, InstanceGroup: "web_ig"}
+	})
+
+	write := func(content string) versions.Result {
+		GinkgoHelper()
+		r, err := versions.Write(ctx, cp.Client, versions.Desired{Key: key, Data: map[string][]byte{"k": []byte(content)}})
+		Expect(err).NotTo(HaveOccurred())
+		return r
+	}
+
+	It("creates v1, reuses it for the same content, and creates v2 on change", func() {
+		Expect(write("a")).To(Equal(versions.Result{Name: "my-dep.bpm.web-ig-v1", Number: 1, Created: true}))
+		Expect(write("a")).To(Equal(versions.Result{Name: "my-dep.bpm.web-ig-v1", Number: 1}))
+		Expect(write("b")).To(Equal(versions.Result{Name: "my-dep.bpm.web-ig-v2", Number: 2, Created: true}))
+
+		var s corev1.Secret
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: "my-dep.bpm.web-ig-v2"}, &s)).To(Succeed())
+		Expect(*s.Immutable).To(BeTrue())
+		Expect(s.Labels).To(Equal(map[string]string{
+			names.LabelDeployment: "my-dep", names.LabelInstanceGroup: "web-ig",
+			names.LabelSecretKind: names.KindBPM, names.LabelVersion: "2",
+		}))
+		Expect(s.Annotations).To(HaveKeyWithValue(names.AnnotationDeploymentName, "My_Dep"))
+		Expect(s.Annotations).To(HaveKeyWithValue(names.AnnotationInstanceGroupName, "web_ig"))
+	})
+
+	It("keeps other series apart", func() {
+		write("a")
+		other := key
+		other.Kind = names.KindResolved
+		r, err := versions.Write(ctx, cp.Client, versions.Desired{Key: other, Data: map[string][]byte{"k": []byte("a")}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r).To(Equal(versions.Result{Name: "my-dep.ig-resolved.web-ig-v1", Number: 1, Created: true}))
+	})
+
+	It("prunes all but the newest three and any version a pod still mounts", func() {
+		for _, c := range []string{"1", "2", "3", "4", "5", "6"} {
+			write(c)
+		}
+		// A pod labelled with the unsanitized BOSH names still mounts v2.
+		Expect(cp.Client.Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: key.Namespace, Labels: map[string]string{
+				names.LabelDeployment: "My_Dep", names.LabelInstanceGroup: "web_ig"}},
+			Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "c", Image: "x"}},
+				Volumes: []corev1.Volume{{Name: "r", VolumeSource: corev1.VolumeSource{
+					Secret: &corev1.SecretVolumeSource{SecretName: "my-dep.bpm.web-ig-v2"}}}},
+			},
+		})).To(Succeed())
+
+		deleted, err := versions.Prune(ctx, cp.Client, key)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(deleted).To(ConsistOf("my-dep.bpm.web-ig-v1", "my-dep.bpm.web-ig-v3"))
+		left, err := versions.List(ctx, cp.Client, key)
+		Expect(err).NotTo(HaveOccurred())
+		var numbers []int
+		for _, v := range left {
+			numbers = append(numbers, v.Number)
+		}
+		Expect(numbers).To(Equal([]int{2, 4, 5, 6}))
+		Expect(write("7").Number).To(Equal(7))
+	})
+})
