@@ -26,6 +26,12 @@ const (
 	LabelVersion       = Prefix + "version"
 )
 
+// LabelManagedBy marks objects bosh-injector creates and may delete again.
+const (
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedBy      = "bosh-injector"
+)
+
 // Annotations.
 const (
 	// AnnotationInjected records what the webhook added to a pod, so a second

@@ -1,0 +1,58 @@
+package services_test
+
+import (
+	"strconv"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/services"
+)
+
+func instances(ig string, n int) []services.Desired {
+	out := []services.Desired{{Name: "dep-" + ig, InstanceGroup: ig}}
+	for i := range n {
+		out = append(out, services.Desired{Name: "dep-" + ig + "-" + strconv.Itoa(i), InstanceGroup: ig, Index: new(i)})
+	}
+	return out
+}
+
+var _ = Describe("instance Services", func() {
+	It("creates headless Services per instance and group, and removes those of instances gone", func() {
+		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "svc"}})).To(Succeed())
+		owner := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "manifest", Namespace: "svc"}}
+		Expect(cp.Client.Create(ctx, owner)).To(Succeed())
+		ref := &metav1.OwnerReference{APIVersion: "v1", Kind: "Secret", Name: owner.Name, UID: owner.UID}
+
+		ch, err := services.Apply(ctx, cp.Client, "svc", "dep", append(instances("web", 3), instances("db", 1)...), ref)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ch.Created).To(ConsistOf("dep-web", "dep-web-0", "dep-web-1", "dep-web-2", "dep-db", "dep-db-0"))
+
+		var svc corev1.Service
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: "svc", Name: "dep-web-1"}, &svc)).To(Succeed())
+		Expect(svc.Spec.ClusterIP).To(Equal(corev1.ClusterIPNone))
+		Expect(svc.Spec.PublishNotReadyAddresses).To(BeTrue())
+		Expect(svc.Spec.Selector).To(Equal(map[string]string{
+			names.LabelDeployment: "dep", names.LabelInstanceGroup: "web", names.LabelInstanceIndex: "1"}))
+		Expect(svc.OwnerReferences).To(ConsistOf(HaveField("UID", owner.UID)))
+
+		again, err := services.Apply(ctx, cp.Client, "svc", "dep", append(instances("web", 3), instances("db", 1)...), ref)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(again).To(Equal(services.Changes{}))
+
+		// Scaling web down to one instance removes the Services of 1 and 2;
+		// a Service the user made is left alone.
+		Expect(cp.Client.Create(ctx, &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "users", Namespace: "svc", Labels: map[string]string{names.LabelDeployment: "dep"}},
+			Spec:       corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone},
+		})).To(Succeed())
+		ch, err = services.Apply(ctx, cp.Client, "svc", "dep", append(instances("web", 1), instances("db", 1)...), ref)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ch.Deleted).To(ConsistOf("dep-web-1", "dep-web-2"))
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: "svc", Name: "users"}, &svc)).To(Succeed())
+	})
+})
