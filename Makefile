@@ -92,7 +92,7 @@ $(STATICCHECK):
 
 .PHONY: lint
 lint: $(STATICCHECK) ## gofmt, go vet and staticcheck
-	@unformatted=$$(gofmt -l cmd webhook gather inject test); \
+	@unformatted=$$(gofmt -l .); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
