@@ -17,7 +17,7 @@ HELM_VERSION := $(call modver,helm,helm.sh/helm/v3)
 CERT_MANAGER_VERSION := $(call modver,certmanager,github.com/cert-manager/cert-manager)
 TESTBIN_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/bosh-injector/testbin
 TESTBIN := $(TESTBIN_CACHE)/k8s-$(KUBE_VERSION)_etcd-$(ETCD_VERSION)_helm-$(HELM_VERSION)_cert-manager-$(CERT_MANAGER_VERSION)
-TESTBIN_TOOLS := etcd kube-apiserver kube-controller-manager kubectl helm cert-manager-controller cert-manager-cainjector
+TESTBIN_TOOLS := etcd kube-apiserver kube-controller-manager kubectl helm cert-manager-controller cert-manager-cainjector cert-manager-crds
 
 kube_minor = $(word 2,$(subst ., ,$(KUBE_VERSION)))
 KUBE_LDFLAGS := -s -w \
@@ -55,6 +55,12 @@ $(TESTBIN)/helm: test/tools/helm/go.mod
 		-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$$minor \
 		-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$$minor" \
 		-o $@ helm.sh/helm/v3/cmd/helm
+
+# cert-manager's CRDs are plain YAML in its module.
+$(TESTBIN)/cert-manager-crds: test/tools/certmanager/go.mod
+	@mkdir -p $@
+	cp $$(cd test/tools/certmanager && $(GO) list -m -f '{{.Dir}}' github.com/cert-manager/cert-manager)/deploy/crds/*.yaml $@/
+	chmod 0644 $@/*.yaml
 
 $(TESTBIN)/cert-manager-%: test/tools/certmanager/go.mod test/tools/certmanager/%/main.go
 	@mkdir -p $(@D)

@@ -50,6 +50,9 @@ type Options struct {
 	Webhook envtest.WebhookInstallOptions
 	// CRDDirectoryPaths are installed before the tests start.
 	CRDDirectoryPaths []string
+	// CertManager installs cert-manager's CRDs and runs its controller
+	// (self-signed and CA issuers) and cainjector.
+	CertManager bool
 }
 
 // ControlPlane is a running control plane.
@@ -66,7 +69,7 @@ type ControlPlane struct {
 	LogDir string
 
 	workDir   string
-	kcm       *exec.Cmd
+	children  []*exec.Cmd
 	logFiles  []*os.File
 	stopOnce  sync.Once
 	stopError error
@@ -88,7 +91,8 @@ func BinDir() (string, error) {
 		}
 		dir = strings.TrimSpace(string(out))
 	}
-	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubectl"} {
+	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubectl", "helm",
+		"cert-manager-controller", "cert-manager-cainjector", "cert-manager-crds"} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			return "", fmt.Errorf("control plane binary %s not found in %s: run `make testbin` first (it builds etcd and Kubernetes from their Go modules)", name, dir)
 		}
@@ -153,6 +157,9 @@ func Start(opts Options) (cp *ControlPlane, err error) {
 	}
 	env.ControlPlane.Etcd = &envtest.Etcd{Path: etcdPath, Out: etcdLog, Err: etcdLog}
 	env.ControlPlane.KubectlPath = filepath.Join(binDir, "kubectl")
+	if opts.CertManager {
+		env.CRDDirectoryPaths = append(env.CRDDirectoryPaths, filepath.Join(binDir, "cert-manager-crds"))
+	}
 	cp.Env = env
 
 	if cp.Config, err = env.Start(); err != nil {
@@ -167,6 +174,11 @@ func Start(opts Options) (cp *ControlPlane, err error) {
 			controllers = DefaultControllers
 		}
 		if err := cp.startControllerManager(controllers); err != nil {
+			return cp, err
+		}
+	}
+	if opts.CertManager {
+		if err := cp.startCertManager(); err != nil {
 			return cp, err
 		}
 	}
@@ -196,34 +208,18 @@ func (cp *ControlPlane) logFile(name string) (*os.File, error) {
 }
 
 func (cp *ControlPlane) startControllerManager(controllers []string) error {
-	user, err := cp.Env.AddUser(envtest.User{Name: "kube-controller-manager", Groups: []string{"system:masters"}}, cp.Config)
+	kubeconfig, err := cp.KubeconfigFile("kube-controller-manager")
 	if err != nil {
-		return fmt.Errorf("kube-controller-manager credentials: %w", err)
-	}
-	kubeconfig, err := user.KubeConfig()
-	if err != nil {
-		return err
-	}
-	kubeconfigPath := filepath.Join(cp.workDir, "kube-controller-manager.kubeconfig")
-	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
 		return err
 	}
 	port, err := freePort()
 	if err != nil {
 		return err
 	}
-	path, err := cp.wrap("kube-controller-manager")
-	if err != nil {
-		return err
-	}
-	logFile, err := cp.logFile("kube-controller-manager")
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(path,
-		"--kubeconfig="+kubeconfigPath,
-		"--authentication-kubeconfig="+kubeconfigPath,
-		"--authorization-kubeconfig="+kubeconfigPath,
+	exited, err := cp.startChild("kube-controller-manager",
+		"--kubeconfig="+kubeconfig,
+		"--authentication-kubeconfig="+kubeconfig,
+		"--authorization-kubeconfig="+kubeconfig,
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1",
 		"--secure-port="+strconv.Itoa(port),
@@ -235,20 +231,66 @@ func (cp *ControlPlane) startControllerManager(controllers []string) error {
 		"--kube-api-qps=500", "--kube-api-burst=1000",
 		"--concurrent-statefulset-syncs=10",
 	)
+	if err != nil {
+		return err
+	}
+	return waitHealthy("kube-controller-manager", fmt.Sprintf("https://127.0.0.1:%d/healthz", port), exited, 30*time.Second)
+}
+
+func (cp *ControlPlane) startCertManager() error {
+	kubeconfig, err := cp.KubeconfigFile("cert-manager")
+	if err != nil {
+		return err
+	}
+	if _, err := cp.startChild("cert-manager-controller", "--kubeconfig="+kubeconfig, "--v=2"); err != nil {
+		return err
+	}
+	_, err = cp.startChild("cert-manager-cainjector", "--kubeconfig-path="+kubeconfig, "--v=2")
+	return err
+}
+
+// KubeconfigFile writes an admin (system:masters) kubeconfig for user name,
+// for components and tools such as kubectl, helm or bosh-injector itself, and
+// returns its path.
+func (cp *ControlPlane) KubeconfigFile(name string) (string, error) {
+	user, err := cp.Env.AddUser(envtest.User{Name: name, Groups: []string{"system:masters"}}, cp.Config)
+	if err != nil {
+		return "", fmt.Errorf("%s credentials: %w", name, err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(cp.workDir, name+".kubeconfig")
+	return path, os.WriteFile(path, kubeconfig, 0o600)
+}
+
+// startChild starts a binary from BinDir with its output in LogDir; the
+// returned channel receives its exit.
+func (cp *ControlPlane) startChild(name string, args ...string) (<-chan error, error) {
+	path, err := cp.wrap(name)
+	if err != nil {
+		return nil, err
+	}
+	logFile, err := cp.logFile(name)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting kube-controller-manager: %w", err)
+		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	cp.kcm = cmd
+	cp.children = append(cp.children, cmd)
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	return waitHealthy(fmt.Sprintf("https://127.0.0.1:%d/healthz", port), exited, 30*time.Second)
+	return exited, nil
 }
 
 // waitHealthy polls a component's /healthz until it answers 200, the process
 // exits, or the timeout passes.
-func waitHealthy(url string, exited <-chan error, timeout time.Duration) error {
+func waitHealthy(name, url string, exited <-chan error, timeout time.Duration) error {
 	httpClient := &http.Client{
 		Timeout: time.Second,
 		// The component serves a self-signed certificate; only liveness is
@@ -259,7 +301,7 @@ func waitHealthy(url string, exited <-chan error, timeout time.Duration) error {
 	for time.Now().Before(deadline) {
 		select {
 		case err := <-exited:
-			return fmt.Errorf("kube-controller-manager exited during start: %v", err)
+			return fmt.Errorf("%s exited during start: %v", name, err)
 		default:
 		}
 		resp, err := httpClient.Get(url)
@@ -271,7 +313,7 @@ func waitHealthy(url string, exited <-chan error, timeout time.Duration) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("kube-controller-manager not healthy at %s after %s", url, timeout)
+	return fmt.Errorf("%s not healthy at %s after %s", name, url, timeout)
 }
 
 func freePort() (int, error) {
@@ -291,37 +333,13 @@ func (cp *ControlPlane) WebhookServerOptions() webhook.Options {
 	return webhook.Options{Host: w.LocalServingHost, Port: w.LocalServingPort, CertDir: w.LocalServingCertDir}
 }
 
-// KubeConfig returns an admin kubeconfig for the apiserver, for tools such as
-// kubectl and helm or the bosh-injector binary.
-func (cp *ControlPlane) KubeConfig() ([]byte, error) {
-	user, err := cp.Env.AddUser(envtest.User{Name: "admin-tool", Groups: []string{"system:masters"}}, cp.Config)
-	if err != nil {
-		return nil, err
-	}
-	return user.KubeConfig()
-}
-
 // Stop stops every process this control plane started, by PID. It is safe to
 // call more than once.
 func (cp *ControlPlane) Stop() error {
 	cp.stopOnce.Do(func() {
 		var errs []error
-		if cp.kcm != nil && cp.kcm.Process != nil {
-			// SIGTERM then SIGKILL on the process group: the wrapper execs
-			// the binary, so the PID is the controller manager's own.
-			_ = syscall.Kill(-cp.kcm.Process.Pid, syscall.SIGTERM)
-			done := make(chan struct{})
-			go func() {
-				for processAlive(cp.kcm.Process.Pid) {
-					time.Sleep(20 * time.Millisecond)
-				}
-				close(done)
-			}()
-			select {
-			case <-done:
-			case <-time.After(5 * time.Second):
-				_ = syscall.Kill(-cp.kcm.Process.Pid, syscall.SIGKILL)
-			}
+		for _, child := range cp.children {
+			stopChild(child.Process.Pid)
 		}
 		if cp.Env != nil {
 			if err := cp.Env.Stop(); err != nil {
@@ -334,6 +352,21 @@ func (cp *ControlPlane) Stop() error {
 		cp.stopError = errors.Join(errs...)
 	})
 	return cp.stopError
+}
+
+// stopChild sends SIGTERM to a child's process group, then SIGKILL if it
+// has not exited after a few seconds. The wrapper execs the binary, so the PID
+// is the component's own.
+func stopChild(pid int) {
+	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	deadline := time.Now().Add(5 * time.Second)
+	for processAlive(pid) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func processAlive(pid int) bool {

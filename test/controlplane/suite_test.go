@@ -36,6 +36,7 @@ var _ = BeforeSuite(func() {
 	ctx = context.Background()
 	cp = controlplane.StartForSuite(controlplane.Options{
 		ControllerManager: true,
+		CertManager:       true,
 		Webhook:           envtest.WebhookInstallOptions{MutatingWebhooks: []*admissionregistrationv1.MutatingWebhookConfiguration{markerWebhook()}},
 	})
 
