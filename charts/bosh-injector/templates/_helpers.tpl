@@ -1,0 +1,28 @@
+{{- define "bosh-injector.name" -}}bosh-injector{{- end -}}
+
+{{- define "bosh-injector.fullname" -}}
+{{- if contains "bosh-injector" .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-bosh-injector" .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "bosh-injector.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+
+{{- define "bosh-injector.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "bosh-injector.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "bosh-injector.labels" -}}
+{{ include "bosh-injector.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{- /* The serving certificate's Secret, mounted by the webhook. */ -}}
+{{- define "bosh-injector.servingSecret" -}}{{ include "bosh-injector.fullname" . }}-serving-cert{{- end -}}
