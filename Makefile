@@ -66,15 +66,47 @@ $(TESTBIN)/cert-manager-%: test/tools/certmanager/go.mod test/tools/certmanager/
 	@mkdir -p $(@D)
 	cd test/tools/certmanager && $(GO) build -ldflags '-s -w' -o $@ ./$*
 
-# Debian packages the tests need; installed only when missing.
-DEBIAN_PACKAGES := ruby
-.PHONY: deps
-deps: ## Install the Debian packages the tests need (ruby), when missing
-	@missing=$$(for p in $(DEBIAN_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+# Debian packages, installed only when missing.
+apt_install = missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		echo "installing Debian packages: $$missing"; \
 		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+.PHONY: deps
+deps: ## Install the Debian packages the tests need (ruby), when missing
+	@$(call apt_install,ruby)
+
+# Real containers for the end-to-end tests: podman with runc, and a Debian
+# base image made by debootstrap (no registry is reachable).
+E2E_PACKAGES := podman runc catatonit debootstrap
+export CONTAINERS_CONF := $(CURDIR)/test/e2e/containers.conf
+BASE_IMAGE := docker.io/library/debian:bookworm-slim
+DEBIAN_MIRROR = $(shell awk '/^URIs:/ { print $$2; exit }' /etc/apt/sources.list.d/debian.sources 2>/dev/null)
+
+.PHONY: e2e-deps base-image
+e2e-deps: deps ## Install podman, runc, catatonit and debootstrap, when missing
+	@$(call apt_install,$(E2E_PACKAGES))
+
+base-image: e2e-deps ## Import a debootstrapped Debian as $(BASE_IMAGE), when missing
+	@if ! podman image exists $(BASE_IMAGE); then \
+		root=$$(mktemp -d); trap 'rm -rf "$$root"' EXIT; \
+		echo "debootstrap bookworm into $$root"; \
+		debootstrap --variant=minbase bookworm "$$root" $(DEBIAN_MIRROR) >/dev/null; \
+		tar -C "$$root" -c . | podman import - $(BASE_IMAGE) >/dev/null; \
+	fi
+
+# A Go toolchain image for the Dockerfile's build stage, made from the base
+# image and this machine's Go when no registry can provide one.
+GO_IMAGE := docker.io/library/golang:$(shell $(GO) env GOVERSION | sed 's/^go//; s/\.[0-9]*$$//')-bookworm
+.PHONY: go-image
+go-image: base-image
+	@if ! podman image exists $(GO_IMAGE); then \
+		ctr=$$(podman create $(BASE_IMAGE) true); trap 'podman rm -f $$ctr >/dev/null' EXIT; \
+		podman cp $$(go env GOROOT) $$ctr:/usr/local/go; \
+		podman commit -q --change 'ENV PATH=/usr/local/go/bin:/root/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' $$ctr $(GO_IMAGE) >/dev/null; \
+		echo "made $(GO_IMAGE) from $$(go env GOROOT)"; \
 	fi
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -110,3 +142,10 @@ bench: deps ## Run every Go benchmark once, each printing its comparison
 .PHONY: help
 help: ## List the targets
 	@awk -F':.*## ' '/^[a-z-]+:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+
+IMAGE ?= localhost/bosh-injector:dev
+.PHONY: image
+image: go-image ## Build the operator image from the Dockerfile with podman
+	podman build --network=host --build-arg GO_IMAGE=$(GO_IMAGE) --build-arg VERSION=$(VERSION) \
+		-v $$($(GO) env GOMODCACHE):/root/go/pkg/mod -v $$($(GO) env GOCACHE):/root/.cache/go-build \
+		-t $(IMAGE) .
