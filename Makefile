@@ -94,7 +94,8 @@ base-image: e2e-deps ## Import a debootstrapped Debian as $(BASE_IMAGE), when mi
 		root=$$(mktemp -d); trap 'rm -rf "$$root"' EXIT; \
 		echo "debootstrap bookworm into $$root"; \
 		debootstrap --variant=minbase bookworm "$$root" $(DEBIAN_MIRROR) >/dev/null; \
-		tar -C "$$root" -c . | podman import - $(BASE_IMAGE) >/dev/null; \
+		tar -C "$$root" -c . | podman import --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+			--change 'CMD ["bash"]' - $(BASE_IMAGE) >/dev/null; \
 	fi
 
 # A Go toolchain image for the Dockerfile's build stage, made from the base
@@ -120,7 +121,7 @@ build: ## Build bin/bosh-injector (static)
 # integration suites against the real control plane.
 GO_TEST_FLAGS ?= -count=1 -timeout 20m
 .PHONY: test
-test: deps testbin ## Build what is missing, then run every test suite
+test: deps testbin base-image ## Build what is missing, then run every test suite
 	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) test $(GO_TEST_FLAGS) ./...
 
 STATICCHECK_VERSION := v0.8.2

@@ -1,0 +1,338 @@
+// Package podman runs a Pod, as the apiserver stored it, with real containers
+// under `podman kube play`: there is no kubelet here, so this stands in for
+// one in the end-to-end tests and the demo.
+//
+// Podman 4.3's kube play falls short of a kubelet in a few places. Adapt
+// rewrites only those, each for the reason given where it is done; everything
+// else (init containers in order, command, args, env, workingDir, users,
+// capabilities, volume mounts and subPaths) is podman's own behaviour.
+package podman
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+)
+
+// Env is what Adapt needs from the cluster the pod came from.
+type Env struct {
+	// Secrets by name, for Secret volumes and secretKeyRef env.
+	Secrets map[string]*corev1.Secret
+	// PodIP replaces status.podIP; with --network=none only loopback exists.
+	PodIP string
+	// Dir holds the files Adapt creates (secret data, termination logs).
+	Dir string
+	// VolumePrefix makes podman volume names unique per run: podman shares
+	// volumes between pods by name.
+	VolumePrefix string
+}
+
+// Run is a pod started by Play.
+type Run struct {
+	Pod      *corev1.Pod
+	yamlPath string
+	termLogs map[string]string // container name -> host file of its termination log
+	volumes  []string
+	hostNet  bool
+}
+
+// Adapt returns a copy of pod that podman 4.3 can play, and the run state
+// needed to read results back.
+func Adapt(pod *corev1.Pod, env Env) (*Run, error) {
+	p := pod.DeepCopy()
+	run := &Run{Pod: p, termLogs: map[string]string{}, hostNet: p.Spec.HostNetwork}
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	// Without it podman removes init containers after they ran, and their
+	// logs with them.
+	p.Annotations["io.podman.annotations.init.container.type"] = "always"
+	// kube play names the pod after metadata.name; generateName pods (Jobs)
+	// may come without one.
+	if p.Name == "" {
+		p.Name = strings.TrimSuffix(p.GenerateName, "-") + "-play"
+	}
+
+	var volumes []corev1.Volume
+	dropped := map[string]bool{}
+	for _, v := range p.Spec.Volumes {
+		switch {
+		case v.Projected != nil && strings.HasPrefix(v.Name, "kube-api-access-"):
+			// The service-account token volume the apiserver adds is
+			// rejected by kube play, and nothing here serves tokens.
+			dropped[v.Name] = true
+			continue
+		case v.Secret != nil:
+			// A secret volume crashes kube play unless optional, and then
+			// holds still-encoded data: mount the decoded files instead.
+			dir, err := writeSecret(env, v.Secret.SecretName)
+			if err != nil {
+				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
+			}
+			v.VolumeSource = corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir, Type: ptr.To(corev1.HostPathDirectory)}}
+		case v.EmptyDir != nil:
+			// An emptyDir becomes a podman volume named after it, shared by
+			// name between pods and created 0755, so a non-root container
+			// could not write after a root one: make a unique one, 0777.
+			name := env.VolumePrefix + v.Name
+			if err := createVolume(name); err != nil {
+				return nil, err
+			}
+			run.volumes = append(run.volumes, name)
+			v.VolumeSource = corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}
+		}
+		volumes = append(volumes, v)
+	}
+	p.Spec.Volumes = volumes
+
+	for _, list := range []*[]corev1.Container{&p.Spec.InitContainers, &p.Spec.Containers} {
+		for i := range *list {
+			c := &(*list)[i]
+			if err := adaptContainer(c, p, env, dropped, run); err != nil {
+				return nil, fmt.Errorf("container %s: %w", c.Name, err)
+			}
+		}
+	}
+	p.Spec.ServiceAccountName, p.Spec.DeprecatedServiceAccount = "", ""
+	p.Status = corev1.PodStatus{}
+	// Objects read through a typed client come without their kind.
+	p.APIVersion, p.Kind = "v1", "Pod"
+	p.ManagedFields = nil
+	p.OwnerReferences = nil
+
+	data, err := yaml.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	run.yamlPath = filepath.Join(env.Dir, p.Name+".yaml")
+	return run, os.WriteFile(run.yamlPath, data, 0o644)
+}
+
+func adaptContainer(c *corev1.Container, p *corev1.Pod, env Env, dropped map[string]bool, run *Run) error {
+	var mounts []corev1.VolumeMount
+	for _, m := range c.VolumeMounts {
+		if !dropped[m.Name] {
+			mounts = append(mounts, m)
+		}
+	}
+	c.VolumeMounts = mounts
+	for i := range c.Env {
+		e := &c.Env[i]
+		if e.ValueFrom == nil {
+			continue
+		}
+		// fieldRef works in kube play only for name, uid, labels and
+		// annotations, and secretKeyRef does not read Secrets from the YAML:
+		// resolve both here.
+		switch {
+		case e.ValueFrom.FieldRef != nil:
+			switch e.ValueFrom.FieldRef.FieldPath {
+			case "metadata.namespace":
+				e.Value = p.Namespace
+			case "status.podIP":
+				e.Value = env.PodIP
+			case "spec.nodeName":
+				e.Value = "podman"
+			case "metadata.name":
+				e.Value = p.Name
+			default:
+				continue
+			}
+		case e.ValueFrom.SecretKeyRef != nil:
+			ref := e.ValueFrom.SecretKeyRef
+			s := env.Secrets[ref.Name]
+			if s == nil || s.Data[ref.Key] == nil {
+				return fmt.Errorf("env %s: Secret %s has no key %s", e.Name, ref.Name, ref.Key)
+			}
+			e.Value = string(s.Data[ref.Key])
+		default:
+			continue
+		}
+		e.ValueFrom = nil
+	}
+	// Keep termination messages: bind a host file at the container's
+	// termination message path, as a kubelet does.
+	path := c.TerminationMessagePath
+	if path == "" {
+		path = corev1.TerminationMessagePathDefault
+	}
+	hostFile := filepath.Join(env.Dir, "termination-"+c.Name)
+	if err := os.WriteFile(hostFile, nil, 0o666); err != nil {
+		return err
+	}
+	if err := os.Chmod(hostFile, 0o666); err != nil {
+		return err
+	}
+	run.termLogs[c.Name] = hostFile
+	volName := "termination-" + c.Name
+	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: volName, VolumeSource: corev1.VolumeSource{
+		HostPath: &corev1.HostPathVolumeSource{Path: hostFile, Type: ptr.To(corev1.HostPathFile)}}})
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volName, MountPath: path})
+	// Images come from local storage: nothing can be pulled here.
+	c.ImagePullPolicy = corev1.PullNever
+	return nil
+}
+
+func writeSecret(env Env, name string) (string, error) {
+	s := env.Secrets[name]
+	if s == nil {
+		return "", fmt.Errorf("secret %s not given", name)
+	}
+	dir := filepath.Join(env.Dir, "secret-"+name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	for k, v := range s.Data {
+		if err := os.WriteFile(filepath.Join(dir, k), v, 0o644); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+func createVolume(name string) error {
+	if _, err := podman("volume", "create", name); err != nil {
+		return err
+	}
+	mountpoint, err := podman("volume", "inspect", "--format", "{{.Mountpoint}}", name)
+	if err != nil {
+		return err
+	}
+	return os.Chmod(strings.TrimSpace(mountpoint), 0o777)
+}
+
+// Play starts the adapted pod. Its containers run in the background; Wait
+// collects their results.
+func (r *Run) Play(ctx context.Context) error {
+	args := []string{"kube", "play"}
+	if !r.hostNet {
+		args = append(args, "--network=none")
+	}
+	// kube play builds images from ./<image name>/Containerfile when such a
+	// folder exists in its working directory: run it from the run's own one.
+	cmd := exec.CommandContext(ctx, "podman", append(args, r.yamlPath)...)
+	cmd.Dir = filepath.Dir(r.yamlPath)
+	cmd.Env = podmanEnv()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("podman kube play: %w: %s", err, out)
+	}
+	return nil
+}
+
+// ContainerResult is how one container ended.
+type ContainerResult struct {
+	Name               string
+	ExitCode           int
+	Logs               string
+	TerminationMessage string
+	// Ran is false for containers that never started (after a failed init
+	// container).
+	Ran bool
+}
+
+// Wait waits until every container of the pod has exited or timeout passes,
+// and returns the results of init containers and containers, in pod order.
+func (r *Run) Wait(ctx context.Context, timeout time.Duration) ([]ContainerResult, error) {
+	deadline := time.Now().Add(timeout)
+	all := append(append([]corev1.Container{}, r.Pod.Spec.InitContainers...), r.Pod.Spec.Containers...)
+	for {
+		results, running, err := r.results(all)
+		if err != nil || !running {
+			return results, err
+		}
+		if time.Now().After(deadline) {
+			return results, fmt.Errorf("pod %s still running after %s", r.Pod.Name, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return results, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (r *Run) results(all []corev1.Container) ([]ContainerResult, bool, error) {
+	var results []ContainerResult
+	running := false
+	for _, c := range all {
+		res := ContainerResult{Name: c.Name}
+		name := r.Pod.Name + "-" + c.Name
+		state, err := podman("inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", name)
+		if err == nil {
+			fields := strings.Fields(state)
+			switch fields[0] {
+			case "running", "created", "configured", "initialized":
+				running = running || fields[0] == "running"
+			default:
+				res.Ran = true
+				res.ExitCode, _ = strconv.Atoi(fields[1])
+			}
+			res.Logs, _ = podman("logs", name)
+		}
+		msg, _ := os.ReadFile(r.termLogs[c.Name])
+		res.TerminationMessage = string(msg)
+		results = append(results, res)
+	}
+	return results, running, nil
+}
+
+// Remove removes the pod, its containers and the volumes Adapt created.
+func (r *Run) Remove() error {
+	var errs []error
+	if _, err := podman("pod", "rm", "--force", "--ignore", r.Pod.Name); err != nil {
+		errs = append(errs, err)
+	}
+	for _, v := range r.volumes {
+		if _, err := podman("volume", "rm", "--force", v); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Check says whether podman and the base image are ready, and what to run
+// when they are not.
+func Check(baseImage string) error {
+	if _, err := exec.LookPath("podman"); err != nil {
+		return errors.New("podman not found: run `make base-image` (it installs podman, runc, catatonit and debootstrap)")
+	}
+	if _, err := podman("image", "exists", baseImage); err != nil {
+		return fmt.Errorf("image %s missing: run `make base-image`", baseImage)
+	}
+	return nil
+}
+
+func podman(args ...string) (string, error) {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command("podman", args...)
+	cmd.Env = podmanEnv()
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("podman %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+// podmanEnv points podman at the project's containers.conf (see it for why)
+// unless the caller chose one.
+func podmanEnv() []string {
+	env := os.Environ()
+	if os.Getenv("CONTAINERS_CONF") == "" {
+		_, file, _, _ := runtime.Caller(0)
+		env = append(env, "CONTAINERS_CONF="+filepath.Join(filepath.Dir(file), "..", "e2e", "containers.conf"))
+	}
+	return env
+}
