@@ -222,9 +222,8 @@ func (r *Run) Play(ctx context.Context) error {
 	}
 	// kube play builds images from ./<image name>/Containerfile when such a
 	// folder exists in its working directory: run it from the run's own one.
-	cmd := exec.CommandContext(ctx, "podman", append(args, r.yamlPath)...)
+	cmd := Command(ctx, append(args, r.yamlPath)...)
 	cmd.Dir = filepath.Dir(r.yamlPath)
-	cmd.Env = podmanEnv()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("podman kube play: %w: %s", err, out)
@@ -317,8 +316,7 @@ func Check(baseImage string) error {
 
 func podman(args ...string) (string, error) {
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command("podman", args...)
-	cmd.Env = podmanEnv()
+	cmd := Command(context.Background(), args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		return stdout.String(), fmt.Errorf("podman %s: %w: %s", strings.Join(args, " "), err, stderr.String())
@@ -326,13 +324,14 @@ func podman(args ...string) (string, error) {
 	return stdout.String(), nil
 }
 
-// podmanEnv points podman at the project's containers.conf (see it for why)
-// unless the caller chose one.
-func podmanEnv() []string {
-	env := os.Environ()
+// Command is a podman command using the project's containers.conf (see it
+// for why) unless the caller chose one with CONTAINERS_CONF.
+func Command(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "podman", args...)
+	cmd.Env = os.Environ()
 	if os.Getenv("CONTAINERS_CONF") == "" {
 		_, file, _, _ := runtime.Caller(0)
-		env = append(env, "CONTAINERS_CONF="+filepath.Join(filepath.Dir(file), "..", "e2e", "containers.conf"))
+		cmd.Env = append(cmd.Env, "CONTAINERS_CONF="+filepath.Join(filepath.Dir(file), "..", "e2e", "containers.conf"))
 	}
-	return env
+	return cmd
 }
