@@ -45,8 +45,7 @@ type Version struct {
 	Secret *corev1.Secret
 }
 
-// List returns the stored versions of k, oldest first. Secrets of the series
-// whose version label is not a number are ignored: they are not ours.
+// List returns the stored versions of k, oldest first.
 func List(ctx context.Context, c client.Reader, k Key) ([]Version, error) {
 	var list corev1.SecretList
 	if err := c.List(ctx, &list, client.InNamespace(k.Namespace), k.selector()); err != nil {
@@ -54,14 +53,38 @@ func List(ctx context.Context, c client.Reader, k Key) ([]Version, error) {
 	}
 	var out []Version
 	for i := range list.Items {
-		n, err := strconv.Atoi(list.Items[i].Labels[names.LabelVersion])
-		if err != nil || n < 1 {
-			continue
+		if n, ok := versionOf(&list.Items[i]); ok {
+			out = append(out, Version{Number: n, Secret: &list.Items[i]})
 		}
-		out = append(out, Version{Number: n, Secret: &list.Items[i]})
 	}
 	slices.SortFunc(out, func(a, b Version) int { return a.Number - b.Number })
 	return out, nil
+}
+
+// LatestByGroup maps each instance group of a deployment, by its sanitized
+// name (its label value), to the newest version number of its kind Secrets.
+func LatestByGroup(ctx context.Context, c client.Reader, namespace, deployment, kind string) (map[string]int, error) {
+	var list corev1.SecretList
+	if err := c.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{
+		names.LabelDeployment: names.LabelValue(deployment),
+		names.LabelSecretKind: kind,
+	}); err != nil {
+		return nil, fmt.Errorf("listing %s Secrets of deployment %q: %w", kind, deployment, err)
+	}
+	latest := map[string]int{}
+	for _, s := range list.Items {
+		if n, ok := versionOf(&s); ok && n > latest[s.Labels[names.LabelInstanceGroup]] {
+			latest[s.Labels[names.LabelInstanceGroup]] = n
+		}
+	}
+	return latest, nil
+}
+
+// versionOf reads a versioned Secret's version label; Secrets of a series
+// whose label is not a positive number are not ours.
+func versionOf(s *corev1.Secret) (int, bool) {
+	n, err := strconv.Atoi(s.Labels[names.LabelVersion])
+	return n, err == nil && n > 0
 }
 
 // Latest returns the newest version of k, or nil when there is none.

@@ -1,0 +1,467 @@
+// Package runner is the operator's job runner: it watches manifest Secrets,
+// starts a gathering Job whenever the deployment's inputs (manifest, ops
+// files, user-provided variable Secrets) change, reports progress as Events
+// and a status annotation on the manifest Secret, and rolls the instance
+// groups whose resolved content got a new version.
+package runner
+
+import (
+	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/yaml"
+
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/versions"
+)
+
+// Event reasons, also the states of the status annotation.
+const (
+	ReasonInvalidManifest = "InvalidManifest"
+	ReasonGatherStarted   = "GatherStarted"
+	ReasonGathered        = "Gathered"
+	ReasonGatherFailed    = "GatherFailed"
+	ReasonRollingOut      = "RollingOut"
+)
+
+// JobsDir is where the gathering Job's copy init containers put the releases'
+// jobs, and where gather reads them.
+const JobsDir = "/var/vcap/all-releases/jobs-src"
+
+// LabelComponent marks the objects the runner creates for a deployment.
+const (
+	LabelComponent  = "app.kubernetes.io/component"
+	ComponentGather = "gather"
+)
+
+// Release is a release the deployment uses and the image that ships it.
+type Release struct {
+	Name  string
+	Image string
+}
+
+// Inputs is what the runner must know of a deployment to gather it.
+type Inputs struct {
+	Releases []Release
+	// Variables are the names of the variables the manifest references;
+	// user-provided Secrets of those names are part of the inputs.
+	Variables []string
+}
+
+// Document is a named YAML document of the manifest Secret.
+type Document struct {
+	Name string
+	Data []byte
+}
+
+// Config is the runner's configuration.
+type Config struct {
+	// OperatorImage runs the gather container.
+	OperatorImage string
+	ClusterDomain string
+	// Inspect reads a manifest, with its ops files applied in order, into
+	// Inputs; its errors name the file and path.
+	Inspect func(manifest []byte, ops []Document) (Inputs, error)
+	// CopyContainer is the init container that copies a release's jobs
+	// from its image into JobsDir/<release>, shared with the webhook's
+	// injected pods; volume is the emptyDir it writes to.
+	CopyContainer func(r Release, volume string) corev1.Container
+	// JobTTL is how long a finished gathering Job is kept.
+	JobTTL time.Duration
+	// BackoffLimit is how often a failed gathering is retried.
+	BackoffLimit int32
+}
+
+// Reconciler runs gathering Jobs for manifest Secrets.
+type Reconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+	Config   Config
+	Log      logr.Logger
+}
+
+// Status is the JSON of the manifest Secret's status annotation.
+type Status struct {
+	State   string `json:"state"`
+	Digest  string `json:"digest,omitempty"`
+	Job     string `json:"job,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// SetupWithManager registers the runner with mgr. Controllers are leader
+// elected by the manager, so two operator replicas never both create Jobs.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("gather-runner").
+		For(&corev1.Secret{}, builder.WithPredicates(isManifest, inputChanged)).
+		Owns(&batchv1.Job{}).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.manifestsOfVariable),
+			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return isVariable(o) }))).
+		Complete(r)
+}
+
+var isManifest = predicate.NewPredicateFuncs(func(o client.Object) bool {
+	s, ok := o.(*corev1.Secret)
+	return ok && s.Labels[names.LabelDeployment] != "" && s.Data[names.ManifestKey] != nil
+})
+
+// inputChanged ignores updates that touch only metadata, such as the status
+// annotation the runner itself writes.
+var inputChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	oldS, okOld := e.ObjectOld.(*corev1.Secret)
+	newS, okNew := e.ObjectNew.(*corev1.Secret)
+	return !okOld || !okNew || !maps.EqualFunc(oldS.Data, newS.Data, func(a, b []byte) bool { return string(a) == string(b) })
+}}
+
+func isVariable(o client.Object) bool {
+	return o.GetLabels()[names.LabelDeployment] != "" && strings.Contains(o.GetName(), ".var-")
+}
+
+// manifestsOfVariable maps a variable Secret to its deployment's manifest
+// Secrets.
+func (r *Reconciler) manifestsOfVariable(ctx context.Context, o client.Object) []reconcile.Request {
+	var list corev1.SecretList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.HasLabels{names.LabelDeployment}); err != nil {
+		r.Log.Error(err, "listing manifest Secrets")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		s := &list.Items[i]
+		if s.Data[names.ManifestKey] != nil && names.LabelValue(s.Labels[names.LabelDeployment]) == names.LabelValue(o.GetLabels()[names.LabelDeployment]) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(s)})
+		}
+	}
+	return reqs
+}
+
+// Reconcile brings one manifest Secret's gathering up to date.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var manifest corev1.Secret
+	if err := r.Client.Get(ctx, req.NamespacedName, &manifest); err != nil {
+		// A deleted manifest's objects are owned by it: the garbage
+		// collector removes them, the user's workloads are not touched.
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if manifest.Data[names.ManifestKey] == nil {
+		return reconcile.Result{}, nil
+	}
+	deployment := manifest.Labels[names.LabelDeployment]
+	log := r.Log.WithValues("namespace", manifest.Namespace, "deployment", deployment)
+
+	ops := opsFiles(&manifest)
+	inputs, err := r.Config.Inspect(manifest.Data[names.ManifestKey], ops)
+	if err != nil {
+		log.Info("manifest rejected", "reason", ReasonInvalidManifest, "error", err.Error())
+		r.Recorder.Eventf(&manifest, nil, corev1.EventTypeWarning, ReasonInvalidManifest, "Inspect", "%s", err.Error())
+		return reconcile.Result{}, r.setStatus(ctx, &manifest, Status{State: ReasonInvalidManifest, Message: err.Error()})
+	}
+	digest, err := r.digest(ctx, &manifest, ops, inputs)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	jobName := fmt.Sprintf("%s-gather-%s", names.DNS1123Label(deployment), digest[:10])
+
+	var job batchv1.Job
+	err = r.Client.Get(ctx, types.NamespacedName{Namespace: manifest.Namespace, Name: jobName}, &job)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := r.ensureRBAC(ctx, &manifest, deployment); err != nil {
+			return reconcile.Result{}, err
+		}
+		job := r.gatherJob(&manifest, deployment, jobName, digest, inputs)
+		if err := r.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
+			return reconcile.Result{}, fmt.Errorf("creating gathering Job %s: %w", jobName, err)
+		}
+		log.Info("gathering", "job", jobName)
+		r.Recorder.Eventf(&manifest, job, corev1.EventTypeNormal, ReasonGatherStarted, "Gather", "started gathering Job %s", jobName)
+		return reconcile.Result{}, r.setStatus(ctx, &manifest, Status{State: ReasonGatherStarted, Digest: digest, Job: jobName})
+	case err != nil:
+		return reconcile.Result{}, err
+	}
+
+	switch {
+	case jobCondition(&job, batchv1.JobComplete):
+		if statusOf(&manifest).State != ReasonGathered || statusOf(&manifest).Digest != digest {
+			log.Info("gathered", "job", jobName)
+			r.Recorder.Eventf(&manifest, &job, corev1.EventTypeNormal, ReasonGathered, "Gather", "gathering Job %s succeeded", jobName)
+		}
+		if err := r.rollout(ctx, &manifest, deployment); err != nil {
+			return reconcile.Result{}, err
+		}
+		if err := r.removeOldJobs(ctx, &manifest, deployment, jobName); err != nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{}, r.setStatus(ctx, &manifest, Status{State: ReasonGathered, Digest: digest, Job: jobName})
+	case jobCondition(&job, batchv1.JobFailed):
+		message := r.terminationMessage(ctx, &job)
+		if statusOf(&manifest).State != ReasonGatherFailed || statusOf(&manifest).Digest != digest {
+			log.Info("gathering failed", "job", jobName, "reason", ReasonGatherFailed)
+			r.Recorder.Eventf(&manifest, &job, corev1.EventTypeWarning, ReasonGatherFailed, "Gather", "gathering Job %s failed: %s", jobName, message)
+		}
+		return reconcile.Result{}, r.setStatus(ctx, &manifest, Status{State: ReasonGatherFailed, Digest: digest, Job: jobName, Message: message})
+	}
+	return reconcile.Result{}, nil
+}
+
+func opsFiles(s *corev1.Secret) []Document {
+	var ops []Document
+	for _, k := range slices.Sorted(maps.Keys(s.Data)) {
+		if strings.HasPrefix(k, "ops-") && (strings.HasSuffix(k, ".yaml") || strings.HasSuffix(k, ".yml")) {
+			ops = append(ops, Document{Name: k, Data: s.Data[k]})
+		}
+	}
+	return ops
+}
+
+// digest covers every input of a gathering: the manifest, the ops files and
+// the variable Secrets the user provided. Variables bosh-injector generated
+// are outputs of gathering, not inputs, so they are left out: including them
+// would start a second gathering after every first one.
+func (r *Reconciler) digest(ctx context.Context, manifest *corev1.Secret, ops []Document, inputs Inputs) (string, error) {
+	h := sha256.New()
+	write := func(name string, data []byte) {
+		fmt.Fprintf(h, "%s\x00%d\x00", name, len(data))
+		h.Write(data)
+	}
+	write(names.ManifestKey, manifest.Data[names.ManifestKey])
+	for _, op := range ops {
+		write(op.Name, op.Data)
+	}
+	deployment := manifest.Labels[names.LabelDeployment]
+	for _, v := range slices.Sorted(slices.Values(inputs.Variables)) {
+		var s corev1.Secret
+		err := r.Client.Get(ctx, types.NamespacedName{Namespace: manifest.Namespace, Name: names.VariableSecret(deployment, v)}, &s)
+		if apierrors.IsNotFound(err) || s.Labels[names.LabelManagedBy] == names.ManagedBy {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		for _, k := range slices.Sorted(maps.Keys(s.Data)) {
+			write("var/"+v+"/"+k, s.Data[k])
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+//go:embed rbac.yaml
+var rbacYAML string
+
+// ensureRBAC creates the gathering Job's ServiceAccount, Role and RoleBinding
+// from rbac.yaml, owned by the manifest Secret.
+func (r *Reconciler) ensureRBAC(ctx context.Context, manifest *corev1.Secret, deployment string) error {
+	name := names.DNS1123Label(deployment) + "-gather"
+	objects := []client.Object{&corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}}
+	for i, doc := range strings.Split(rbacYAML, "\n---\n") {
+		doc = strings.ReplaceAll(doc, "NAME", name)
+		if err := yaml.UnmarshalStrict([]byte(doc), objects[i]); err != nil {
+			return fmt.Errorf("rbac.yaml document %d: %w", i+1, err)
+		}
+		obj := objects[i]
+		obj.SetNamespace(manifest.Namespace)
+		obj.SetLabels(r.labels(deployment))
+		if rb, ok := obj.(*rbacv1.RoleBinding); ok {
+			rb.Subjects[0].Namespace = manifest.Namespace
+		}
+		if err := controllerutil.SetControllerReference(manifest, obj, r.Client.Scheme()); err != nil {
+			return err
+		}
+		if err := r.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating %T %s: %w", obj, name, err)
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) labels(deployment string) map[string]string {
+	return map[string]string{
+		names.LabelDeployment: names.LabelValue(deployment),
+		names.LabelManagedBy:  names.ManagedBy,
+		LabelComponent:        ComponentGather,
+	}
+}
+
+// gatherJob is the gathering Job: one init container per release copies its
+// jobs out of the release image, then gather runs in the operator image.
+func (r *Reconciler) gatherJob(manifest *corev1.Secret, deployment, name, digest string, inputs Inputs) *batchv1.Job {
+	const volume = "bosh-all-releases"
+	var inits []corev1.Container
+	for _, rel := range inputs.Releases {
+		inits = append(inits, r.Config.CopyContainer(rel, volume))
+	}
+	labels := r.labels(deployment)
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: manifest.Namespace, Labels: labels,
+			Annotations: map[string]string{names.AnnotationDeploymentName: deployment, annotationDigest: digest},
+		},
+		Spec: batchv1.JobSpec{
+			BackoffLimit:            ptr.To(r.Config.BackoffLimit),
+			TTLSecondsAfterFinished: ptr.To(int32(r.Config.JobTTL.Seconds())),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					ServiceAccountName: names.DNS1123Label(deployment) + "-gather",
+					RestartPolicy:      corev1.RestartPolicyNever,
+					InitContainers:     inits,
+					Containers: []corev1.Container{{
+						Name:  "gather",
+						Image: r.Config.OperatorImage,
+						Args: []string{"gather",
+							"--namespace=" + manifest.Namespace,
+							"--manifest-secret=" + manifest.Name,
+							"--jobs-dir=" + JobsDir,
+							"--cluster-domain=" + r.Config.ClusterDomain,
+						},
+						VolumeMounts:             []corev1.VolumeMount{{Name: volume, MountPath: "/var/vcap/all-releases"}},
+						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+					}},
+					Volumes: []corev1.Volume{{Name: volume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+				},
+			},
+		},
+	}
+	_ = controllerutil.SetControllerReference(manifest, job, r.Client.Scheme())
+	return job
+}
+
+const annotationDigest = names.Prefix + "inputs-digest"
+
+func jobCondition(job *batchv1.Job, t batchv1.JobConditionType) bool {
+	for _, c := range job.Status.Conditions {
+		if c.Type == t && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// terminationMessage returns the gather container's termination message (the
+// director-format error list) of the Job's last failed pod.
+func (r *Reconciler) terminationMessage(ctx context.Context, job *batchv1.Job) string {
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{"batch.kubernetes.io/job-name": job.Name}); err != nil {
+		return "gathering failed; its pods could not be read: " + err.Error()
+	}
+	slices.SortFunc(pods.Items, func(a, b corev1.Pod) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
+	for i := len(pods.Items) - 1; i >= 0; i-- {
+		for _, cs := range append(pods.Items[i].Status.InitContainerStatuses, pods.Items[i].Status.ContainerStatuses...) {
+			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 && t.Message != "" {
+				return strings.TrimSpace(t.Message)
+			}
+		}
+	}
+	return "gathering failed; see the logs of Job " + job.Name
+}
+
+func statusOf(s *corev1.Secret) Status {
+	var st Status
+	_ = json.Unmarshal([]byte(s.Annotations[names.AnnotationStatus]), &st)
+	return st
+}
+
+func (r *Reconciler) setStatus(ctx context.Context, manifest *corev1.Secret, st Status) error {
+	if statusOf(manifest) == st {
+		return nil
+	}
+	data, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	patch := client.MergeFrom(manifest.DeepCopy())
+	if manifest.Annotations == nil {
+		manifest.Annotations = map[string]string{}
+	}
+	manifest.Annotations[names.AnnotationStatus] = string(data)
+	return r.Client.Patch(ctx, manifest, patch)
+}
+
+// removeOldJobs deletes the deployment's other gathering Jobs once a newer
+// one succeeded; the TTL removes the last one in time.
+func (r *Reconciler) removeOldJobs(ctx context.Context, manifest *corev1.Secret, deployment, keep string) error {
+	var jobs batchv1.JobList
+	if err := r.Client.List(ctx, &jobs, client.InNamespace(manifest.Namespace), client.MatchingLabels(r.labels(deployment))); err != nil {
+		return err
+	}
+	for i := range jobs.Items {
+		j := &jobs.Items[i]
+		if j.Name == keep || !metav1.IsControlledBy(j, manifest) {
+			continue
+		}
+		if err := r.Client.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("removing old gathering Job %s: %w", j.Name, err)
+		}
+	}
+	return nil
+}
+
+// rollout sets the resolved version of each instance group in the pod
+// template of that group's labelled StatefulSets, so Kubernetes rolls the
+// pods of groups whose content changed and the webhook injects the new
+// version. A template without the annotation was created against the first
+// version, so version 1 does not roll it.
+func (r *Reconciler) rollout(ctx context.Context, manifest *corev1.Secret, deployment string) error {
+	latest, err := versions.LatestByGroup(ctx, r.Client, manifest.Namespace, deployment, names.KindResolved)
+	if err != nil {
+		return err
+	}
+	var sets appsv1.StatefulSetList
+	if err := r.Client.List(ctx, &sets, client.InNamespace(manifest.Namespace)); err != nil {
+		return err
+	}
+	for i := range sets.Items {
+		sts := &sets.Items[i]
+		tl := sts.Spec.Template.Labels
+		if names.LabelValue(tl[names.LabelDeployment]) != names.LabelValue(deployment) {
+			continue
+		}
+		version, ok := latest[names.LabelValue(tl[names.LabelInstanceGroup])]
+		if !ok {
+			continue
+		}
+		current, has := sts.Spec.Template.Annotations[names.AnnotationResolvedVersion]
+		want := strconv.Itoa(version)
+		if current == want || (!has && version == 1) {
+			continue
+		}
+		patch := client.MergeFrom(sts.DeepCopy())
+		if sts.Spec.Template.Annotations == nil {
+			sts.Spec.Template.Annotations = map[string]string{}
+		}
+		sts.Spec.Template.Annotations[names.AnnotationResolvedVersion] = want
+		if err := r.Client.Patch(ctx, sts, patch); err != nil {
+			return fmt.Errorf("rolling StatefulSet %s: %w", sts.Name, err)
+		}
+		r.Log.Info("rolling out", "namespace", sts.Namespace, "statefulset", sts.Name, "version", want)
+		r.Recorder.Eventf(sts, manifest, corev1.EventTypeNormal, ReasonRollingOut, "Rollout", "instance group resolved content is now version %s", want)
+	}
+	return nil
+}
