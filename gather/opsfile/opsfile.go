@@ -1,0 +1,473 @@
+// Package opsfile applies BOSH ops files (the CLI's go-patch semantics) to a
+// YAML document held in the yamlvalue model: `replace` and `remove` with
+// paths of `/key`, `/0` (negative counts from the end), `/-` (append),
+// `/name=value` (the one array item whose `name` is the string `value`), a
+// `?` suffix making that segment and all later ones optional, and the array
+// modifiers `:prev`, `:next`, `:before`, `:after`. Error texts are go-patch's.
+package opsfile
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
+)
+
+// Op is one operation of an ops file.
+type Op struct {
+	Type  string // "replace" or "remove"
+	Path  Pointer
+	Value any // replace only
+}
+
+// Parse reads an ops file: a YAML list of {type, path, value}. Errors name
+// the op index as the BOSH CLI does.
+func Parse(data []byte) ([]Op, error) {
+	doc, err := yamlvalue.Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	if doc == nil {
+		return nil, nil
+	}
+	list, ok := doc.([]any)
+	if !ok {
+		return nil, fmt.Errorf("expected a list of operations, got %s", yamlvalue.RubyClass(doc))
+	}
+	ops := make([]Op, 0, len(list))
+	for i, item := range list {
+		def, ok := item.(*yamlvalue.Map)
+		if !ok {
+			return nil, fmt.Errorf("operation [%d]: expected a hash, got %s", i, yamlvalue.RubyClass(item))
+		}
+		typ, _ := def.Get("type")
+		path, hasPath := def.Get("path")
+		value, hasValue := def.Get("value")
+		kind := "Replace"
+		switch typ {
+		case "replace":
+		case "remove":
+			kind = "Remove"
+		default:
+			return nil, fmt.Errorf("Unknown operation [%d] with type '%v'", i, typ)
+		}
+		pathStr, isStr := path.(string)
+		if !hasPath || !isStr {
+			return nil, fmt.Errorf("%s operation [%d]: Missing path", kind, i)
+		}
+		if kind == "Replace" && (!hasValue || value == nil) {
+			// go-patch's Value is a pointer: YAML null reads as missing.
+			return nil, fmt.Errorf("%s operation [%d]: Missing value", kind, i)
+		}
+		if kind == "Remove" && hasValue {
+			return nil, fmt.Errorf("%s operation [%d]: Cannot specify value", kind, i)
+		}
+		ptr, err := NewPointer(pathStr)
+		if err != nil {
+			return nil, fmt.Errorf("%s operation [%d]: Invalid path: %s", kind, i, err)
+		}
+		ops = append(ops, Op{Type: typ.(string), Path: ptr, Value: value})
+	}
+	return ops, nil
+}
+
+// Apply applies ops in order to a copy of doc and returns the result.
+// An error names the failing op's index and path.
+func Apply(doc any, ops []Op) (any, error) {
+	doc = yamlvalue.Clone(doc)
+	for i, op := range ops {
+		var err error
+		switch op.Type {
+		case "replace":
+			doc, err = replace(doc, op.Path, op.Value)
+		case "remove":
+			doc, err = remove(doc, op.Path)
+		default:
+			err = fmt.Errorf("Unknown operation with type '%s'", op.Type)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("operation [%d] (%s %s): %w", i, op.Type, op.Path, err)
+		}
+	}
+	return doc, nil
+}
+
+// modifier is one of :prev, :next, :before, :after.
+type modifier int
+
+const (
+	modPrev modifier = iota
+	modNext
+	modBefore
+	modAfter
+)
+
+var modNames = map[string]modifier{"prev": modPrev, "next": modNext, "before": modBefore, "after": modAfter}
+
+type tokenKind int
+
+const (
+	tokKey tokenKind = iota
+	tokIndex
+	tokAppend   // "-"
+	tokMatching // name=value
+)
+
+type token struct {
+	kind      tokenKind
+	key       string // key, or the matching key
+	value     string // matching value
+	index     int
+	optional  bool
+	modifiers []modifier
+}
+
+// Pointer is a parsed ops path.
+type Pointer struct {
+	raw    string
+	tokens []token
+}
+
+func (p Pointer) String() string { return p.raw }
+
+// prefix renders the path up to and including token i, as go-patch does in
+// its messages.
+func (p Pointer) prefix(i int) string {
+	var b strings.Builder
+	optional := false
+	for _, t := range p.tokens[:i+1] {
+		b.WriteByte('/')
+		switch t.kind {
+		case tokAppend:
+			b.WriteByte('-')
+		case tokIndex:
+			b.WriteString(strconv.Itoa(t.index))
+		case tokKey:
+			b.WriteString(encoder.Replace(t.key))
+		case tokMatching:
+			b.WriteString(encoder.Replace(t.key) + "=" + encoder.Replace(t.value))
+		}
+		if t.optional && !optional && t.kind != tokIndex {
+			b.WriteByte('?')
+			optional = true
+		}
+		for _, m := range t.modifiers {
+			for name, v := range modNames {
+				if v == m {
+					b.WriteString(":" + name)
+				}
+			}
+		}
+	}
+	return b.String()
+}
+
+var (
+	decoder = strings.NewReplacer("~0", "~", "~1", "/", "~2", "?", "~3", "=", "~7", ":")
+	encoder = strings.NewReplacer("~", "~0", "/", "~1", "?", "~2", "=", "~3", ":", "~7")
+)
+
+// NewPointer parses an ops path.
+func NewPointer(s string) (Pointer, error) {
+	p := Pointer{raw: s}
+	if s == "" {
+		return p, nil
+	}
+	if !strings.HasPrefix(s, "/") {
+		return Pointer{}, errors.New("Expected to start with '/'")
+	}
+	parts := strings.Split(s, "/")[1:]
+	optional := false
+	for i, part := range parts {
+		last := i == len(parts)-1
+		var mods []modifier
+		pieces := strings.Split(part, ":")
+		part = pieces[0]
+		for _, m := range pieces[1:] {
+			mod, ok := modNames[m]
+			if !ok {
+				return Pointer{}, fmt.Errorf("Expected to find one of the following modifiers: 'prev', 'next', 'before', or 'after' but found '%s'", pieces[1])
+			}
+			mods = append(mods, mod)
+		}
+		if last && part == "-" {
+			if len(mods) > 0 {
+				return Pointer{}, errors.New("Expected not to find any modifiers with after last index token")
+			}
+			p.tokens = append(p.tokens, token{kind: tokAppend})
+			continue
+		}
+		if idx, err := strconv.Atoi(part); err == nil {
+			p.tokens = append(p.tokens, token{kind: tokIndex, index: idx, modifiers: mods})
+			continue
+		}
+		if strings.HasSuffix(part, "?") {
+			optional = true
+			part = strings.TrimSuffix(part, "?")
+		}
+		if k, v, ok := strings.Cut(part, "="); ok {
+			p.tokens = append(p.tokens, token{kind: tokMatching, key: decoder.Replace(k), value: decoder.Replace(v), optional: optional, modifiers: mods})
+			continue
+		}
+		if len(mods) > 0 {
+			return Pointer{}, errors.New("Expected not to find any modifiers with key token")
+		}
+		p.tokens = append(p.tokens, token{kind: tokKey, key: decoder.Replace(part), optional: optional})
+	}
+	return p, nil
+}
+
+// goType is the Go type go-patch's messages print (%T of a go-yaml v2 value).
+func goType(v any) string {
+	switch v.(type) {
+	case *yamlvalue.Map:
+		return "map[interface {}]interface {}"
+	case []any:
+		return "[]interface {}"
+	case int64:
+		return "int"
+	case nil:
+		return "<nil>"
+	default:
+		return fmt.Sprintf("%T", v)
+	}
+}
+
+func arrayMismatch(p Pointer, i int, obj any) error {
+	return fmt.Errorf("Expected to find an array at path '%s' but found '%s'", p.prefix(i), goType(obj))
+}
+
+func mapMismatch(p Pointer, i int, obj any) error {
+	return fmt.Errorf("Expected to find a map at path '%s' but found '%s'", p.prefix(i), goType(obj))
+}
+
+func missingKey(p Pointer, i int, m *yamlvalue.Map) error {
+	siblings := "found no other map keys"
+	if m.Len() > 0 {
+		keys := append([]string(nil), m.Keys()...)
+		sort.Strings(keys)
+		siblings = "found map keys: '" + strings.Join(keys, "', '") + "'"
+	}
+	return fmt.Errorf("Expected to find a map key '%s' for path '%s' (%s)", p.tokens[i].key, p.prefix(i), siblings)
+}
+
+func missingIndex(p Pointer, i, idx int, arr []any) error {
+	return fmt.Errorf("Expected to find array index '%d' but found array of length '%d' for path '%s'", idx, len(arr), p.prefix(i))
+}
+
+// concreteIndex resolves an index with :prev/:next (negative indexes count
+// from the end), and reports whether :before/:after asks for an insertion.
+func concreteIndex(p Pointer, i, idx int, mods []modifier, arr []any) (int, bool, error) {
+	before, after := false, false
+	for _, m := range mods {
+		if before || after {
+			return 0, false, errors.New("Expected to not find any modifiers after 'before' or 'after' modifier")
+		}
+		switch m {
+		case modPrev:
+			idx--
+		case modNext:
+			idx++
+		case modBefore:
+			before = true
+		case modAfter:
+			after = true
+		}
+	}
+	if idx >= len(arr) || -idx-1 >= len(arr) {
+		return 0, false, missingIndex(p, i, idx, arr)
+	}
+	if idx < 0 {
+		idx += len(arr)
+	}
+	if after {
+		idx++
+	}
+	return idx, before || after, nil
+}
+
+func matching(p Pointer, i int, arr []any) ([]int, error) {
+	t := p.tokens[i]
+	var idxs []int
+	for n, item := range arr {
+		if m, ok := item.(*yamlvalue.Map); ok {
+			if v, _ := m.Get(t.key); v == t.value {
+				idxs = append(idxs, n)
+			}
+		}
+	}
+	if len(idxs) != 1 && !(t.optional && len(idxs) == 0) {
+		return nil, fmt.Errorf("Expected to find exactly one matching array item for path '%s' but found %d", p.prefix(i), len(idxs))
+	}
+	return idxs, nil
+}
+
+func insertAt(arr []any, idx int, v any) []any {
+	out := make([]any, 0, len(arr)+1)
+	out = append(out, arr[:idx]...)
+	out = append(out, v)
+	return append(out, arr[idx:]...)
+}
+
+// replace walks the path, creating optional missing keys, and sets the value.
+func replace(doc any, p Pointer, value any) (any, error) {
+	if len(p.tokens) == 0 {
+		return yamlvalue.Clone(value), nil
+	}
+	set := func(v any) { doc = v }
+	obj := doc
+	for i, t := range p.tokens {
+		last := i == len(p.tokens)-1
+		switch t.kind {
+		case tokIndex, tokMatching, tokAppend:
+			arr, ok := obj.([]any)
+			if !ok {
+				return nil, arrayMismatch(p, i, obj)
+			}
+			idx := t.index
+			if t.kind == tokAppend {
+				if !last {
+					return nil, fmt.Errorf("Expected after last index token to be last in path '%s'", p)
+				}
+				set(append(arr, yamlvalue.Clone(value)))
+				return doc, nil
+			}
+			if t.kind == tokMatching {
+				idxs, err := matching(p, i, arr)
+				if err != nil {
+					return nil, err
+				}
+				if len(idxs) == 0 {
+					// Optional and absent: append the value, or a new item
+					// carrying the matched key to descend into.
+					if last {
+						set(append(arr, yamlvalue.Clone(value)))
+						return doc, nil
+					}
+					item := yamlvalue.NewMap()
+					item.Set(t.key, t.value)
+					arr = append(arr, item)
+					set(arr)
+					obj = item
+					continue
+				}
+				idx = idxs[0]
+			}
+			n, insert, err := concreteIndex(p, i, idx, t.modifiers, arr)
+			if err != nil {
+				return nil, err
+			}
+			if last {
+				if insert {
+					set(insertAt(arr, n, yamlvalue.Clone(value)))
+				} else {
+					arr[n] = yamlvalue.Clone(value)
+				}
+				return doc, nil
+			}
+			if insert {
+				return nil, fmt.Errorf("Expected to find key, matching index or after last index token at path '%s'", p.prefix(i+1))
+			}
+			obj = arr[n]
+			set = func(v any) { arr[n] = v }
+		case tokKey:
+			m, ok := obj.(*yamlvalue.Map)
+			if !ok {
+				return nil, mapMismatch(p, i, obj)
+			}
+			next, found := m.Get(t.key)
+			if !found && !t.optional {
+				return nil, missingKey(p, i, m)
+			}
+			if last {
+				m.Set(t.key, yamlvalue.Clone(value))
+				return doc, nil
+			}
+			if !found {
+				switch p.tokens[i+1].kind {
+				case tokAppend, tokMatching:
+					next = []any{}
+				case tokKey:
+					next = yamlvalue.NewMap()
+				default:
+					return nil, fmt.Errorf("Expected to find key, matching index or after last index token at path '%s'", p.prefix(i+1))
+				}
+				m.Set(t.key, next)
+			}
+			obj = next
+			key := t.key
+			set = func(v any) { m.Set(key, v) }
+		}
+	}
+	return doc, nil
+}
+
+// remove walks the path and deletes its last element; a missing optional
+// segment leaves the document unchanged.
+func remove(doc any, p Pointer) (any, error) {
+	if len(p.tokens) == 0 {
+		return nil, errors.New("Cannot remove entire document")
+	}
+	set := func(v any) { doc = v }
+	obj := doc
+	for i, t := range p.tokens {
+		last := i == len(p.tokens)-1
+		switch t.kind {
+		case tokIndex, tokMatching:
+			arr, ok := obj.([]any)
+			if !ok {
+				return nil, arrayMismatch(p, i, obj)
+			}
+			idx := t.index
+			if t.kind == tokMatching {
+				idxs, err := matching(p, i, arr)
+				if err != nil {
+					return nil, err
+				}
+				if len(idxs) == 0 {
+					return doc, nil
+				}
+				idx = idxs[0]
+			}
+			n, insert, err := concreteIndex(p, i, idx, t.modifiers, arr)
+			if err != nil {
+				return nil, err
+			}
+			if insert {
+				return nil, errors.New("Expected not to find 'before' or 'after' modifiers in a remove path")
+			}
+			if last {
+				out := append(append([]any{}, arr[:n]...), arr[n+1:]...)
+				set(out)
+				return doc, nil
+			}
+			obj = arr[n]
+			set = func(v any) { arr[n] = v }
+		case tokAppend:
+			return nil, fmt.Errorf("Expected not to find after last index token in path '%s'", p)
+		case tokKey:
+			m, ok := obj.(*yamlvalue.Map)
+			if !ok {
+				return nil, mapMismatch(p, i, obj)
+			}
+			next, found := m.Get(t.key)
+			if !found {
+				if t.optional {
+					return doc, nil
+				}
+				return nil, missingKey(p, i, m)
+			}
+			if last {
+				m.Delete(t.key)
+				return doc, nil
+			}
+			obj = next
+			key := t.key
+			set = func(v any) { m.Set(key, v) }
+		}
+	}
+	return doc, nil
+}

@@ -1,0 +1,129 @@
+package opsfile
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
+)
+
+const base = `
+name: dep
+instance_groups:
+- name: web
+  instances: 1
+  jobs:
+  - {name: a, release: r}
+  - {name: b, release: r}
+- name: db
+  instances: 2
+list: [1, 2, 3]
+`
+
+func TestApply(t *testing.T) {
+	tests := []struct {
+		name, ops, want, err string
+	}{
+		{"replace key", `[{type: replace, path: /name, value: other}]`, `"name":"other"`, ""},
+		{"new key needs ?", `[{type: replace, path: /new, value: 1}]`, "", "operation [0] (replace /new): Expected to find a map key 'new' for path '/new' (found map keys: 'instance_groups', 'list', 'name')"},
+		{"new key", `[{type: replace, path: "/new?", value: 1}]`, `"new":1`, ""},
+		{"missing parent", `[{type: replace, path: /x/y, value: 1}]`, "", "operation [0] (replace /x/y): Expected to find a map key 'x' for path '/x' (found map keys: 'instance_groups', 'list', 'name')"},
+		{"optional creates", `[{type: replace, path: "/x?/y/z", value: 1}]`, `"x":{"y":{"z":1}}`, ""},
+		{"index", `[{type: replace, path: /list/0, value: 9}]`, `"list":[9,2,3]`, ""},
+		{"negative index", `[{type: replace, path: /list/-1, value: 9}]`, `"list":[1,2,9]`, ""},
+		{"append", `[{type: replace, path: /list/-, value: 4}]`, `"list":[1,2,3,4]`, ""},
+		{"before", `[{type: replace, path: /list/1:before, value: 0}]`, `"list":[1,0,2,3]`, ""},
+		{"after", `[{type: replace, path: /list/1:after, value: 0}]`, `"list":[1,2,0,3]`, ""},
+		{"prev", `[{type: replace, path: /list/1:prev, value: 0}]`, `"list":[0,2,3]`, ""},
+		{"next", `[{type: replace, path: /list/1:next, value: 0}]`, `"list":[1,2,0]`, ""},
+		{"out of range", `[{type: replace, path: /list/5, value: 0}]`, "", "operation [0] (replace /list/5): Expected to find array index '5' but found array of length '3' for path '/list/5'"},
+		{"matching", `[{type: replace, path: /instance_groups/name=db/instances, value: 5}]`, `{"name":"db","instances":5}`, ""},
+		{"matching nested", `[{type: replace, path: /instance_groups/name=web/jobs/name=b/release, value: s}]`, `{"name":"b","release":"s"}`, ""},
+		{"matching after", `[{type: replace, path: /instance_groups/name=web:after, value: {name: mid}}]`, `{"name":"mid"},{"name":"db"`, ""},
+		{"matching optional absent", `[{type: replace, path: "/instance_groups/name=new?/instances", value: 1}]`, `{"name":"new","instances":1}`, ""},
+		{"matching none", `[{type: replace, path: /instance_groups/name=zz/instances, value: 1}]`, "", "operation [0] (replace /instance_groups/name=zz/instances): Expected to find exactly one matching array item for path '/instance_groups/name=zz' but found 0"},
+		{"map mismatch", `[{type: replace, path: /name/x, value: 1}]`, "", "operation [0] (replace /name/x): Expected to find a map at path '/name/x' but found 'string'"},
+		{"array mismatch", `[{type: replace, path: /name/0, value: 1}]`, "", "operation [0] (replace /name/0): Expected to find an array at path '/name/0' but found 'string'"},
+		{"remove key", `[{type: remove, path: /list}]`, `{"name":"dep","instance_groups"`, ""},
+		{"remove index", `[{type: remove, path: /list/0}]`, `"list":[2,3]`, ""},
+		{"remove matching", `[{type: remove, path: /instance_groups/name=web}]`, `"instance_groups":[{"name":"db","instances":2}]`, ""},
+		{"remove optional absent", `[{type: remove, path: "/nothing?"}]`, `"name":"dep"`, ""},
+		{"remove missing", `[{type: remove, path: /nothing}]`, "", "operation [0] (remove /nothing): Expected to find a map key 'nothing' for path '/nothing' (found map keys: 'instance_groups', 'list', 'name')"},
+		{"second op fails", `[{type: remove, path: /list}, {type: remove, path: /list}]`, "", "operation [1] (remove /list): Expected to find a map key 'list' for path '/list' (found map keys: 'instance_groups', 'name')"},
+		{"replace root", `[{type: replace, path: "", value: {a: 1}}]`, `{"a":1}`, ""},
+		{"escaped key", `[{type: replace, path: "/a~1b?", value: 1}]`, `"a/b":1`, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			doc, err := yamlvalue.Parse([]byte(base))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ops, err := Parse([]byte(tc.ops))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Apply(doc, ops)
+			if tc.err != "" {
+				if err == nil || err.Error() != tc.err {
+					t.Fatalf("error = %v, want %s", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			js, _ := json.Marshal(got)
+			if !strings.Contains(string(js), tc.want) {
+				t.Fatalf("got %s, want it to contain %s", js, tc.want)
+			}
+		})
+	}
+}
+
+func TestApplyLeavesInputAlone(t *testing.T) {
+	doc, _ := yamlvalue.Parse([]byte(base))
+	ops, _ := Parse([]byte(`[{type: replace, path: /list/0, value: 9}, {type: remove, path: /name}]`))
+	if _, err := Apply(doc, ops); err != nil {
+		t.Fatal(err)
+	}
+	js, _ := json.Marshal(doc)
+	if !strings.Contains(string(js), `"name":"dep"`) || !strings.Contains(string(js), `"list":[1,2,3]`) {
+		t.Fatalf("input changed: %s", js)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct{ ops, err string }{
+		{`[{type: move, path: /a}]`, "Unknown operation [0] with type 'move'"},
+		{`[{type: replace, value: 1}]`, "Replace operation [0]: Missing path"},
+		{`[{type: replace, path: /a}]`, "Replace operation [0]: Missing value"},
+		{`[{type: remove, path: /a, value: 1}]`, "Remove operation [0]: Cannot specify value"},
+		{`[{type: remove, path: a}]`, "Remove operation [0]: Invalid path: Expected to start with '/'"},
+		{`[{type: remove, path: /a/0:up}]`, "Remove operation [0]: Invalid path: Expected to find one of the following modifiers: 'prev', 'next', 'before', or 'after' but found 'up'"},
+		{`[{type: remove, path: /a:prev}]`, "Remove operation [0]: Invalid path: Expected not to find any modifiers with key token"},
+		{`{a: 1}`, "expected a list of operations, got Hash"},
+	}
+	for _, tc := range tests {
+		_, err := Parse([]byte(tc.ops))
+		if err == nil || err.Error() != tc.err {
+			t.Errorf("%s: error = %v, want %s", tc.ops, err, tc.err)
+		}
+	}
+}
+
+func FuzzApply(f *testing.F) {
+	f.Add("/instance_groups/name=web/jobs/0:after", "remove")
+	f.Add("/list/-", "replace")
+	f.Add("/x?/y/name=z/0", "replace")
+	f.Add("/list/1:prev:next", "remove")
+	f.Fuzz(func(t *testing.T, path, typ string) {
+		doc, _ := yamlvalue.Parse([]byte(base))
+		p, err := NewPointer(path)
+		if err != nil {
+			return
+		}
+		_, _ = Apply(doc, []Op{{Type: typ, Path: p, Value: "v"}})
+	})
+}

@@ -1,0 +1,414 @@
+// Package yamlvalue is the value model shared by the BOSH deployment packages:
+// YAML 1.1 documents (typed as BOSH reads them, through go-yaml v2) held as
+// nil, bool, int64, float64, string, []any and *Map. Map keeps insertion
+// order like a Ruby Hash, so JSON handed to the Ruby renderer has the key
+// order the director's Hashes would have.
+package yamlvalue
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+
+	"gopkg.in/yaml.v2"
+)
+
+// Map is an insertion-ordered string-keyed map. The zero value is empty and
+// ready to use. Setting an existing key keeps its position, as in Ruby.
+type Map struct {
+	keys []string
+	vals map[string]any
+}
+
+// NewMap returns an empty Map.
+func NewMap() *Map { return &Map{} }
+
+// Get returns the value of key k and whether the key exists.
+func (m *Map) Get(k string) (any, bool) {
+	if m == nil {
+		return nil, false
+	}
+	v, ok := m.vals[k]
+	return v, ok
+}
+
+// Has reports whether the key exists (its value may be nil).
+func (m *Map) Has(k string) bool {
+	_, ok := m.Get(k)
+	return ok
+}
+
+// Set assigns v to k, appending k if it is new.
+func (m *Map) Set(k string, v any) {
+	if m.vals == nil {
+		m.vals = map[string]any{}
+	}
+	if _, ok := m.vals[k]; !ok {
+		m.keys = append(m.keys, k)
+	}
+	m.vals[k] = v
+}
+
+// Delete removes k and reports whether it existed.
+func (m *Map) Delete(k string) bool {
+	if _, ok := m.vals[k]; !ok {
+		return false
+	}
+	delete(m.vals, k)
+	for i, key := range m.keys {
+		if key == k {
+			m.keys = append(m.keys[:i:i], m.keys[i+1:]...)
+			break
+		}
+	}
+	return true
+}
+
+// Keys returns the keys in order. The caller must not modify the slice.
+func (m *Map) Keys() []string {
+	if m == nil {
+		return nil
+	}
+	return m.keys
+}
+
+// Len is the number of keys.
+func (m *Map) Len() int {
+	if m == nil {
+		return 0
+	}
+	return len(m.keys)
+}
+
+// MarshalJSON encodes the map as a JSON object in key order.
+func (m *Map) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, k := range m.Keys() {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		kb, err := json.Marshal(k)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(kb)
+		b.WriteByte(':')
+		vb, err := json.Marshal(m.vals[k])
+		if err != nil {
+			return nil, fmt.Errorf("key %q: %w", k, err)
+		}
+		b.Write(vb)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// MarshalYAML encodes the map as an ordered YAML mapping.
+func (m *Map) MarshalYAML() (any, error) {
+	ms := make(yaml.MapSlice, 0, m.Len())
+	for _, k := range m.Keys() {
+		ms = append(ms, yaml.MapItem{Key: k, Value: m.vals[k]})
+	}
+	return ms, nil
+}
+
+// UnmarshalJSON decodes a JSON object keeping key order, so values written
+// as JSON (the renderer's input, stored Secrets) read back identically.
+func (m *Map) UnmarshalJSON(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	v, err := decodeJSON(dec)
+	if err != nil {
+		return err
+	}
+	got, ok := v.(*Map)
+	if !ok {
+		return fmt.Errorf("expected a JSON object, got %s", RubyClass(v))
+	}
+	*m = *got
+	return nil
+}
+
+func decodeJSON(dec *json.Decoder) (any, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			m := NewMap()
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				v, err := decodeJSON(dec)
+				if err != nil {
+					return nil, err
+				}
+				m.Set(kt.(string), v)
+			}
+			_, err := dec.Token()
+			return m, err
+		case '[':
+			list := []any{}
+			for dec.More() {
+				v, err := decodeJSON(dec)
+				if err != nil {
+					return nil, err
+				}
+				list = append(list, v)
+			}
+			_, err := dec.Token()
+			return list, err
+		}
+		return nil, fmt.Errorf("unexpected %v", t)
+	case json.Number:
+		if i, err := t.Int64(); err == nil {
+			return i, nil
+		}
+		return t.Float64()
+	default:
+		return t, nil
+	}
+}
+
+// ParseJSON decodes a JSON document into the value model, keeping key order.
+func ParseJSON(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	return decodeJSON(dec)
+}
+
+// node decodes any YAML node with go-yaml v2 keeping mapping order: v2 keeps
+// order only when the target is a yaml.MapSlice (and then for every nested
+// mapping too), so a top-level mapping or sequence is decoded again into the
+// ordered type.
+type node struct{ v any }
+
+func (n *node) UnmarshalYAML(unmarshal func(any) error) error {
+	var probe any
+	if err := unmarshal(&probe); err != nil {
+		return err
+	}
+	switch probe.(type) {
+	case map[any]any:
+		var ms yaml.MapSlice
+		if err := unmarshal(&ms); err != nil {
+			return err
+		}
+		n.v = ms
+	case []any:
+		var seq []node
+		if err := unmarshal(&seq); err != nil {
+			return err
+		}
+		n.v = seq
+	default:
+		n.v = probe
+	}
+	return nil
+}
+
+// Parse reads one YAML 1.1 document as BOSH does (yes/no/on/off booleans,
+// ~ and null as nil, 0777 octal, the bare word nil a string). An empty
+// document is nil.
+func Parse(data []byte) (any, error) {
+	var n node
+	if err := yaml.Unmarshal(data, &n); err != nil {
+		return nil, err
+	}
+	return FromYAML(n.v)
+}
+
+// FromYAML converts a value decoded by go-yaml v2 into the value model.
+func FromYAML(v any) (any, error) {
+	switch t := v.(type) {
+	case nil, bool, string, int64, float64:
+		return t, nil
+	case int:
+		return int64(t), nil
+	case uint64:
+		if t > math.MaxInt64 {
+			return float64(t), nil
+		}
+		return int64(t), nil
+	case float32:
+		return float64(t), nil
+	case node:
+		return FromYAML(t.v)
+	case yaml.MapSlice:
+		m := NewMap()
+		for _, it := range t {
+			val, err := FromYAML(it.Value)
+			if err != nil {
+				return nil, err
+			}
+			m.Set(keyString(it.Key), val)
+		}
+		return m, nil
+	case map[any]any:
+		// Only reachable for values built outside Parse; Go map order is
+		// random, so sort for determinism.
+		m := NewMap()
+		keys := make([]string, 0, len(t))
+		byKey := map[string]any{}
+		for k, val := range t {
+			ks := keyString(k)
+			keys = append(keys, ks)
+			byKey[ks] = val
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			val, err := FromYAML(byKey[k])
+			if err != nil {
+				return nil, err
+			}
+			m.Set(k, val)
+		}
+		return m, nil
+	case []node:
+		out := make([]any, len(t))
+		for i, e := range t {
+			val, err := FromYAML(e.v)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = val
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			val, err := FromYAML(e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = val
+		}
+		return out, nil
+	default:
+		// Timestamps and other tagged scalars: keep their text.
+		return fmt.Sprint(t), nil
+	}
+}
+
+// keyString turns a YAML key into the string key JSON needs. Non-string keys
+// (1, true) keep their YAML text; BOSH manifests use string keys.
+func keyString(k any) string {
+	switch t := k.(type) {
+	case string:
+		return t
+	case nil:
+		return ""
+	default:
+		return fmt.Sprint(t)
+	}
+}
+
+// Marshal encodes a value as YAML, keeping map order.
+func Marshal(v any) ([]byte, error) { return yaml.Marshal(v) }
+
+// Clone deep-copies a value, so later edits of the copy (ops files,
+// interpolation) never reach the original.
+func Clone(v any) any {
+	switch t := v.(type) {
+	case *Map:
+		if t == nil {
+			return (*Map)(nil)
+		}
+		m := &Map{keys: make([]string, len(t.keys)), vals: make(map[string]any, len(t.vals))}
+		copy(m.keys, t.keys)
+		for k, val := range t.vals {
+			m.vals[k] = Clone(val)
+		}
+		return m
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = Clone(e)
+		}
+		return out
+	default:
+		return t
+	}
+}
+
+// Equal reports whether two values are deeply equal, map order ignored
+// (as Ruby's Hash#==).
+func Equal(a, b any) bool {
+	switch x := a.(type) {
+	case *Map:
+		y, ok := b.(*Map)
+		if !ok || x.Len() != y.Len() {
+			return false
+		}
+		for _, k := range x.Keys() {
+			yv, ok := y.Get(k)
+			if !ok || !Equal(x.vals[k], yv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !Equal(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	default:
+		return a == b
+	}
+}
+
+// RubyClass is the Ruby class name the director reports for a value in its
+// error messages.
+func RubyClass(v any) string {
+	switch t := v.(type) {
+	case nil:
+		return "NilClass"
+	case string:
+		return "String"
+	case int64, int:
+		return "Integer"
+	case float64:
+		return "Float"
+	case []any:
+		return "Array"
+	case *Map:
+		return "Hash"
+	case bool:
+		if t {
+			return "TrueClass"
+		}
+		return "FalseClass"
+	default:
+		return fmt.Sprintf("%T", v)
+	}
+}
+
+// SortKeys returns a copy of v whose maps are sorted by key, recursively,
+// except maps inside arrays, which the director leaves alone (§2.2 step 4).
+func SortKeys(v any) any {
+	m, ok := v.(*Map)
+	if !ok {
+		return v
+	}
+	keys := append([]string(nil), m.keys...)
+	sort.Strings(keys)
+	out := &Map{keys: keys, vals: make(map[string]any, len(keys))}
+	for _, k := range keys {
+		out.vals[k] = SortKeys(m.vals[k])
+	}
+	return out
+}
