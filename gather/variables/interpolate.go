@@ -1,0 +1,188 @@
+// Package variables resolves `((name))` placeholders in the yamlvalue model
+// as the BOSH director does (§7), reading values from a Source, and
+// generates missing values of the BOSH variable types password,
+// certificate, rsa and ssh, never replacing a value that exists.
+package variables
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
+)
+
+// Source holds variable values by name (without the `((…))` and the legacy
+// leading `!`). Get reports found=false for a missing variable.
+type Source interface {
+	Get(name string) (value any, found bool, err error)
+	Put(name string, value any) error
+}
+
+// placeholder matches one `((name))`; the CLI tolerates one space inside.
+var placeholder = regexp.MustCompile(`\(\( ?(!?[-/.\w]+) ?\)\)`)
+
+// wholePlaceholder matches a value that is exactly one placeholder.
+var wholePlaceholder = regexp.MustCompile(`^\(\( ?(!?[-/.\w]+) ?\)\)$`)
+
+// Interpolate returns a copy of v with every placeholder replaced. A value
+// (or Hash key) that is exactly one placeholder takes the variable's value
+// with its type; placeholders inside longer strings need String or Integer
+// values. All failures are collected, one "- …" line each, as the director.
+func Interpolate(v any, src Source) (any, error) {
+	in := interpolator{src: src, cache: map[string]fetched{}}
+	out := in.walk(v)
+	if len(in.errs) > 0 {
+		return nil, errors.New(strings.Join(in.errs, "\n"))
+	}
+	return out, nil
+}
+
+// Placeholders lists the variable names (top-level name, `!` stripped)
+// referenced in v, each once, in order of appearance.
+func Placeholders(v any) []string {
+	var names []string
+	seen := map[string]bool{}
+	var walk func(any)
+	add := func(s string) {
+		for _, m := range placeholder.FindAllStringSubmatch(s, -1) {
+			n, _, _ := strings.Cut(strings.TrimPrefix(m[1], "!"), ".")
+			if !seen[n] {
+				seen[n] = true
+				names = append(names, n)
+			}
+		}
+	}
+	walk = func(v any) {
+		switch t := v.(type) {
+		case string:
+			add(t)
+		case []any:
+			for _, e := range t {
+				walk(e)
+			}
+		case *yamlvalue.Map:
+			for _, k := range t.Keys() {
+				add(k)
+				e, _ := t.Get(k)
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	return names
+}
+
+type fetched struct {
+	v   any
+	err string
+}
+
+type interpolator struct {
+	src   Source
+	cache map[string]fetched
+	errs  []string
+}
+
+func (in *interpolator) walk(v any) any {
+	switch t := v.(type) {
+	case string:
+		return in.str(t)
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = in.walk(e)
+		}
+		return out
+	case *yamlvalue.Map:
+		out := yamlvalue.NewMap()
+		for _, k := range t.Keys() {
+			e, _ := t.Get(k)
+			key := k
+			switch nk := in.str(k).(type) {
+			case string:
+				key = nk
+			case int64:
+				key = strconv.FormatInt(nk, 10)
+			default:
+				in.errs = append(in.errs, fmt.Sprintf("- Failed to substitute variable: Can not replace '%s' in hash key. The value should be a String or an Integer.", k))
+			}
+			out.Set(key, in.walk(e))
+		}
+		return out
+	default:
+		return v
+	}
+}
+
+func (in *interpolator) str(s string) any {
+	if !strings.Contains(s, "((") {
+		return s
+	}
+	if m := wholePlaceholder.FindStringSubmatch(s); m != nil {
+		v, ok := in.fetch(m[1])
+		if !ok {
+			return s
+		}
+		return yamlvalue.Clone(v)
+	}
+	return placeholder.ReplaceAllStringFunc(s, func(ph string) string {
+		name := placeholder.FindStringSubmatch(ph)[1]
+		v, ok := in.fetch(name)
+		if !ok {
+			return ph
+		}
+		switch t := v.(type) {
+		case string:
+			return t
+		case int64:
+			return strconv.FormatInt(t, 10)
+		}
+		in.errs = append(in.errs, fmt.Sprintf("- Failed to substitute variable: Can not replace '%s' in '%s'. The value should be a String or an Integer.", ph, s))
+		return ph
+	})
+}
+
+// fetch resolves `name.key.sub`, recording an error once per placeholder.
+func (in *interpolator) fetch(ref string) (any, bool) {
+	ref = strings.TrimPrefix(ref, "!")
+	if f, ok := in.cache[ref]; ok {
+		return f.v, f.err == ""
+	}
+	v, err := lookup(in.src, ref)
+	f := fetched{v: v}
+	if err != nil {
+		f.err = err.Error()
+		in.errs = append(in.errs, "- "+f.err)
+	}
+	in.cache[ref] = f
+	return f.v, f.err == ""
+}
+
+// lookup fetches a variable and indexes into it along dotted keys.
+func lookup(src Source, ref string) (any, error) {
+	parts := strings.Split(ref, ".")
+	v, found, err := src.Get(parts[0])
+	if err != nil {
+		return nil, fmt.Errorf("Failed to fetch variable '%s' from config server: %v", parts[0], err)
+	}
+	if !found {
+		return nil, fmt.Errorf("Failed to find variable '%s' from config server", parts[0])
+	}
+	parent := parts[0]
+	for _, key := range parts[1:] {
+		m, ok := v.(*yamlvalue.Map)
+		if !ok {
+			return nil, fmt.Errorf("Failed to fetch variable '%s' from config server: Expected parent '%s' to be a hash", parts[0], parent)
+		}
+		next, ok := m.Get(key)
+		if !ok {
+			return nil, fmt.Errorf("Failed to fetch variable '%s' from config server: Expected parent '%s' hash to have key '%s'", parts[0], parent, key)
+		}
+		v = next
+		parent += "." + key
+	}
+	return v, nil
+}

@@ -1,0 +1,214 @@
+package variables
+
+import (
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bosh-injector/bosh-injector/gather/manifest"
+	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
+)
+
+func mustParse(t *testing.T, s string) any {
+	t.Helper()
+	v, err := yamlvalue.Parse([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func t39Source(t *testing.T) Source {
+	return NewMapSource(mustParse(t, `{port: 8443, tls: {ca: A, certificate: C, private_key: K}}`).(*yamlvalue.Map))
+}
+
+// T39 (a)-(e).
+func TestInterpolateT39(t *testing.T) {
+	tests := []struct{ in, want, err string }{
+		{`{port: ((port))}`, `{"port":8443}`, ""},
+		{`{url: "https://h:((port))/"}`, `{"url":"https://h:8443/"}`, ""},
+		{`{cert: ((tls))}`, `{"cert":{"ca":"A","certificate":"C","private_key":"K"}}`, ""},
+		{`{ca: ((tls.ca))}`, `{"ca":"A"}`, ""},
+		{`{s: "x-((tls))"}`, "", "- Failed to substitute variable: Can not replace '((tls))' in 'x-((tls))'. The value should be a String or an Integer."},
+		{`{a: ((!port)), b: (( port ))}`, `{"a":8443,"b":8443}`, ""},
+		{`{((port)): x}`, `{"8443":"x"}`, ""},
+		{`{a: [((tls.certificate)), "((tls.ca))((tls.private_key))"]}`, `{"a":["C","AK"]}`, ""},
+		{`{a: ((tls.zz))}`, "", "- Failed to fetch variable 'tls' from config server: Expected parent 'tls' hash to have key 'zz'"},
+		{`{a: ((tls.ca.x))}`, "", "- Failed to fetch variable 'tls' from config server: Expected parent 'tls.ca' to be a hash"},
+		{`{a: ((nope)), b: ((nope)), c: ((other))}`, "", "- Failed to find variable 'nope' from config server\n- Failed to find variable 'other' from config server"},
+	}
+	for _, tc := range tests {
+		got, err := Interpolate(mustParse(t, tc.in), t39Source(t))
+		if tc.err != "" {
+			if err == nil || err.Error() != tc.err {
+				t.Errorf("%s: error = %v, want %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.in, err)
+			continue
+		}
+		js, _ := json.Marshal(got)
+		if string(js) != tc.want {
+			t.Errorf("%s: got %s, want %s", tc.in, js, tc.want)
+		}
+	}
+}
+
+func TestInterpolateDoesNotShareValues(t *testing.T) {
+	src := t39Source(t)
+	got, err := Interpolate(mustParse(t, `{a: ((tls)), b: ((tls))}`), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := got.(*yamlvalue.Map).Get("a")
+	a.(*yamlvalue.Map).Set("ca", "changed")
+	b, _ := got.(*yamlvalue.Map).Get("b")
+	if v, _ := b.(*yamlvalue.Map).Get("ca"); v != "A" {
+		t.Fatalf("values share storage: %v", v)
+	}
+}
+
+func TestPlaceholders(t *testing.T) {
+	got := Placeholders(mustParse(t, `{a: ((x.ca)), b: ["((y)) ((!x))"], ((z)): 1}`))
+	if strings.Join(got, ",") != "x,y,z" {
+		t.Fatalf("got %v", got)
+	}
+}
+
+func defs(t *testing.T, s string) []manifest.Variable {
+	m, err := manifest.Parse([]byte("name: d\nvariables: " + s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.Variables
+}
+
+func TestGenerate(t *testing.T) {
+	src := NewMapSource(nil)
+	src.Put("kept", "existing")
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	err := Generate(defs(t, `
+- {name: kept, type: password}
+- {name: pw, type: password}
+- {name: short, type: password, options: {length: 8}}
+- {name: tls, type: certificate, options: {ca: ca, common_name: web.example, alternative_names: [a.example, 10.0.0.1], extended_key_usage: [server_auth, client_auth], duration: 30}}
+- {name: ca, type: certificate, options: {is_ca: true, common_name: my-ca}}
+- {name: key, type: rsa}
+- {name: sshkey, type: ssh}
+`), src, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(n string) any { v, _, _ := src.Get(n); return v }
+	if get("kept") != "existing" {
+		t.Error("existing value regenerated")
+	}
+	if pw := get("pw").(string); !regexp.MustCompile(`^[a-z0-9]{20}$`).MatchString(pw) {
+		t.Errorf("password %q", pw)
+	}
+	if len(get("short").(string)) != 8 {
+		t.Error("length ignored")
+	}
+	tls := get("tls").(*yamlvalue.Map)
+	ca := get("ca").(*yamlvalue.Map)
+	caPEM, _ := ca.Get("certificate")
+	tlsCA, _ := tls.Get("ca")
+	if tlsCA != caPEM {
+		t.Error("tls.ca is not the CA's certificate")
+	}
+	certPEM, _ := tls.Get("certificate")
+	cert := parseCert(t, certPEM.(string))
+	caCert := parseCert(t, caPEM.(string))
+	if err := cert.CheckSignatureFrom(caCert); err != nil {
+		t.Errorf("not signed by the CA: %v", err)
+	}
+	if cert.Subject.CommonName != "web.example" || len(cert.DNSNames) != 1 || cert.DNSNames[0] != "a.example" || len(cert.IPAddresses) != 1 {
+		t.Errorf("subject/SANs: %v %v %v", cert.Subject, cert.DNSNames, cert.IPAddresses)
+	}
+	if len(cert.ExtKeyUsage) != 2 || cert.IsCA || !caCert.IsCA {
+		t.Errorf("usages %v isCA %v/%v", cert.ExtKeyUsage, cert.IsCA, caCert.IsCA)
+	}
+	if d := cert.NotAfter.Sub(now); d != 30*24*time.Hour {
+		t.Errorf("duration %v", d)
+	}
+	ssh := get("sshkey").(*yamlvalue.Map)
+	pub, _ := ssh.Get("public_key")
+	fp, _ := ssh.Get("public_key_fingerprint")
+	if !strings.HasPrefix(pub.(string), "ssh-rsa ") || !regexp.MustCompile(`^([0-9a-f]{2}:){15}[0-9a-f]{2}$`).MatchString(fp.(string)) {
+		t.Errorf("ssh %v %v", pub, fp)
+	}
+	rsaKey := get("key").(*yamlvalue.Map)
+	if k, _ := rsaKey.Get("public_key"); !strings.Contains(k.(string), "BEGIN PUBLIC KEY") {
+		t.Error("rsa public key")
+	}
+
+	// A second run changes nothing.
+	before, _ := json.Marshal(src.Values())
+	if err := Generate(defs(t, `[{name: pw, type: password}, {name: tls, type: certificate, options: {ca: ca, common_name: x}}]`), src, now); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := json.Marshal(src.Values())
+	if string(before) != string(after) {
+		t.Error("values regenerated")
+	}
+}
+
+func parseCert(t *testing.T, s string) *x509.Certificate {
+	t.Helper()
+	b, _ := pem.Decode([]byte(s))
+	if b == nil {
+		t.Fatalf("no PEM in %q", s)
+	}
+	c, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestGenerateErrors(t *testing.T) {
+	tests := []struct{ defs, err string }{
+		{`[{name: x, type: user}]`, "variable 'x': unsupported type 'user' (supported: password, certificate, rsa, ssh)"},
+		{`[{name: c, type: certificate, options: {ca: missing, common_name: x}}]`, "variable 'missing' is neither set nor defined in the manifest's variables"},
+		{`[{name: c, type: certificate, options: {ca: c, common_name: x}}]`, "variable 'c': its certificate authority chain refers back to itself"},
+		{`[{name: c, type: certificate, options: {ca: p, common_name: x}}, {name: p, type: password}]`, "variable 'c': CA 'p' is not a certificate variable"},
+	}
+	for _, tc := range tests {
+		err := Generate(defs(t, tc.defs), NewMapSource(nil), time.Now())
+		if err == nil || err.Error() != tc.err {
+			t.Errorf("%s: error = %v, want %q", tc.defs, err, tc.err)
+		}
+	}
+}
+
+func TestFileSource(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "vars.yml")
+	s, err := OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Generate(defs(t, `[{name: b, type: password}, {name: a, type: password}]`), s, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	if !regexp.MustCompile(`^b: [a-z0-9]{20}\na: [a-z0-9]{20}\n$`).Match(data) {
+		t.Fatalf("store %q", data)
+	}
+	again, err := OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1, _, _ := s.Get("a")
+	v2, _, _ := again.Get("a")
+	if v1 != v2 {
+		t.Fatal("store does not read back")
+	}
+}
