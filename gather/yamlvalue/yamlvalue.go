@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"sort"
 
 	"gopkg.in/yaml.v2"
@@ -185,118 +184,11 @@ func ParseJSON(data []byte) (any, error) {
 	return decodeJSON(dec)
 }
 
-// node decodes any YAML node with go-yaml v2 keeping mapping order: v2 keeps
-// order only when the target is a yaml.MapSlice (and then for every nested
-// mapping too), so a top-level mapping or sequence is decoded again into the
-// ordered type.
-type node struct{ v any }
-
-func (n *node) UnmarshalYAML(unmarshal func(any) error) error {
-	var probe any
-	if err := unmarshal(&probe); err != nil {
-		return err
-	}
-	switch probe.(type) {
-	case map[any]any:
-		var ms yaml.MapSlice
-		if err := unmarshal(&ms); err != nil {
-			return err
-		}
-		n.v = ms
-	case []any:
-		var seq []node
-		if err := unmarshal(&seq); err != nil {
-			return err
-		}
-		n.v = seq
-	default:
-		n.v = probe
-	}
-	return nil
-}
-
-// Parse reads one YAML 1.1 document as BOSH does (yes/no/on/off booleans,
-// ~ and null as nil, 0777 octal, the bare word nil a string). An empty
-// document is nil.
-func Parse(data []byte) (any, error) {
-	var n node
-	if err := yaml.Unmarshal(data, &n); err != nil {
-		return nil, err
-	}
-	return FromYAML(n.v)
-}
-
-// FromYAML converts a value decoded by go-yaml v2 into the value model.
-func FromYAML(v any) (any, error) {
-	switch t := v.(type) {
-	case nil, bool, string, int64, float64:
-		return t, nil
-	case int:
-		return int64(t), nil
-	case uint64:
-		if t > math.MaxInt64 {
-			return float64(t), nil
-		}
-		return int64(t), nil
-	case float32:
-		return float64(t), nil
-	case node:
-		return FromYAML(t.v)
-	case yaml.MapSlice:
-		m := NewMap()
-		for _, it := range t {
-			val, err := FromYAML(it.Value)
-			if err != nil {
-				return nil, err
-			}
-			m.Set(keyString(it.Key), val)
-		}
-		return m, nil
-	case map[any]any:
-		// Only reachable for values built outside Parse; Go map order is
-		// random, so sort for determinism.
-		m := NewMap()
-		keys := make([]string, 0, len(t))
-		byKey := map[string]any{}
-		for k, val := range t {
-			ks := keyString(k)
-			keys = append(keys, ks)
-			byKey[ks] = val
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			val, err := FromYAML(byKey[k])
-			if err != nil {
-				return nil, err
-			}
-			m.Set(k, val)
-		}
-		return m, nil
-	case []node:
-		out := make([]any, len(t))
-		for i, e := range t {
-			val, err := FromYAML(e.v)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = val
-		}
-		return out, nil
-	case []any:
-		out := make([]any, len(t))
-		for i, e := range t {
-			val, err := FromYAML(e)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = val
-		}
-		return out, nil
-	default:
-		// Timestamps and other tagged scalars: keep their text.
-		return fmt.Sprint(t), nil
-	}
-}
+// Parse reads one YAML 1.1 document as the BOSH CLI (go-yaml v2) types it,
+// which is what a director receives for manifests: yes/no/on/off and y/n
+// booleans, ~ and null as nil, 0777 octal, 1e3 a float, the bare word nil
+// a string. An empty document is nil.
+func Parse(data []byte) (any, error) { return parse(data, resolveV2) }
 
 // keyString turns a YAML key into the string key JSON needs. Non-string keys
 // (1, true) keep their YAML text; BOSH manifests use string keys.

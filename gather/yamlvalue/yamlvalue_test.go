@@ -1,0 +1,103 @@
+package yamlvalue
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestYAML11Typing(t *testing.T) {
+	// Manifests: go-yaml v2 (the BOSH CLI's reading). Specs: Psych.
+	tests := []struct{ in, v2, psych string }{
+		{`[yes, no, on, off, Yes, OFF, true, FALSE]`, `[true,false,true,false,true,false,true,false]`, `[true,false,true,false,true,false,true,false]`},
+		{`[y, n]`, `[true,false]`, `["y","n"]`},
+		{`[~, null, Null, ""]`, `[null,null,null,""]`, `[null,null,null,""]`},
+		{`[0777, 0x1F, 0b101, 1_000, -5]`, `[511,31,5,1000,-5]`, `[511,31,5,1000,-5]`},
+		{`[1.5, 1e3, 1.0e+3, .5]`, `[1.5,1000,1000,0.5]`, `[1.5,"1e3",1000,0.5]`},
+		{`[nil, "yes", '1', abc]`, `["nil","yes","1","abc"]`, `["nil","yes","1","abc"]`},
+		{`{b: 1, a: {d: 2, c: 3}}`, `{"b":1,"a":{"d":2,"c":3}}`, `{"b":1,"a":{"d":2,"c":3}}`},
+		{`{base: &b {x: 1, w: 2}, c: {<<: *b, w: 3}, d: {w: 3, <<: *b}}`, `{"base":{"x":1,"w":2},"c":{"x":1,"w":3},"d":{"w":2,"x":1}}`, `{"base":{"x":1,"w":2},"c":{"x":1,"w":3},"d":{"w":2,"x":1}}`},
+		// go-yaml v2 reads the key y as true (the CLI then writes `true:`).
+		{`{y: 1}`, `{"true":1}`, `{"y":1}`},
+		{`[[{b: 1, a: 2}]]`, `[[{"b":1,"a":2}]]`, `[[{"b":1,"a":2}]]`},
+		{`7`, `7`, `7`},
+		{``, `null`, `null`},
+	}
+	for _, tc := range tests {
+		for _, p := range []struct {
+			name  string
+			parse func([]byte) (any, error)
+			want  string
+		}{{"v2", Parse, tc.v2}, {"psych", ParsePsych, tc.psych}} {
+			v, err := p.parse([]byte(tc.in))
+			if err != nil {
+				t.Errorf("%s %s: %v", p.name, tc.in, err)
+				continue
+			}
+			js, err := json.Marshal(v)
+			if err != nil {
+				t.Errorf("%s %s: %v", p.name, tc.in, err)
+				continue
+			}
+			if string(js) != p.want {
+				t.Errorf("%s %s: got %s, want %s", p.name, tc.in, js, p.want)
+			}
+		}
+	}
+}
+
+func TestMapOrderAndJSONRoundTrip(t *testing.T) {
+	v, _ := Parse([]byte(`{z: 1, a: [ {q: 1, b: 2} ], m: {w: null, x: 1.5}}`))
+	js, _ := json.Marshal(v)
+	back, err := ParseJSON(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js2, _ := json.Marshal(back)
+	if string(js) != string(js2) || string(js) != `{"z":1,"a":[{"q":1,"b":2}],"m":{"w":null,"x":1.5}}` {
+		t.Fatalf("%s vs %s", js, js2)
+	}
+	if !Equal(v, back) {
+		t.Fatal("not equal after round trip")
+	}
+	var m Map
+	if err := json.Unmarshal(js, &m); err != nil || m.Keys()[0] != "z" {
+		t.Fatalf("UnmarshalJSON: %v %v", err, m.Keys())
+	}
+	sorted, _ := json.Marshal(SortKeys(v))
+	if string(sorted) != `{"a":[{"q":1,"b":2}],"m":{"w":null,"x":1.5},"z":1}` {
+		t.Fatalf("sorted %s", sorted)
+	}
+	mm := v.(*Map)
+	mm.Set("z", 2)
+	mm.Delete("a")
+	mm.Set("a", 0)
+	js3, _ := json.Marshal(mm)
+	if string(js3) != `{"z":2,"m":{"w":null,"x":1.5},"a":0}` {
+		t.Fatalf("edit order %s", js3)
+	}
+}
+
+func TestRubyClass(t *testing.T) {
+	for v, want := range map[any]string{nil: "NilClass", "s": "String", int64(1): "Integer", 1.5: "Float", true: "TrueClass", false: "FalseClass"} {
+		if got := RubyClass(v); got != want {
+			t.Errorf("%v: %s", v, got)
+		}
+	}
+	if RubyClass([]any{}) != "Array" || RubyClass(NewMap()) != "Hash" {
+		t.Error("Array/Hash")
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("name: d\ninstance_groups: [{name: a, jobs: [{name: j}]}]"))
+	f.Add([]byte("a: &x [1, *x]"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := Parse(data)
+		if err == nil {
+			if _, err := json.Marshal(v); err != nil {
+				t.Fatalf("json: %v", err)
+			}
+		}
+		_, _ = ParsePsych(data)
+	})
+}
