@@ -66,6 +66,14 @@ func DNS1123Label(name string) string {
 	return trimTo(sanitize(name), 63)
 }
 
+// DNS1123LabelMax is DNS1123Label with a limit below 63, for a label that
+// must also fit into a longer name (a Service address of at most 253
+// characters); the md5 suffix makes a limit under 32 unreachable, so the
+// result can be longer than max then.
+func DNS1123LabelMax(name string, max int) string {
+	return trimTo(sanitize(name), min(max, 63))
+}
+
 func sanitize(name string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(name) {
