@@ -165,19 +165,7 @@ func FromDocument(doc any) (*Manifest, error) {
 	}); err != nil {
 		return nil, err
 	}
-	if err := eachMap(root, "", "variables", func(p string, e *yamlvalue.Map) error {
-		var v Variable
-		var err error
-		if v.Name, err = str(e, p, "name", true); err != nil {
-			return err
-		}
-		if v.Type, err = str(e, p, "type", true); err != nil {
-			return err
-		}
-		v.Options, err = optMap(e, p, "options")
-		m.Variables = append(m.Variables, v)
-		return err
-	}); err != nil {
+	if m.Variables, err = variables(root); err != nil {
 		return nil, err
 	}
 	if err := eachMap(root, "", "instance_groups", func(p string, e *yamlvalue.Map) error {
@@ -256,6 +244,34 @@ func (m *Manifest) ReleaseImage(name string) (string, error) {
 		return "", fmt.Errorf("cannot derive the image of release '%s': version 'latest' names no image; give exact versions or an 'image'", name)
 	}
 	return fmt.Sprintf("%s/%s:%s-%s-%s", r.URL, r.Name, s.OS, s.Version, r.Version), nil
+}
+
+// VariablesOf reads the `variables` section of a manifest document that may
+// not be typeable yet: variables must exist before the rest is interpolated.
+func VariablesOf(doc any) ([]Variable, error) {
+	root, err := asMap(doc, "")
+	if err != nil || root == nil {
+		return nil, err
+	}
+	return variables(root)
+}
+
+func variables(root *yamlvalue.Map) ([]Variable, error) {
+	var vars []Variable
+	err := eachMap(root, "", "variables", func(p string, e *yamlvalue.Map) error {
+		var v Variable
+		var err error
+		if v.Name, err = str(e, p, "name", true); err != nil {
+			return err
+		}
+		if v.Type, err = str(e, p, "type", true); err != nil {
+			return err
+		}
+		v.Options, err = optMap(e, p, "options")
+		vars = append(vars, v)
+		return err
+	})
+	return vars, err
 }
 
 func release(e *yamlvalue.Map, p string) (Release, error) {

@@ -1,0 +1,357 @@
+// Package deployment composes the BOSH deployment model that gather, the
+// `template` command and the render step build on. Two calls:
+//
+//	m, err := deployment.Load(manifestYAML, opsFiles, vars, now)
+//	d, err := deployment.Resolve(deployment.Input{Manifest: m, Specs: specs,
+//	        Variables: vars, Network: instance.Network{Namespace: ns, ClusterDomain: domain}})
+//
+// Load parses the manifest (YAML 1.1 as the BOSH CLI reads it), applies ops
+// files in order, generates missing variables, and interpolates everything
+// except property subtrees, which the director interpolates only after
+// binding. Resolve then gives, per instance group, the jobs in order with
+// their release, spec (templates and their contents), bound and
+// interpolated properties and consumed links, and every instance with its
+// identity and its template `spec` document per job. Errors of all groups
+// and jobs are aggregated in the director's nested-list format.
+package deployment
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bosh-injector/bosh-injector/gather/instance"
+	"github.com/bosh-injector/bosh-injector/gather/jobspec"
+	"github.com/bosh-injector/bosh-injector/gather/links"
+	"github.com/bosh-injector/bosh-injector/gather/manifest"
+	"github.com/bosh-injector/bosh-injector/gather/opsfile"
+	"github.com/bosh-injector/bosh-injector/gather/properties"
+	"github.com/bosh-injector/bosh-injector/gather/variables"
+	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
+)
+
+// OpsFile is a named ops file; the name appears in errors.
+type OpsFile struct {
+	Name string
+	Data []byte
+}
+
+// Load reads a manifest, applies ops files, generates the manifest's
+// variables missing from vars (certificates valid from now) and
+// interpolates all but the property subtrees.
+func Load(manifestYAML []byte, ops []OpsFile, vars variables.Source, now time.Time) (*manifest.Manifest, error) {
+	doc, err := yamlvalue.Parse(manifestYAML)
+	if err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	for _, f := range ops {
+		parsed, err := opsfile.Parse(f.Data)
+		if err != nil {
+			return nil, fmt.Errorf("ops file %s: %w", f.Name, err)
+		}
+		if doc, err = opsfile.Apply(doc, parsed); err != nil {
+			return nil, fmt.Errorf("ops file %s: %w", f.Name, err)
+		}
+	}
+	defs, err := manifest.VariablesOf(doc)
+	if err != nil {
+		return nil, err
+	}
+	if err := variables.Generate(defs, vars, now); err != nil {
+		return nil, err
+	}
+	root, ok := doc.(*yamlvalue.Map)
+	if !ok {
+		return manifest.FromDocument(doc)
+	}
+	// Property subtrees are set aside, the rest interpolated, and the
+	// subtrees put back untouched.
+	held := holdProperties(root)
+	out, err := variables.Interpolate(root, vars)
+	held.restore()
+	if err != nil {
+		return nil, err
+	}
+	held.into(out.(*yamlvalue.Map))
+	return manifest.FromDocument(out)
+}
+
+// heldProperties keeps the property subtrees of a manifest document while
+// the rest is interpolated.
+type heldProperties struct {
+	slots []slot
+}
+
+type slot struct {
+	path []any // keys (string) and list indexes (int) from the root
+	m    *yamlvalue.Map
+	v    any
+}
+
+func holdProperties(root *yamlvalue.Map) *heldProperties {
+	h := &heldProperties{}
+	h.take(root, nil)
+	for _, list := range []string{"instance_groups", "addons"} {
+		items, _ := root.Get(list)
+		groups, _ := items.([]any)
+		for gi, g := range groups {
+			gm, ok := g.(*yamlvalue.Map)
+			if !ok {
+				continue
+			}
+			h.take(gm, []any{list, gi})
+			jobsV, _ := gm.Get("jobs")
+			jobs, _ := jobsV.([]any)
+			for ji, j := range jobs {
+				if jm, ok := j.(*yamlvalue.Map); ok {
+					h.take(jm, []any{list, gi, "jobs", ji})
+				}
+			}
+		}
+	}
+	return h
+}
+
+func (h *heldProperties) take(m *yamlvalue.Map, path []any) {
+	if v, ok := m.Get("properties"); ok {
+		h.slots = append(h.slots, slot{path: path, m: m, v: v})
+		m.Set("properties", nil)
+	}
+}
+
+// restore puts the subtrees back into the original document.
+func (h *heldProperties) restore() {
+	for _, s := range h.slots {
+		s.m.Set("properties", s.v)
+	}
+}
+
+// into puts the subtrees into the interpolated copy, whose shape is the
+// same as the original's unless a placeholder replaced a group or job.
+func (h *heldProperties) into(root *yamlvalue.Map) {
+	for _, s := range h.slots {
+		var cur any = root
+		for _, step := range s.path {
+			switch k := step.(type) {
+			case string:
+				m, _ := cur.(*yamlvalue.Map)
+				cur, _ = m.Get(k)
+			case int:
+				if l, ok := cur.([]any); ok && k < len(l) {
+					cur = l[k]
+				} else {
+					cur = nil
+				}
+			}
+		}
+		// A placeholder that replaced a whole group or job entry leaves no
+		// place to put the subtree back.
+		if m, ok := cur.(*yamlvalue.Map); ok {
+			m.Set("properties", yamlvalue.Clone(s.v))
+		}
+	}
+}
+
+// SpecSource returns the spec of a release's job.
+type SpecSource func(release, job string) (*jobspec.Spec, error)
+
+// ImageLayoutSpecs reads specs from `<root>/<release>/<job>/job.MF`, the
+// layout the copy init containers leave under /var/vcap/all-releases/jobs-src.
+func ImageLayoutSpecs(root string) SpecSource {
+	return cached(func(release, job string) (*jobspec.Spec, error) {
+		return jobspec.LoadImageLayout(filepath.Join(root, release), job)
+	})
+}
+
+// SourceTreeSpecs reads specs from release source trees, by release name.
+func SourceTreeSpecs(dirs map[string]string) SpecSource {
+	return cached(func(release, job string) (*jobspec.Spec, error) {
+		dir, ok := dirs[release]
+		if !ok {
+			return nil, fmt.Errorf("no source tree for release '%s'", release)
+		}
+		return jobspec.LoadSourceTree(dir, job)
+	})
+}
+
+func cached(load SpecSource) SpecSource {
+	var mu sync.Mutex
+	seen := map[[2]string]*jobspec.Spec{}
+	return func(release, job string) (*jobspec.Spec, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		key := [2]string{release, job}
+		if s, ok := seen[key]; ok {
+			return s, nil
+		}
+		s, err := load(release, job)
+		if err != nil {
+			return nil, err
+		}
+		seen[key] = s
+		return s, nil
+	}
+}
+
+// Input is what Resolve needs.
+type Input struct {
+	Manifest  *manifest.Manifest
+	Specs     SpecSource
+	Variables variables.Source
+	Network   instance.Network
+}
+
+// Deployment is the resolved model.
+type Deployment struct {
+	Name   string
+	Groups []Group
+}
+
+// Group is a resolved instance group.
+type Group struct {
+	Manifest  *manifest.InstanceGroup
+	Jobs      []Job
+	Instances []Instance
+	// Address is the group Service's address.
+	Address string
+}
+
+// Job is a resolved job of a group.
+type Job struct {
+	Name           string
+	Release        string
+	ReleaseVersion string
+	Spec           *jobspec.Spec
+	// Properties are bound (§2) and interpolated; Links are the consumed
+	// links by name, their properties interpolated.
+	Properties *yamlvalue.Map
+	Links      *yamlvalue.Map
+}
+
+// Instance is an instance with its template spec per job (same order as
+// the group's Jobs).
+type Instance struct {
+	instance.Instance
+	Specs []*yamlvalue.Map
+}
+
+// Resolve binds properties, resolves links and computes every instance's
+// identity and spec documents.
+func Resolve(in Input) (*Deployment, error) {
+	m := in.Manifest
+	d := &Deployment{Name: m.Name, Groups: make([]Group, len(m.InstanceGroups))}
+	ld := links.Deployment{Name: m.Name, Network: in.Network, Groups: make([]links.Group, len(m.InstanceGroups))}
+	var groupErrs []string
+	for gi := range m.InstanceGroups {
+		mg := &m.InstanceGroups[gi]
+		g := &d.Groups[gi]
+		g.Manifest = mg
+		var jobErrs []string
+		insts, err := in.Network.Instances(m.Name, mg.Name, mg.AZs, mg.Instances)
+		if err != nil {
+			jobErrs = append(jobErrs, err.Error())
+		}
+		if g.Address, err = in.Network.GroupAddress(m.Name, mg.Name); err != nil {
+			jobErrs = append(jobErrs, err.Error())
+		}
+		ld.Groups[gi] = links.Group{Manifest: mg, Instances: insts}
+		for _, inst := range insts {
+			g.Instances = append(g.Instances, Instance{Instance: inst})
+		}
+		for ji := range mg.Jobs {
+			mj := &mg.Jobs[ji]
+			job, lj, err := bind(in, mg, mj)
+			if err != nil {
+				jobErrs = append(jobErrs, fmt.Sprintf("Job '%s': %s", mj.Name, indent(err.Error(), "    ")))
+				continue
+			}
+			g.Jobs = append(g.Jobs, job)
+			ld.Groups[gi].Jobs = append(ld.Groups[gi].Jobs, lj)
+		}
+		if len(jobErrs) > 0 {
+			groupErrs = append(groupErrs, fmt.Sprintf("- Unable to process instance group '%s'. Errors are:\n  - %s", mg.Name, strings.Join(jobErrs, "\n  - ")))
+		}
+	}
+	if len(groupErrs) > 0 {
+		return nil, errors.New(strings.Join(groupErrs, "\n"))
+	}
+	resolved, err := links.Resolve(ld)
+	if err != nil {
+		return nil, err
+	}
+	var linkErrs []string
+	for gi := range d.Groups {
+		g := &d.Groups[gi]
+		for ji := range g.Jobs {
+			// Link properties are interpolated in the provider deployment's
+			// context, which is this one.
+			l, err := variables.Interpolate(resolved[gi][ji], in.Variables)
+			if err != nil {
+				linkErrs = append(linkErrs, fmt.Sprintf("- Unable to interpolate links of job '%s' in instance group '%s'. Errors are:\n%s", g.Jobs[ji].Name, g.Manifest.Name, indent(err.Error(), "  ")))
+				continue
+			}
+			g.Jobs[ji].Links = l.(*yamlvalue.Map)
+		}
+		specs(m.Name, g)
+	}
+	if len(linkErrs) > 0 {
+		return nil, errors.New(strings.Join(linkErrs, "\n"))
+	}
+	return d, nil
+}
+
+// bind loads a job's spec, binds and interpolates its properties.
+func bind(in Input, g *manifest.InstanceGroup, mj *manifest.Job) (Job, links.Job, error) {
+	rel := in.Manifest.Release(mj.Release)
+	if rel == nil {
+		return Job{}, links.Job{}, fmt.Errorf("release '%s' is not in the manifest's releases", mj.Release)
+	}
+	spec, err := in.Specs(mj.Release, mj.Name)
+	if err != nil {
+		return Job{}, links.Job{}, err
+	}
+	raw, err := properties.RawSource(in.Manifest, g, mj)
+	if err != nil {
+		return Job{}, links.Job{}, err
+	}
+	bound, err := properties.Bind(spec.Properties, raw)
+	if err != nil {
+		return Job{}, links.Job{}, err
+	}
+	props, err := variables.Interpolate(bound, in.Variables)
+	if err != nil {
+		return Job{}, links.Job{}, err
+	}
+	return Job{Name: mj.Name, Release: rel.Name, ReleaseVersion: rel.Version, Spec: spec, Properties: props.(*yamlvalue.Map)},
+		links.Job{Manifest: mj, Spec: spec, Raw: raw}, nil
+}
+
+// specs fills every instance's template spec per job.
+func specs(deployment string, g *Group) {
+	refs := make([]instance.JobRef, len(g.Jobs))
+	for i, j := range g.Jobs {
+		refs[i] = instance.JobRef{Name: j.Name, Version: j.ReleaseVersion}
+	}
+	for ii := range g.Instances {
+		inst := &g.Instances[ii]
+		inst.Specs = make([]*yamlvalue.Map, len(g.Jobs))
+		for ji, j := range g.Jobs {
+			inst.Specs[ji] = inst.Spec(instance.SpecInput{
+				Deployment:     deployment,
+				InstanceGroup:  g.Manifest.Name,
+				Jobs:           refs,
+				PersistentDisk: g.Manifest.PersistentDisk,
+				Properties:     j.Properties,
+				Links:          j.Links,
+				Release:        instance.JobRef{Name: j.Release, Version: j.ReleaseVersion},
+			})
+		}
+	}
+}
+
+func indent(s, prefix string) string {
+	return strings.ReplaceAll(s, "\n", "\n"+prefix)
+}
