@@ -206,8 +206,10 @@ type Input struct {
 
 // Deployment is the resolved model.
 type Deployment struct {
-	Name   string
-	Groups []Group
+	Name string
+	// Manifest is the manifest resolved (release images come from it).
+	Manifest *manifest.Manifest
+	Groups   []Group
 }
 
 // Group is a resolved instance group.
@@ -242,7 +244,7 @@ type Instance struct {
 // identity and spec documents.
 func Resolve(in Input) (*Deployment, error) {
 	m := in.Manifest
-	d := &Deployment{Name: m.Name, Groups: make([]Group, len(m.InstanceGroups))}
+	d := &Deployment{Name: m.Name, Manifest: m, Groups: make([]Group, len(m.InstanceGroups))}
 	ld := links.Deployment{Name: m.Name, Network: in.Network, Groups: make([]links.Group, len(m.InstanceGroups))}
 	var groupErrs []string
 	for gi := range m.InstanceGroups {
