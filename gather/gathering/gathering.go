@@ -1,0 +1,217 @@
+// Package gathering is `bosh-injector gather`: it reads a deployment's
+// manifest Secret, resolves the deployment with the release jobs copied into
+// the gathering pod, renders every instance's bpm.yml, and writes the
+// per-instance-group Secrets and the instance Services. Either every
+// instance group succeeds or nothing new is written.
+package gathering
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bosh-injector/bosh-injector/gather/bpm"
+	"github.com/bosh-injector/bosh-injector/gather/deployment"
+	"github.com/bosh-injector/bosh-injector/gather/instance"
+	"github.com/bosh-injector/bosh-injector/gather/kubevars"
+	"github.com/bosh-injector/bosh-injector/gather/manifest"
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/resolved"
+	"github.com/bosh-injector/bosh-injector/gather/secretdata"
+	"github.com/bosh-injector/bosh-injector/gather/services"
+	"github.com/bosh-injector/bosh-injector/gather/versions"
+)
+
+// Config says what to gather.
+type Config struct {
+	Namespace      string
+	ManifestSecret string
+	// JobsDir holds the releases' jobs as the copy init containers leave
+	// them: <JobsDir>/<release>/<job>/job.MF.
+	JobsDir       string
+	ClusterDomain string
+}
+
+// RenderBPM renders bpm.yml of every instance of every group of d and
+// returns, per group (in d's order), the instances grouped by identical
+// BPM configuration.
+type RenderBPM func(d *deployment.Deployment) ([][]bpm.InstanceBPM, error)
+
+// Result lists what a gathering wrote.
+type Result struct {
+	Deployment string
+	Groups     []GroupResult
+	Services   services.Changes
+	Pruned     []string
+}
+
+// GroupResult is the Secret versions of one instance group.
+type GroupResult struct {
+	InstanceGroup    string
+	Resolved, BPM    versions.Result
+	ResolvedVersions int
+}
+
+// lifecycleScripts are the job scripts, by their name under bin/, that the
+// webhook runs or needs to know of (§6).
+var lifecycleScripts = []string{"pre-start", "post-start", "post-deploy", "pre-stop", "drain", "post-stop", "run"}
+
+// Run gathers the deployment of cfg.ManifestSecret.
+func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, now time.Time) (*Result, error) {
+	var secret corev1.Secret
+	if err := c.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: cfg.ManifestSecret}, &secret); err != nil {
+		return nil, fmt.Errorf("reading manifest Secret %s/%s: %w", cfg.Namespace, cfg.ManifestSecret, err)
+	}
+	data := secret.Data[names.ManifestKey]
+	if data == nil {
+		return nil, fmt.Errorf("manifest Secret %s/%s has no key %s", cfg.Namespace, cfg.ManifestSecret, names.ManifestKey)
+	}
+	var ops []deployment.OpsFile
+	for _, k := range slices.Sorted(maps.Keys(secret.Data)) {
+		if strings.HasPrefix(k, "ops-") && (strings.HasSuffix(k, ".yaml") || strings.HasSuffix(k, ".yml")) {
+			ops = append(ops, deployment.OpsFile{Name: k, Data: secret.Data[k]})
+		}
+	}
+	owner := &metav1.OwnerReference{APIVersion: "v1", Kind: "Secret", Name: secret.Name, UID: secret.UID}
+	dep := secret.Labels[names.LabelDeployment]
+
+	// Variables are generated (and stored) before anything is
+	// interpolated; a later failure keeps them, as the director does.
+	vars := kubevars.New(ctx, c, cfg.Namespace, dep, owner)
+	m, err := deployment.Load(data, ops, vars, now)
+	if err != nil {
+		return nil, err
+	}
+	if m.Name != "" && names.LabelValue(m.Name) != names.LabelValue(dep) {
+		return nil, fmt.Errorf("manifest Secret %s is labelled for deployment '%s' but the manifest's name is '%s'", cfg.ManifestSecret, dep, m.Name)
+	}
+	network := instance.Network{Namespace: cfg.Namespace, ClusterDomain: cfg.ClusterDomain}
+	d, err := deployment.Resolve(deployment.Input{Manifest: m, Specs: deployment.ImageLayoutSpecs(cfg.JobsDir), Variables: vars, Network: network})
+	if err != nil {
+		return nil, err
+	}
+	bpms, err := renderBPM(d)
+	if err != nil {
+		return nil, err
+	}
+
+	// Encode every group before writing anything: a group too large is an
+	// error that must leave every latest version as it was.
+	type pending struct {
+		group    *deployment.Group
+		resolved []byte
+		info     bpm.Info
+	}
+	var all []pending
+	var errs []string
+	for gi := range d.Groups {
+		g := &d.Groups[gi]
+		enc, err := secretdata.Encode(resolved.FromDeployment(d, g, cfg.ClusterDomain))
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("- Instance group '%s': resolved properties are %s", g.Manifest.Name, err))
+			continue
+		}
+		info, err := bpmInfo(m, g, bpms[gi])
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("- Instance group '%s': %s", g.Manifest.Name, err))
+			continue
+		}
+		all = append(all, pending{group: g, resolved: enc, info: info})
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s", strings.Join(errs, "\n"))
+	}
+
+	res := &Result{Deployment: d.Name}
+	var desired []services.Desired
+	for _, p := range all {
+		ig := p.group.Manifest.Name
+		key := versions.Key{Namespace: cfg.Namespace, Deployment: d.Name, InstanceGroup: ig}
+		rkey := key
+		rkey.Kind = names.KindResolved
+		rres, err := versions.Write(ctx, c, versions.Desired{Key: rkey, Data: map[string][]byte{resolved.Key: p.resolved}, Owner: owner})
+		if err != nil {
+			return res, err
+		}
+		// The BPM info names its resolved version, so a new resolved
+		// version always makes a new BPM version and the webhook mounts it.
+		p.info.ResolvedSecret = rres.Name
+		enc, err := secretdata.Encode(p.info)
+		if err != nil {
+			return res, fmt.Errorf("instance group '%s': BPM info is %w", ig, err)
+		}
+		bkey := key
+		bkey.Kind = names.KindBPM
+		bres, err := versions.Write(ctx, c, versions.Desired{Key: bkey, Data: map[string][]byte{bpm.InfoKey: enc}, Owner: owner})
+		if err != nil {
+			return res, err
+		}
+		res.Groups = append(res.Groups, GroupResult{InstanceGroup: ig, Resolved: rres, BPM: bres})
+
+		// The group Service is the first label of the group's address, which
+		// the 253-character rule may have shortened.
+		groupService, _, _ := strings.Cut(p.group.Address, ".")
+		desired = append(desired, services.Desired{Name: groupService, InstanceGroup: ig})
+		for _, inst := range p.group.Instances {
+			desired = append(desired, services.Desired{Name: inst.Service, InstanceGroup: ig, Index: &inst.Index})
+		}
+	}
+	if res.Services, err = services.Apply(ctx, c, cfg.Namespace, d.Name, desired, owner); err != nil {
+		return res, err
+	}
+	for _, p := range all {
+		for _, kind := range []string{names.KindResolved, names.KindBPM} {
+			pruned, err := versions.Prune(ctx, c, versions.Key{Namespace: cfg.Namespace, Deployment: d.Name, Kind: kind, InstanceGroup: p.group.Manifest.Name})
+			if err != nil {
+				return res, err
+			}
+			res.Pruned = append(res.Pruned, pruned...)
+		}
+	}
+	return res, nil
+}
+
+// bpmInfo is what the webhook needs of group g.
+func bpmInfo(m *manifest.Manifest, g *deployment.Group, instances []bpm.InstanceBPM) (bpm.Info, error) {
+	info := bpm.Info{
+		Deployment:       m.Name,
+		InstanceGroup:    g.Manifest.Name,
+		Instances:        g.Manifest.Instances,
+		AZs:              g.Manifest.AZs,
+		Lifecycle:        g.Manifest.Lifecycle,
+		PersistentDiskMB: g.Manifest.PersistentDisk,
+		BPM:              instances,
+	}
+	seen := map[string]bool{}
+	for _, j := range g.Jobs {
+		job := bpm.Job{Name: j.Name, Release: j.Release}
+		for _, t := range j.Spec.Templates {
+			if script, ok := strings.CutPrefix(t.Destination, "bin/"); ok && slices.Contains(lifecycleScripts, script) {
+				job.Scripts = append(job.Scripts, script)
+			}
+		}
+		for _, ib := range instances {
+			for _, p := range ib.Jobs[j.Name].Processes {
+				job.PersistentDisk = job.PersistentDisk || p.PersistentDisk
+			}
+		}
+		info.Jobs = append(info.Jobs, job)
+		if seen[j.Release] {
+			continue
+		}
+		seen[j.Release] = true
+		image, err := m.ReleaseImage(j.Release)
+		if err != nil {
+			return info, err
+		}
+		info.Releases = append(info.Releases, bpm.Release{Name: j.Release, Version: j.ReleaseVersion, Image: image})
+	}
+	return info, nil
+}
