@@ -88,7 +88,6 @@ type provider struct {
 	group, job     int
 	original, name string
 	typ            string
-	shared         bool
 	consumable     bool
 	properties     *yamlvalue.Map
 }
@@ -158,11 +157,11 @@ func (r *resolver) providers(gi, ji int) {
 					r.errorf("Cannot specify 'name' or 'type' properties in the manifest for link '%s' in job '%s' in instance group '%s'. Please provide these keys in the release only.", dc.name, job, group)
 					continue
 				}
+				// `shared` matters only across deployments, which are
+				// not supported.
 				if as, ok := e.Get("as"); ok && as != nil {
 					p.name = fmt.Sprint(as)
 				}
-				shared, _ := e.Get("shared")
-				p.shared = shared == true
 			default:
 				r.errorf("Provider '%s' in job '%s' in instance group '%s' specified in the manifest should only be a hash or string 'nil'", dc.name, job, group)
 				continue

@@ -28,30 +28,48 @@ func parse(data []byte, resolve resolver) (any, error) {
 	if doc.Kind == 0 {
 		return nil, nil
 	}
-	return walk(&doc, resolve, 0)
+	w := walker{resolve: resolve, budget: maxValues, active: map[*yaml3.Node]bool{}}
+	return w.walk(&doc)
 }
 
-// maxAliasDepth bounds alias expansion (a billion-laughs document).
-const maxAliasDepth = 64
+// maxValues bounds the values a document may expand to through aliases
+// (a "billion laughs" document), far above any real manifest.
+const maxValues = 1 << 20
 
 type resolver func(*yaml3.Node) (any, error)
 
-func walk(n *yaml3.Node, resolve resolver, depth int) (any, error) {
-	if depth > maxAliasDepth {
-		return nil, fmt.Errorf("line %d: aliases nested too deep", n.Line)
+// walker builds values from nodes, expanding aliases into copies.
+type walker struct {
+	resolve resolver
+	budget  int
+	// active holds the anchored nodes being built, to refuse an alias to
+	// its own ancestor.
+	active map[*yaml3.Node]bool
+}
+
+func (w *walker) walk(n *yaml3.Node) (any, error) {
+	if w.budget--; w.budget < 0 {
+		return nil, fmt.Errorf("line %d: document expands to too many values through aliases", n.Line)
+	}
+	if n.Anchor != "" {
+		if w.active[n] {
+			return nil, fmt.Errorf("line %d: anchor &%s is used inside itself", n.Line, n.Anchor)
+		}
+		w.active[n] = true
+		defer delete(w.active, n)
 	}
 	switch n.Kind {
 	case yaml3.DocumentNode:
 		if len(n.Content) == 0 {
 			return nil, nil
 		}
-		return walk(n.Content[0], resolve, depth)
+		return w.walk(n.Content[0])
 	case yaml3.AliasNode:
-		return walk(n.Alias, resolve, depth+1)
+		return w.walk(n.Alias)
 	case yaml3.SequenceNode:
 		out := make([]any, 0, len(n.Content))
 		for _, c := range n.Content {
-			v, err := walk(c, resolve, depth)
+			v, err := w.walk(c)
 			if err != nil {
 				return nil, err
 			}
@@ -62,7 +80,7 @@ func walk(n *yaml3.Node, resolve resolver, depth int) (any, error) {
 		m := NewMap()
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, vn := n.Content[i], n.Content[i+1]
-			v, err := walk(vn, resolve, depth)
+			v, err := w.walk(vn)
 			if err != nil {
 				return nil, err
 			}
@@ -72,7 +90,7 @@ func walk(n *yaml3.Node, resolve resolver, depth int) (any, error) {
 				}
 				continue
 			}
-			kv, err := walk(k, resolve, depth)
+			kv, err := w.walk(k)
 			if err != nil {
 				return nil, err
 			}
@@ -84,7 +102,7 @@ func walk(n *yaml3.Node, resolve resolver, depth int) (any, error) {
 			(n.Style&yaml3.TaggedStyle != 0 && n.Tag == "!!str") {
 			return n.Value, nil
 		}
-		return resolve(n)
+		return w.resolve(n)
 	}
 	return nil, fmt.Errorf("line %d: unsupported YAML node", n.Line)
 }

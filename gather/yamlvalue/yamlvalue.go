@@ -1,8 +1,9 @@
 // Package yamlvalue is the value model shared by the BOSH deployment packages:
-// YAML 1.1 documents (typed as BOSH reads them, through go-yaml v2) held as
-// nil, bool, int64, float64, string, []any and *Map. Map keeps insertion
-// order like a Ruby Hash, so JSON handed to the Ruby renderer has the key
-// order the director's Hashes would have.
+// YAML 1.1 documents held as nil, bool, int64, float64, string, []any and
+// *Map. Map keeps insertion order like a Ruby Hash, so JSON handed to the
+// Ruby renderer has the key order the director's Hashes would have.
+// Manifests are typed as the BOSH CLI's go-yaml v2 reads them (Parse), job
+// specs as the director's Psych does (ParsePsych).
 package yamlvalue
 
 import (
