@@ -316,3 +316,45 @@ properties:
 		}
 	}
 }
+
+// The layout the copy init containers leave: <root>/<release>/<job>/job.MF.
+func TestImageLayoutSpecs(t *testing.T) {
+	root := t.TempDir()
+	src := filepath.Join(fixtures, "releases", "store", "jobs", "pgstore")
+	err := filepath.WalkDir(src, func(p string, e os.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if rel == "spec" {
+			rel = "job.MF"
+		}
+		dst := filepath.Join(root, "store", "pgstore", rel)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(dst, data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := ImageLayoutSpecs(root)
+	s, err := specs("store", "pgstore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := specs("store", "pgstore")
+	if s != again || len(s.Templates) != 3 || s.Provides[0].Name != "database" {
+		t.Errorf("%+v", s)
+	}
+	if _, err := specs("store", "nope"); err == nil {
+		t.Error("missing job loaded")
+	}
+	if _, err := SourceTreeSpecs(nil)("x", "y"); err == nil || err.Error() != "no source tree for release 'x'" {
+		t.Errorf("error %v", err)
+	}
+}
