@@ -327,6 +327,13 @@ func bind(in Input, g *manifest.InstanceGroup, mj *manifest.Job) (Job, links.Job
 	if err != nil {
 		return Job{}, links.Job{}, err
 	}
+	// The schema sees the values templates will see: a `certificate`
+	// property holds a PEM only after interpolation.
+	if spec.Schema != nil {
+		if err := spec.Schema.Validate(mj.Name, props); err != nil {
+			return Job{}, links.Job{}, err
+		}
+	}
 	return Job{Name: mj.Name, Release: rel.Name, ReleaseVersion: rel.Version, Spec: spec, Properties: props.(*yamlvalue.Map)},
 		links.Job{Manifest: mj, Spec: spec, Raw: raw}, nil
 }

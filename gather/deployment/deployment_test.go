@@ -358,3 +358,24 @@ func TestImageLayoutSpecs(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 }
+
+// pgstore ships a properties_schema.json; it checks interpolated values.
+func TestPropertiesSchemaOfFixture(t *testing.T) {
+	data, _ := os.ReadFile(filepath.Join(fixtures, "deployments", "shop.yml"))
+	ops := []OpsFile{{Name: "bad.yml", Data: []byte(`
+- {type: replace, path: "/instance_groups/name=db/jobs/name=pgstore/properties/pgstore/max_connections?", value: many}
+- {type: replace, path: /instance_groups/name=db/jobs/name=pgstore/properties/pgstore/databases/0, value: {owner: x}}
+`)}}
+	vars := variables.NewMapSource(nil)
+	m, err := Load(data, ops, vars, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Resolve(Input{Manifest: m, Specs: fixtureSpecs(), Variables: vars, Network: network})
+	want := "- Unable to process instance group 'db'. Errors are:\n  - Job 'pgstore': Error validating properties for pgstore\n" +
+		"    object at `/pgstore/databases/0` is missing required properties: name\n" +
+		"    value at `/pgstore/max_connections` is not an integer"
+	if err == nil || err.Error() != want {
+		t.Errorf("error:\n%v\nwant:\n%s", err, want)
+	}
+}

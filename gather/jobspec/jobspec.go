@@ -1,7 +1,8 @@
-// Package jobspec loads a BOSH job's spec (§1) with its templates and monit
-// file, from a release source tree (`jobs/<job>/spec`) or from the layout
-// release images ship (`<jobs-dir>/<job>/job.MF`), and validates it as the
-// director does at upload. Template contents are kept for the renderer.
+// Package jobspec loads a BOSH job's spec (§1) with its templates, monit
+// file and optional properties schema, from a release source tree
+// (`jobs/<job>/spec`) or from the layout release images ship
+// (`<jobs-dir>/<job>/job.MF`), and validates it as the director does at
+// upload. Template contents are kept for the renderer.
 package jobspec
 
 import (
@@ -29,6 +30,8 @@ type Spec struct {
 	Provides   []Link
 	// Monit holds the monit file(s): "monit" and/or "*.monit", by name.
 	Monit map[string]string
+	// Schema is the job's properties_schema.json, nil when it has none.
+	Schema *PropertiesSchema
 }
 
 // Template is one `templates` entry.
@@ -122,6 +125,16 @@ func load(dir, specFile, job string) (*Spec, error) {
 	}
 	if len(s.Monit) == 0 {
 		return nil, fmt.Errorf("%s: Job '%s' is missing monit file", file, job)
+	}
+	schemaFile := filepath.Join(dir, SchemaFile)
+	data, err = os.ReadFile(schemaFile)
+	switch {
+	case err == nil:
+		if s.Schema, err = CompileSchema(data); err != nil {
+			return nil, fmt.Errorf("%s: %w", schemaFile, err)
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, err
 	}
 	return s, nil
 }

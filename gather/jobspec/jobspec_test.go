@@ -120,3 +120,61 @@ func TestParseErrors(t *testing.T) {
 		t.Errorf("%+v", s)
 	}
 }
+
+func TestPropertiesSchema(t *testing.T) {
+	schema := `{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "type": "object",
+  "required": ["port"],
+  "properties": {
+    "port": {"type": "integer"},
+    "name": {"type": "string"},
+    "ip": {"type": "string", "format": "ipv4"},
+    "mode": {"enum": ["a", "b"]},
+    "tls": {"type": "object", "properties": {"certificate": {"type": "certificate"}, "ca": {"type": ["certificate", "null"]}}}
+  }
+}`
+	s, err := CompileSchema([]byte(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	valid := map[string]any{"port": 1, "name": "x", "ip": "10.0.0.1", "mode": "a", "tls": map[string]any{"certificate": "", "ca": nil}}
+	if err := s.Validate("web", valid); err != nil {
+		t.Errorf("valid properties: %v", err)
+	}
+	invalid := map[string]any{"name": 2, "ip": "10.0.0.900", "mode": "c", "tls": map[string]any{"certificate": "junk", "ca": "junk"}}
+	err = s.Validate("web", invalid)
+	want := []string{
+		"Error validating properties for web",
+		"object at root is missing required properties: port",
+		"value at `/name` is not a string",
+		"value at `/ip` does not match format: ipv4",
+		`value at ` + "`/mode`" + ` is not one of: ["a","b"]`,
+		"value at `/tls/certificate` is not a certificate",
+		"value at `/tls/ca` is not a certificate",
+	}
+	if err == nil {
+		t.Fatal("invalid properties accepted")
+	}
+	got := strings.Split(err.Error(), "\n")
+	if got[0] != want[0] || len(got) != len(want) {
+		t.Fatalf("got:\n%s", err)
+	}
+	for _, w := range want[1:] {
+		found := false
+		for _, g := range got[1:] {
+			found = found || g == w
+		}
+		if !found {
+			t.Errorf("missing line %q in:\n%s", w, err)
+		}
+	}
+	for doc, msg := range map[string]string{
+		`{"type": "object"}`: "You must declare your $schema draft version",
+		`{"$schema": "http://json-schema.org/draft-07/schema#"}`: "Only https://json-schema.org/draft/2020-12/schema schema is currently supported",
+	} {
+		if _, err := CompileSchema([]byte(doc)); err == nil || err.Error() != msg {
+			t.Errorf("%s: %v", doc, err)
+		}
+	}
+}
