@@ -202,6 +202,9 @@ type Input struct {
 	Specs     SpecSource
 	Variables variables.Source
 	Network   instance.Network
+	// Now is the start of validity of certificates generated here (those
+	// consuming links); zero means the current time.
+	Now time.Time
 }
 
 // Deployment is the resolved model.
@@ -246,39 +249,60 @@ func Resolve(in Input) (*Deployment, error) {
 	m := in.Manifest
 	d := &Deployment{Name: m.Name, Manifest: m, Groups: make([]Group, len(m.InstanceGroups))}
 	ld := links.Deployment{Name: m.Name, Network: in.Network, Groups: make([]links.Group, len(m.InstanceGroups))}
-	var groupErrs []string
+	errs := make([][]string, len(m.InstanceGroups))
+	jobErr := func(gi int, job string, err error) {
+		errs[gi] = append(errs[gi], fmt.Sprintf("Job '%s': %s", job, indent(err.Error(), "    ")))
+	}
+	// Identity, specs and raw property sources first: certificate
+	// variables consuming links need the providers before binding
+	// interpolates them.
 	for gi := range m.InstanceGroups {
 		mg := &m.InstanceGroups[gi]
 		g := &d.Groups[gi]
 		g.Manifest = mg
-		var jobErrs []string
 		insts, err := in.Network.Instances(m.Name, mg.Name, mg.AZs, mg.Instances)
 		if err != nil {
-			jobErrs = append(jobErrs, err.Error())
+			errs[gi] = append(errs[gi], err.Error())
 		}
 		if g.Address, err = in.Network.GroupAddress(m.Name, mg.Name); err != nil {
-			jobErrs = append(jobErrs, err.Error())
+			errs[gi] = append(errs[gi], err.Error())
 		}
 		ld.Groups[gi] = links.Group{Manifest: mg, Instances: insts}
 		for _, inst := range insts {
 			g.Instances = append(g.Instances, Instance{Instance: inst})
 		}
 		for ji := range mg.Jobs {
-			mj := &mg.Jobs[ji]
-			job, lj, err := bind(in, mg, mj)
+			job, lj, err := load(in, mg, &mg.Jobs[ji])
 			if err != nil {
-				jobErrs = append(jobErrs, fmt.Sprintf("Job '%s': %s", mj.Name, indent(err.Error(), "    ")))
+				jobErr(gi, mg.Jobs[ji].Name, err)
 				continue
 			}
 			g.Jobs = append(g.Jobs, job)
 			ld.Groups[gi].Jobs = append(ld.Groups[gi].Jobs, lj)
 		}
-		if len(jobErrs) > 0 {
-			groupErrs = append(groupErrs, fmt.Sprintf("- Unable to process instance group '%s'. Errors are:\n  - %s", mg.Name, strings.Join(jobErrs, "\n  - ")))
+	}
+	// With jobs missing, providers are unknown: the jobs that did load are
+	// still bound so that all errors are reported at once.
+	if groupErrors(m, errs) == nil {
+		now := in.Now
+		if now.IsZero() {
+			now = time.Now()
+		}
+		address := func(from string) (string, error) { return links.ProviderAddress(ld, from) }
+		if err := variables.GenerateWithLinks(m.Variables, in.Variables, now, address); err != nil {
+			return nil, err
 		}
 	}
-	if len(groupErrs) > 0 {
-		return nil, errors.New(strings.Join(groupErrs, "\n"))
+	for gi := range d.Groups {
+		for ji := range d.Groups[gi].Jobs {
+			job := &d.Groups[gi].Jobs[ji]
+			if err := bind(job, ld.Groups[gi].Jobs[ji].Raw, in.Variables); err != nil {
+				jobErr(gi, job.Name, err)
+			}
+		}
+	}
+	if err := groupErrors(m, errs); err != nil {
+		return nil, err
 	}
 	resolved, err := links.Resolve(ld)
 	if err != nil {
@@ -305,8 +329,22 @@ func Resolve(in Input) (*Deployment, error) {
 	return d, nil
 }
 
-// bind loads a job's spec, binds and interpolates its properties.
-func bind(in Input, g *manifest.InstanceGroup, mj *manifest.Job) (Job, links.Job, error) {
+// groupErrors formats the errors collected per instance group, nil if none.
+func groupErrors(m *manifest.Manifest, errs [][]string) error {
+	var out []string
+	for gi, e := range errs {
+		if len(e) > 0 {
+			out = append(out, fmt.Sprintf("- Unable to process instance group '%s'. Errors are:\n  - %s", m.InstanceGroups[gi].Name, strings.Join(e, "\n  - ")))
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(out, "\n"))
+}
+
+// load finds a job's release and spec and its raw property source.
+func load(in Input, g *manifest.InstanceGroup, mj *manifest.Job) (Job, links.Job, error) {
 	rel := in.Manifest.Release(mj.Release)
 	if rel == nil {
 		return Job{}, links.Job{}, fmt.Errorf("release '%s' is not in the manifest's releases", mj.Release)
@@ -319,23 +357,29 @@ func bind(in Input, g *manifest.InstanceGroup, mj *manifest.Job) (Job, links.Job
 	if err != nil {
 		return Job{}, links.Job{}, err
 	}
-	bound, err := properties.Bind(spec.Properties, raw)
+	return Job{Name: mj.Name, Release: rel.Name, ReleaseVersion: rel.Version, Spec: spec},
+		links.Job{Manifest: mj, Spec: spec, Raw: raw}, nil
+}
+
+// bind binds and interpolates a job's properties and checks its schema.
+func bind(job *Job, raw *yamlvalue.Map, vars variables.Source) error {
+	bound, err := properties.Bind(job.Spec.Properties, raw)
 	if err != nil {
-		return Job{}, links.Job{}, err
+		return err
 	}
-	props, err := variables.Interpolate(bound, in.Variables)
+	props, err := variables.Interpolate(bound, vars)
 	if err != nil {
-		return Job{}, links.Job{}, err
+		return err
 	}
 	// The schema sees the values templates will see: a `certificate`
 	// property holds a PEM only after interpolation.
-	if spec.Schema != nil {
-		if err := spec.Schema.Validate(mj.Name, props); err != nil {
-			return Job{}, links.Job{}, err
+	if job.Spec.Schema != nil {
+		if err := job.Spec.Schema.Validate(job.Name, props); err != nil {
+			return err
 		}
 	}
-	return Job{Name: mj.Name, Release: rel.Name, ReleaseVersion: rel.Version, Spec: spec, Properties: props.(*yamlvalue.Map)},
-		links.Job{Manifest: mj, Spec: spec, Raw: raw}, nil
+	job.Properties = props.(*yamlvalue.Map)
+	return nil
 }
 
 // specs fills every instance's template spec per job.

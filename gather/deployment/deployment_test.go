@@ -1,7 +1,9 @@
 package deployment
 
 import (
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -232,8 +234,8 @@ instance_groups:
 `
 	_, err := resolveText(t, man, specs, "{}")
 	want := `- Unable to process instance group 'g1'. Errors are:
-  - Job 'p': Property 'db.user' expects a hash, but received 'Integer'
   - Job 'missing': no job missing
+  - Job 'p': Property 'db.user' expects a hash, but received 'Integer'
 - Unable to process instance group 'g2'. Errors are:
   - Job 'p': release 'nope' is not in the manifest's releases`
 	if err == nil || err.Error() != want {
@@ -377,5 +379,51 @@ func TestPropertiesSchemaOfFixture(t *testing.T) {
 		"    value at `/pgstore/max_connections` is not an integer"
 	if err == nil || err.Error() != want {
 		t.Errorf("error:\n%v\nwant:\n%s", err, want)
+	}
+}
+
+// §7 certificate links: the provider group's address becomes a name of the
+// certificate.
+func TestCertificateConsumesLink(t *testing.T) {
+	specs := map[string]string{
+		"pg":  "name: pg\nprovides: [{name: conn, type: db}]\nproperties: {tls: {}}",
+		"web": "name: web\nconsumes: [{name: db, type: db}]",
+	}
+	man := `name: dep
+releases: [{name: r, version: 1}]
+instance_groups:
+- {name: pg, instances: 1, jobs: [{name: pg, release: r, provides: {conn: {as: primary}}, properties: {tls: ((tls))}}]}
+- {name: app, instances: 1, jobs: [{name: web, release: r}]}
+variables:
+- {name: ca, type: certificate, options: {is_ca: true, common_name: ca}}
+- name: tls
+  type: certificate
+  options: {ca: ca}
+  consumes:
+    common_name: {from: primary}
+    alternative_name: {from: primary, properties: {wildcard: true}}
+`
+	d, err := resolveText(t, man, specs, "{}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tls, _ := d.Groups[0].Jobs[0].Properties.Get("tls")
+	certPEM, _ := tls.(*yamlvalue.Map).Get("certificate")
+	block, _ := pem.Decode([]byte(certPEM.(string)))
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cert.Subject.CommonName != "dep-pg.shop-ns.svc.cluster.local" || len(cert.DNSNames) != 1 || cert.DNSNames[0] != "*.dep-pg.shop-ns.svc.cluster.local" {
+		t.Errorf("CN %s SANs %v", cert.Subject.CommonName, cert.DNSNames)
+	}
+
+	_, err = resolveText(t, strings.Replace(man, "common_name: {from: primary}", "common_name: {from: nothing}", 1), specs, "{}")
+	if err == nil || err.Error() != "variable 'tls': consumes 'common_name': no link provider 'nothing' in deployment 'dep'" {
+		t.Errorf("error %v", err)
+	}
+	_, err = resolveText(t, strings.Replace(man, "type: certificate\n  options: {ca: ca}", "type: password\n  options: {}", 1), specs, "{}")
+	if err == nil || err.Error() != "variables[1].consumes: only certificate variables may consume links" {
+		t.Errorf("error %v", err)
 	}
 }

@@ -370,3 +370,35 @@ func (r *resolver) content(p provider) (*yamlvalue.Map, error) {
 	c.Set("address", addr)
 	return c, nil
 }
+
+// ProviderAddress is the group address of the link provider named (or
+// aliased) name in d, which a certificate variable's `consumes` injects as
+// a common or alternative name (§7).
+func ProviderAddress(d Deployment, name string) (string, error) {
+	r := resolver{d: d}
+	for gi := range d.Groups {
+		for ji := range d.Groups[gi].Jobs {
+			r.providers(gi, ji)
+		}
+	}
+	if len(r.manifestErrs) > 0 {
+		return "", errors.New(strings.Join(r.manifestErrs, "\n"))
+	}
+	var found []provider
+	for _, p := range r.provs {
+		if p.consumable && p.name == name {
+			found = append(found, p)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", fmt.Errorf("no link provider '%s' in deployment '%s'", name, d.Name)
+	case 1:
+		return d.Network.GroupAddress(d.Name, d.Groups[found[0].group].Manifest.Name)
+	}
+	lines := []string{fmt.Sprintf("multiple link providers '%s' in deployment '%s':", name, d.Name)}
+	for _, p := range found {
+		lines = append(lines, "- "+r.describe(p))
+	}
+	return "", errors.New(strings.Join(lines, "\n"))
+}

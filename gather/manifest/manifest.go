@@ -47,6 +47,9 @@ type Stemcell struct {
 type Variable struct {
 	Name, Type string
 	Options    *yamlvalue.Map
+	// Consumes, of a certificate, names links whose group addresses become
+	// its common_name or alternative_name (§7); nil when absent.
+	Consumes *yamlvalue.Map
 }
 
 // InstanceGroup is an entry of `instance_groups`, addon jobs merged in.
@@ -267,9 +270,17 @@ func variables(root *yamlvalue.Map) ([]Variable, error) {
 		if v.Type, err = str(e, p, "type", true); err != nil {
 			return err
 		}
-		v.Options, err = optMap(e, p, "options")
+		if v.Options, err = optMap(e, p, "options"); err != nil {
+			return err
+		}
+		if v.Consumes, err = optMap(e, p, "consumes"); err != nil {
+			return err
+		}
+		if v.Consumes != nil && v.Type != "certificate" {
+			return fmt.Errorf("%s: only certificate variables may consume links", join(p, "consumes"))
+		}
 		vars = append(vars, v)
-		return err
+		return nil
 	})
 	return vars, err
 }

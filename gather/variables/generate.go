@@ -26,9 +26,22 @@ const keyBits = 2048
 // Generate makes sure every variable defined in the manifest has a value in
 // src: values that exist are never regenerated; a certificate's signing CA
 // is generated first when it is itself a manifest variable. now is the
-// certificates' start of validity.
+// certificates' start of validity. Certificates consuming links are left
+// for GenerateWithLinks.
 func Generate(defs []manifest.Variable, src Source, now time.Time) error {
-	g := generator{defs: map[string]manifest.Variable{}, src: src, now: now, busy: map[string]bool{}}
+	return GenerateWithLinks(defs, src, now, nil)
+}
+
+// LinkAddress returns the group address of the link provider a
+// certificate's `consumes` names with `from`.
+type LinkAddress func(from string) (string, error)
+
+// GenerateWithLinks is Generate for certificates consuming links too: each
+// `consumes` entry (`alternative_name` or `common_name`, `{from: <provider>,
+// properties: {wildcard: true}}`) puts the provider group's address, or
+// `*.<address>`, into the certificate. With a nil address they are skipped.
+func GenerateWithLinks(defs []manifest.Variable, src Source, now time.Time, address LinkAddress) error {
+	g := generator{defs: map[string]manifest.Variable{}, src: src, now: now, busy: map[string]bool{}, address: address}
 	for _, d := range defs {
 		g.defs[d.Name] = d
 	}
@@ -47,10 +60,11 @@ type namedError struct{ error }
 func (e *namedError) Unwrap() error { return e.error }
 
 type generator struct {
-	defs map[string]manifest.Variable
-	src  Source
-	now  time.Time
-	busy map[string]bool
+	defs    map[string]manifest.Variable
+	src     Source
+	now     time.Time
+	busy    map[string]bool
+	address LinkAddress
 }
 
 func (g *generator) ensure(name string) error {
@@ -60,6 +74,9 @@ func (g *generator) ensure(name string) error {
 	d, ok := g.defs[name]
 	if !ok {
 		return &namedError{fmt.Errorf("variable '%s' is neither set nor defined in the manifest's variables", name)}
+	}
+	if d.Consumes != nil && g.address == nil {
+		return nil
 	}
 	if g.busy[name] {
 		return &namedError{fmt.Errorf("variable '%s': its certificate authority chain refers back to itself", name)}
@@ -182,6 +199,22 @@ func (g *generator) certificate(d manifest.Variable) (*yamlvalue.Map, error) {
 	cn, _ := option(opts, "common_name").(string)
 	isCA, _ := option(opts, "is_ca").(bool)
 	caName, _ := option(opts, "ca").(string)
+	sans, err := stringList(opts, "alternative_names")
+	if err != nil {
+		return nil, err
+	}
+	for _, kind := range d.Consumes.Keys() {
+		addr, err := g.linkAddress(d.Consumes, kind)
+		if err != nil {
+			return nil, err
+		}
+		switch kind {
+		case "alternative_name":
+			sans = append(sans, addr)
+		case "common_name":
+			cn = addr
+		}
+	}
 	if cn == "" && !isCA {
 		return nil, fmt.Errorf("option 'common_name' is required")
 	}
@@ -192,10 +225,6 @@ func (g *generator) certificate(d manifest.Variable) (*yamlvalue.Map, error) {
 			return nil, fmt.Errorf("option 'duration' must be a positive number of days")
 		}
 		days = n
-	}
-	sans, err := stringList(opts, "alternative_names")
-	if err != nil {
-		return nil, err
 	}
 	orgs, err := stringList(opts, "organization")
 	if err != nil {
@@ -283,6 +312,28 @@ func (g *generator) certificate(d manifest.Variable) (*yamlvalue.Map, error) {
 	m.Set("certificate", certPEM)
 	m.Set("private_key", pemKey(key))
 	return m, nil
+}
+
+// linkAddress reads one `consumes` entry of a certificate.
+func (g *generator) linkAddress(consumes *yamlvalue.Map, kind string) (string, error) {
+	if kind != "alternative_name" && kind != "common_name" {
+		return "", fmt.Errorf("consumes '%s': only alternative_name and common_name can consume links", kind)
+	}
+	v, _ := consumes.Get(kind)
+	entry, _ := v.(*yamlvalue.Map)
+	from, _ := option(entry, "from").(string)
+	if from == "" {
+		return "", fmt.Errorf("consumes '%s' needs 'from', the name of a link provider", kind)
+	}
+	addr, err := g.address(from)
+	if err != nil {
+		return "", fmt.Errorf("consumes '%s': %w", kind, err)
+	}
+	props, _ := option(entry, "properties").(*yamlvalue.Map)
+	if option(props, "wildcard") == true {
+		addr = "*." + addr
+	}
+	return addr, nil
 }
 
 func keyID(pub *rsa.PublicKey) []byte {
