@@ -8,7 +8,8 @@
 // Load parses the manifest (YAML 1.1 as the BOSH CLI reads it), applies ops
 // files in order, generates missing variables, and interpolates everything
 // except property subtrees, which the director interpolates only after
-// binding. Resolve then gives, per instance group, the jobs in order with
+// binding. Resolve generates the certificates that consume links (their
+// names are provider group addresses), then gives, per instance group, the jobs in order with
 // their release, spec (templates and their contents), bound and
 // interpolated properties and consumed links, and every instance with its
 // identity and its template `spec` document per job. Errors of all groups
