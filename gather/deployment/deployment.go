@@ -44,18 +44,9 @@ type OpsFile struct {
 // variables missing from vars (certificates valid from now) and
 // interpolates all but the property subtrees.
 func Load(manifestYAML []byte, ops []OpsFile, vars variables.Source, now time.Time) (*manifest.Manifest, error) {
-	doc, err := yamlvalue.Parse(manifestYAML)
+	doc, err := Document(manifestYAML, ops)
 	if err != nil {
-		return nil, fmt.Errorf("manifest: %w", err)
-	}
-	for _, f := range ops {
-		parsed, err := opsfile.Parse(f.Data)
-		if err != nil {
-			return nil, fmt.Errorf("ops file %s: %w", f.Name, err)
-		}
-		if doc, err = opsfile.Apply(doc, parsed); err != nil {
-			return nil, fmt.Errorf("ops file %s: %w", f.Name, err)
-		}
+		return nil, err
 	}
 	defs, err := manifest.VariablesOf(doc)
 	if err != nil {
@@ -154,6 +145,25 @@ func (h *heldProperties) into(root *yamlvalue.Map) {
 			m.Set("properties", yamlvalue.Clone(s.v))
 		}
 	}
+}
+
+// Document parses a manifest and applies ops files in order, without
+// interpolating anything.
+func Document(manifestYAML []byte, ops []OpsFile) (any, error) {
+	doc, err := yamlvalue.Parse(manifestYAML)
+	if err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	for _, f := range ops {
+		parsed, err := opsfile.Parse(f.Data)
+		if err != nil {
+			return nil, fmt.Errorf("ops file %s: %w", f.Name, err)
+		}
+		if doc, err = opsfile.Apply(doc, parsed); err != nil {
+			return nil, fmt.Errorf("ops file %s: %w", f.Name, err)
+		}
+	}
+	return doc, nil
 }
 
 // SpecSource returns the spec of a release's job.

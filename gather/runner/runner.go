@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/yaml"
 
+	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/versions"
 )
@@ -75,20 +76,11 @@ type Inputs struct {
 	Variables []string
 }
 
-// Document is a named YAML document of the manifest Secret.
-type Document struct {
-	Name string
-	Data []byte
-}
-
 // Config is the runner's configuration.
 type Config struct {
 	// OperatorImage runs the gather container.
 	OperatorImage string
 	ClusterDomain string
-	// Inspect reads a manifest, with its ops files applied in order, into
-	// Inputs; its errors name the file and path.
-	Inspect func(manifest []byte, ops []Document) (Inputs, error)
 	// CopyContainer is the init container that copies a release's jobs
 	// from its image into JobsDir/<release>, shared with the webhook's
 	// injected pods; volume is the emptyDir it writes to.
@@ -177,7 +169,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	log := r.Log.WithValues("namespace", manifest.Namespace, "deployment", deployment)
 
 	ops := opsFiles(&manifest)
-	inputs, err := r.Config.Inspect(manifest.Data[names.ManifestKey], ops)
+	inputs, err := Inspect(manifest.Data[names.ManifestKey], ops)
 	if err != nil {
 		log.Info("manifest rejected", "reason", ReasonInvalidManifest, "error", err.Error())
 		r.Recorder.Eventf(&manifest, nil, corev1.EventTypeWarning, ReasonInvalidManifest, "Inspect", "%s", err.Error())
@@ -231,11 +223,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, nil
 }
 
-func opsFiles(s *corev1.Secret) []Document {
-	var ops []Document
+func opsFiles(s *corev1.Secret) []deployment.OpsFile {
+	var ops []deployment.OpsFile
 	for _, k := range slices.Sorted(maps.Keys(s.Data)) {
 		if strings.HasPrefix(k, "ops-") && (strings.HasSuffix(k, ".yaml") || strings.HasSuffix(k, ".yml")) {
-			ops = append(ops, Document{Name: k, Data: s.Data[k]})
+			ops = append(ops, deployment.OpsFile{Name: k, Data: s.Data[k]})
 		}
 	}
 	return ops
@@ -245,7 +237,7 @@ func opsFiles(s *corev1.Secret) []Document {
 // the variable Secrets the user provided. Variables bosh-injector generated
 // are outputs of gathering, not inputs, so they are left out: including them
 // would start a second gathering after every first one.
-func (r *Reconciler) digest(ctx context.Context, manifest *corev1.Secret, ops []Document, inputs Inputs) (string, error) {
+func (r *Reconciler) digest(ctx context.Context, manifest *corev1.Secret, ops []deployment.OpsFile, inputs Inputs) (string, error) {
 	h := sha256.New()
 	write := func(name string, data []byte) {
 		fmt.Fprintf(h, "%s\x00%d\x00", name, len(data))

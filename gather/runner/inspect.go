@@ -1,0 +1,48 @@
+package runner
+
+import (
+	"errors"
+
+	"github.com/bosh-injector/bosh-injector/gather/deployment"
+	"github.com/bosh-injector/bosh-injector/gather/manifest"
+	"github.com/bosh-injector/bosh-injector/gather/variables"
+	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
+)
+
+// Inspect reads what the runner needs of a manifest, with its ops files
+// applied, without interpolating or generating anything: that is gather's
+// job. Only name, releases and stemcells are typed, so a ((variable)) in a
+// field typed elsewhere (`instances: ((count))`) does not fail here before
+// gather interpolates it.
+func Inspect(data []byte, ops []deployment.OpsFile) (Inputs, error) {
+	doc, err := deployment.Document(data, ops)
+	if err != nil {
+		return Inputs{}, err
+	}
+	root, ok := doc.(*yamlvalue.Map)
+	if !ok {
+		return Inputs{}, errors.New("manifest: expected a hash at the top level")
+	}
+	part := yamlvalue.NewMap()
+	for _, k := range []string{"name", "releases", "stemcells"} {
+		if v, ok := root.Get(k); ok {
+			part.Set(k, v)
+		}
+	}
+	m, err := manifest.FromDocument(part)
+	if err != nil {
+		return Inputs{}, err
+	}
+	var in Inputs
+	var errs []error
+	for _, r := range m.Releases {
+		image, err := m.ReleaseImage(r.Name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		in.Releases = append(in.Releases, Release{Name: r.Name, Image: image})
+	}
+	in.Variables = variables.Placeholders(doc)
+	return in, errors.Join(errs...)
+}
