@@ -36,19 +36,8 @@ func Build(ctx context.Context, r Release) error {
 	}
 	defer os.RemoveAll(work)
 
-	jobs, err := filepath.Glob(filepath.Join(r.Dir, "jobs", "*"))
-	if err != nil || len(jobs) == 0 {
-		return fmt.Errorf("release %s has no jobs/", r.Dir)
-	}
-	for _, job := range jobs {
-		dst := filepath.Join(work, "jobs-src", filepath.Base(job))
-		if err := copyTree(job, dst); err != nil {
-			return err
-		}
-		// A compiled release ships the job spec as job.MF.
-		if err := os.Rename(filepath.Join(dst, "spec"), filepath.Join(dst, "job.MF")); err != nil {
-			return fmt.Errorf("job %s: %w", filepath.Base(job), err)
-		}
+	if err := LayoutJobs(r.Dir, filepath.Join(work, "jobs-src")); err != nil {
+		return err
 	}
 	for pkg, files := range r.Packages {
 		for rel, src := range files {
@@ -69,6 +58,26 @@ func Build(ctx context.Context, r Release) error {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("podman build %s: %w: %s", r.Image, err, out.String())
+	}
+	return nil
+}
+
+// LayoutJobs lays the jobs of a release source tree out under dst as a
+// release image ships them: dst/<job>/job.MF (the spec), monit, templates/.
+func LayoutJobs(releaseDir, dst string) error {
+	jobs, err := filepath.Glob(filepath.Join(releaseDir, "jobs", "*"))
+	if err != nil || len(jobs) == 0 {
+		return fmt.Errorf("release %s has no jobs/", releaseDir)
+	}
+	for _, job := range jobs {
+		out := filepath.Join(dst, filepath.Base(job))
+		if err := copyTree(job, out); err != nil {
+			return err
+		}
+		// A compiled release ships the job spec as job.MF.
+		if err := os.Rename(filepath.Join(out, "spec"), filepath.Join(out, "job.MF")); err != nil {
+			return fmt.Errorf("job %s: %w", filepath.Base(job), err)
+		}
 	}
 	return nil
 }

@@ -1,0 +1,164 @@
+package gathering_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/bosh-injector/bosh-injector/gather/bpm"
+	"github.com/bosh-injector/bosh-injector/gather/gathering"
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/resolved"
+	"github.com/bosh-injector/bosh-injector/gather/secretdata"
+)
+
+var _ = Describe("gather", func() {
+	var ns string
+	var n int
+	var manifest []byte
+
+	BeforeEach(func() {
+		n++
+		ns = fmt.Sprintf("gather-%d", n)
+		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		var err error
+		manifest, err = os.ReadFile(filepath.Join(fixtures, "deployments", "shop.yml"))
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	apply := func(data []byte) {
+		GinkgoHelper()
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "shop-manifest", Namespace: ns, Labels: map[string]string{names.LabelDeployment: "shop"}}}
+		_, err := controllerutil.CreateOrUpdate(ctx, cp.Client, s, func() error {
+			s.Data = map[string][]byte{names.ManifestKey: data}
+			return nil
+		})
+		Expect(err).NotTo(HaveOccurred())
+	}
+	gather := func() (*gathering.Result, error) {
+		return gathering.Run(ctx, cp.Client, gathering.Config{
+			Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: jobsDir, ClusterDomain: "cluster.local",
+		}, gathering.NewRenderBPM(ctx), time.Now())
+	}
+	secretNames := func(labels client.MatchingLabels) []string {
+		GinkgoHelper()
+		var list corev1.SecretList
+		Expect(cp.Client.List(ctx, &list, client.InNamespace(ns), labels)).To(Succeed())
+		var out []string
+		for _, s := range list.Items {
+			out = append(out, s.Name)
+		}
+		return out
+	}
+	bpmInfo := func(name string) bpm.Info {
+		GinkgoHelper()
+		var s corev1.Secret
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &s)).To(Succeed())
+		var info bpm.Info
+		Expect(secretdata.Decode(s.Data[bpm.InfoKey], &info)).To(Succeed())
+		return info
+	}
+
+	It("writes the versioned Secrets, variables and Services, and nothing more on a second run", func() {
+		apply(manifest)
+		res, err := gather()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Groups).To(HaveLen(4))
+
+		Expect(secretNames(client.MatchingLabels{names.LabelSecretKind: names.KindBPM})).To(ConsistOf(
+			"shop.bpm.bus-v1", "shop.bpm.db-v1", "shop.bpm.web-v1", "shop.bpm.smoke-tests-v1"))
+		Expect(secretNames(client.MatchingLabels{names.LabelSecretKind: names.KindResolved})).To(ConsistOf(
+			"shop.ig-resolved.bus-v1", "shop.ig-resolved.db-v1", "shop.ig-resolved.web-v1", "shop.ig-resolved.smoke-tests-v1"))
+		Expect(secretNames(client.MatchingLabels{names.LabelManagedBy: names.ManagedBy})).To(ContainElements(
+			"shop.var-bus-password", "shop.var-db-password"))
+
+		db := bpmInfo("shop.bpm.db-v1")
+		Expect(db.ResolvedSecret).To(Equal("shop.ig-resolved.db-v1"))
+		Expect(db.PersistentDiskMB).To(Equal(1024))
+		Expect(db.Releases).To(Equal([]bpm.Release{{Name: "store", Version: "1.0.0", Image: "localhost/bosh-injector-fixtures/store:ubuntu-noble-1.0-1.0.0"}}))
+		Expect(db.Jobs).To(ConsistOf(HaveField("Scripts", ContainElement("pre-start"))))
+		smoke := bpmInfo("shop.bpm.smoke-tests-v1")
+		Expect(smoke.Lifecycle).To(Equal("errand"))
+		Expect(smoke.Jobs[0].Scripts).To(ContainElement("run"))
+
+		web := bpmInfo("shop.bpm.web-v1")
+		Expect(web.Instances).To(Equal(2))
+		Expect(web.AZs).To(Equal([]string{"z1", "z2"}))
+		Expect(web.BPM).To(HaveLen(1))
+		Expect(web.BPM[0].Indexes).To(Equal([]int{0, 1}))
+		proc := web.BPM[0].Jobs["storefront"].Processes[0]
+		Expect(proc.Executable).To(Equal("/var/vcap/packages/storefront/bin/storefront"))
+		Expect(*proc.Limits.Memory).To(Equal("256M"))
+		Expect(proc.Env).To(HaveKeyWithValue("HOME", "/var/vcap/data/storefront"))
+
+		var rs corev1.Secret
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop.ig-resolved.web-v1"}, &rs)).To(Succeed())
+		var group resolved.Group
+		Expect(secretdata.Decode(rs.Data[resolved.Key], &group)).To(Succeed())
+		Expect(group.Jobs).To(HaveLen(1))
+		Expect(group.Jobs[0].Links.Keys()).To(ContainElement("database"))
+		// Variables are interpolated into the resolved properties.
+		var password corev1.Secret
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop.var-db-password"}, &password)).To(Succeed())
+		Expect(string(rs.Data[resolved.Key])).To(ContainSubstring(string(password.Data["password"])))
+
+		var svcs corev1.ServiceList
+		Expect(cp.Client.List(ctx, &svcs, client.InNamespace(ns))).To(Succeed())
+		var svcNames []string
+		for _, s := range svcs.Items {
+			svcNames = append(svcNames, s.Name)
+		}
+		Expect(svcNames).To(ConsistOf("shop-bus", "shop-bus-0", "shop-bus-1", "shop-bus-2", "shop-db", "shop-db-0",
+			"shop-web", "shop-web-0", "shop-web-1", "shop-smoke-tests", "shop-smoke-tests-0"))
+
+		again, err := gather()
+		Expect(err).NotTo(HaveOccurred())
+		for _, g := range again.Groups {
+			Expect(g.Resolved.Created || g.BPM.Created).To(BeFalse(), g.InstanceGroup)
+		}
+		Expect(again.Services.Created).To(BeEmpty())
+	})
+
+	It("writes a new version only for the group whose content changed", func() {
+		apply(manifest)
+		_, err := gather()
+		Expect(err).NotTo(HaveOccurred())
+		apply([]byte(strings.Replace(string(manifest), "        session_secret: ((session_secret))", "        session_secret: ((session_secret))\n        workers: 7", 1)))
+		res, err := gather()
+		Expect(err).NotTo(HaveOccurred())
+		for _, g := range res.Groups {
+			Expect(g.Resolved.Created).To(Equal(g.InstanceGroup == "web"), g.InstanceGroup)
+		}
+		Expect(secretNames(client.MatchingLabels{names.LabelSecretKind: names.KindBPM})).To(ContainElement("shop.bpm.web-v2"))
+		Expect(bpmInfo("shop.bpm.web-v2").BPM[0].Jobs["storefront"].Processes[0].Env).To(HaveKeyWithValue("STOREFRONT_WORKERS", "7"))
+	})
+
+	It("writes nothing when a template of one group is broken, and names the template and line", func() {
+		apply(manifest)
+		_, err := gather()
+		Expect(err).NotTo(HaveOccurred())
+		before := secretNames(client.MatchingLabels{names.LabelDeployment: "shop"})
+
+		broken := GinkgoT().TempDir()
+		Expect(os.CopyFS(broken, os.DirFS(jobsDir))).To(Succeed())
+		bpmTemplate := filepath.Join(broken, "shop", "storefront", "templates", "bpm.yml.erb")
+		Expect(os.WriteFile(bpmTemplate, []byte("processes:\n- name: storefront\n  executable: <%= p('storefront.nope') %>\n"), 0o644)).To(Succeed())
+		apply([]byte(strings.Replace(string(manifest), "        session_secret: ((session_secret))", "        session_secret: ((session_secret))\n        workers: 9", 1)))
+		_, err = gathering.Run(ctx, cp.Client, gathering.Config{
+			Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: broken, ClusterDomain: "cluster.local",
+		}, gathering.NewRenderBPM(ctx), time.Now())
+		Expect(err).To(MatchError(ContainSubstring(`- Unable to render jobs for instance group 'web'. Errors are:
+  - Unable to render templates for job 'storefront'. Errors are:
+    - Error filling in template 'bpm.yml.erb' (line 3: Can't find property '["storefront.nope"]') (instance web/0)`)))
+		Expect(secretNames(client.MatchingLabels{names.LabelDeployment: "shop"})).To(ConsistOf(before))
+	})
+})
