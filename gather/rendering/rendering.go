@@ -1,0 +1,138 @@
+// Package rendering is `bosh-injector render`, the render init container of
+// an injected pod: from the mounted ig-resolved Secret and the job templates
+// copied out of the release images, it renders every template of every job
+// of the instance group for this pod's instance, in one Ruby process, into
+// /var/vcap/jobs. It needs no API access.
+package rendering
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/bosh-injector/bosh-injector/gather/jobspec"
+	"github.com/bosh-injector/bosh-injector/gather/resolved"
+	"github.com/bosh-injector/bosh-injector/gather/ruby"
+	"github.com/bosh-injector/bosh-injector/gather/secretdata"
+)
+
+// Environment variables the webhook sets on the render container.
+const (
+	EnvIndex     = "BOSH_INJECTOR_INSTANCE_INDEX"
+	EnvPodIP     = "POD_IP"
+	EnvNamespace = "POD_NAMESPACE"
+)
+
+// Config says what to render where.
+type Config struct {
+	// ResolvedFile is the mounted ig-resolved Secret's data file.
+	ResolvedFile string
+	// JobsSrc holds the copied jobs: <JobsSrc>/<release>/<job>/job.MF.
+	JobsSrc string
+	// VCAP is /var/vcap (any root in tests): jobs, data and sys go below.
+	VCAP      string
+	Namespace string
+	Index     int
+	PodIP     string
+}
+
+// ConfigFromEnv fills the instance part of c from the environment the
+// webhook sets.
+func ConfigFromEnv(c Config) (Config, error) {
+	index, err := strconv.Atoi(os.Getenv(EnvIndex))
+	if err != nil {
+		return c, fmt.Errorf("%s must be the instance index, got %q", EnvIndex, os.Getenv(EnvIndex))
+	}
+	c.Index, c.PodIP, c.Namespace = index, os.Getenv(EnvPodIP), os.Getenv(EnvNamespace)
+	if c.Namespace == "" {
+		return c, fmt.Errorf("%s is not set", EnvNamespace)
+	}
+	return c, nil
+}
+
+// Run renders the instance's jobs. Its error is the director-format list of
+// every template that failed.
+func Run(ctx context.Context, c Config) error {
+	data, err := os.ReadFile(c.ResolvedFile)
+	if err != nil {
+		return fmt.Errorf("reading the resolved properties: %w", err)
+	}
+	var g resolved.Group
+	if err := secretdata.Decode(data, &g); err != nil {
+		return fmt.Errorf("reading the resolved properties %s: %w", c.ResolvedFile, err)
+	}
+	_, specs, err := g.Instance(c.Namespace, c.Index, c.PodIP)
+	if err != nil {
+		return err
+	}
+
+	var batch []ruby.Job
+	var dests [][]string
+	monits := make([]int, len(g.Jobs))
+	for ji, j := range g.Jobs {
+		spec, err := jobspec.LoadImageLayout(filepath.Join(c.JobsSrc, j.Release), j.Name)
+		if err != nil {
+			return fmt.Errorf("job '%s' of release '%s': %w", j.Name, j.Release, err)
+		}
+		// monit first, as the director renders it (§3.7).
+		var templates []ruby.Template
+		var paths []string
+		for _, name := range spec.MonitNames() {
+			templates = append(templates, ruby.Template{Name: name, Source: spec.Monit[name]})
+			paths = append(paths, name)
+		}
+		monits[ji] = len(templates)
+		for _, t := range spec.Templates {
+			templates = append(templates, ruby.Template{Name: t.Source, Source: t.Content})
+			paths = append(paths, t.Destination)
+		}
+		batch = append(batch, ruby.Job{Spec: specs[ji], Templates: templates})
+		dests = append(dests, paths)
+	}
+	outputs, err := ruby.Render(ctx, batch)
+	if err != nil {
+		return err
+	}
+
+	var errs []ruby.JobErrors
+	files := make([][]ruby.File, len(g.Jobs))
+	for ji, j := range g.Jobs {
+		je := ruby.JobErrors{Job: j.Name}
+		for ti, out := range outputs[ji] {
+			switch {
+			case out.Error != "" && ti < monits[ji]:
+				je.Monit = out.Error
+			case out.Error != "":
+				je.Templates = append(je.Templates, out.Error)
+			default:
+				files[ji] = append(files[ji], ruby.File{Path: dests[ji][ti], Content: out.Content})
+			}
+		}
+		errs = append(errs, je)
+	}
+	if e := ruby.GroupError(g.InstanceGroup, errs); e != "" {
+		return fmt.Errorf("%s", e)
+	}
+	for ji, j := range g.Jobs {
+		if err := ruby.WriteJob(filepath.Join(c.VCAP, "jobs", j.Name), files[ji]); err != nil {
+			return fmt.Errorf("writing job '%s': %w", j.Name, err)
+		}
+		for _, dir := range standardDirs(c.VCAP, j.Name) {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// standardDirs are the directories BOSH gives every job (§6).
+func standardDirs(vcap, job string) []string {
+	return []string{
+		filepath.Join(vcap, "data", job, "tmp"),
+		filepath.Join(vcap, "sys", "log", job),
+		filepath.Join(vcap, "sys", "run", job),
+	}
+}

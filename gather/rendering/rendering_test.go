@@ -1,0 +1,110 @@
+package rendering_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bosh-injector/bosh-injector/gather/deployment"
+	"github.com/bosh-injector/bosh-injector/gather/instance"
+	"github.com/bosh-injector/bosh-injector/gather/rendering"
+	"github.com/bosh-injector/bosh-injector/gather/resolved"
+	"github.com/bosh-injector/bosh-injector/gather/secretdata"
+	"github.com/bosh-injector/bosh-injector/gather/variables"
+	"github.com/bosh-injector/bosh-injector/test/releaseimage"
+)
+
+const fixtures = "../../test/fixtures"
+
+// setup resolves the fixture deployment, writes group ig's resolved content
+// as the Secret mount would hold it, and lays the releases out as the copy
+// init containers do.
+func setup(t *testing.T, ig string) rendering.Config {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(fixtures, "deployments", "shop.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := variables.NewMapSource(nil)
+	m, err := deployment.Load(data, nil, vars, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs := map[string]string{}
+	jobsSrc := t.TempDir()
+	for _, r := range []string{"bus", "store", "shop"} {
+		dirs[r] = filepath.Join(fixtures, "releases", r)
+		if err := releaseimage.LayoutJobs(dirs[r], filepath.Join(jobsSrc, r)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	net := instance.Network{Namespace: "shop-ns", ClusterDomain: "cluster.local"}
+	d, err := deployment.Resolve(deployment.Input{Manifest: m, Specs: deployment.SourceTreeSpecs(dirs), Variables: vars, Network: net})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g *deployment.Group
+	for i := range d.Groups {
+		if d.Groups[i].Manifest.Name == ig {
+			g = &d.Groups[i]
+		}
+	}
+	enc, err := secretdata.Encode(resolved.FromDeployment(d, g, net.ClusterDomain))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), resolved.Key)
+	if err := os.WriteFile(file, enc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return rendering.Config{ResolvedFile: file, JobsSrc: jobsSrc, VCAP: t.TempDir(), Namespace: net.Namespace, PodIP: "10.1.0.7"}
+}
+
+func TestRenderInstance(t *testing.T) {
+	c := setup(t, "bus")
+	c.Index = 2
+	if err := rendering.Run(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := filepath.Glob(filepath.Join(c.VCAP, "jobs", "bus", "*", "*"))
+	if len(entries) == 0 {
+		t.Fatal("nothing rendered")
+	}
+	bpm, err := os.ReadFile(filepath.Join(c.VCAP, "jobs", "bus", "config", "bpm.yml"))
+	if err != nil || !strings.Contains(string(bpm), "/var/vcap/packages/") {
+		t.Fatalf("bpm.yml: %v %s", err, bpm)
+	}
+	if _, err := os.Stat(filepath.Join(c.VCAP, "jobs", "bus", "monit")); err != nil {
+		t.Error(err)
+	}
+	for _, d := range []string{"data/bus/tmp", "sys/log/bus", "sys/run/bus"} {
+		if info, err := os.Stat(filepath.Join(c.VCAP, d)); err != nil || !info.IsDir() {
+			t.Errorf("%s: %v", d, err)
+		}
+	}
+}
+
+func TestRenderErrors(t *testing.T) {
+	c := setup(t, "web")
+	tpl := filepath.Join(c.JobsSrc, "shop", "storefront", "templates", "storefront.yml.erb")
+	if err := os.WriteFile(tpl, []byte("a: 1\nb: <%= p('storefront.missing') %>\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := rendering.Run(context.Background(), c)
+	want := `- Unable to render jobs for instance group 'web'. Errors are:
+  - Unable to render templates for job 'storefront'. Errors are:
+    - Error filling in template 'storefront.yml.erb' (line 2: Can't find property '["storefront.missing"]')`
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v\nwant\n%s", err, want)
+	}
+	if _, err := os.Stat(filepath.Join(c.VCAP, "jobs")); !os.IsNotExist(err) {
+		t.Error("a failed render must write nothing")
+	}
+	c.Index = 5
+	if err := rendering.Run(context.Background(), c); err == nil || !strings.Contains(err.Error(), "beyond instance group 'web'") {
+		t.Errorf("index beyond instances: %v", err)
+	}
+}
