@@ -1,0 +1,85 @@
+package app
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bosh-injector/bosh-injector/gather/gathering"
+	"github.com/bosh-injector/bosh-injector/gather/runner"
+)
+
+func init() {
+	register(func(g *globalOptions) *cobra.Command {
+		var cfg gathering.Config
+		var kubeconfig, terminationLog string
+		cmd := &cobra.Command{
+			Use:   "gather",
+			Short: "Resolve a BOSH deployment and write its per-instance-group Secrets and Services",
+			Long: `gather runs in the gathering Job (and from a laptop with a kubeconfig): it reads the
+manifest Secret, generates missing variables, binds properties, resolves links, renders
+every instance's bpm.yml and writes <deployment>.ig-resolved.<ig>-vN and
+<deployment>.bpm.<ig>-vN Secrets and the instance Services. Flags default to the
+BOSH_INJECTOR_<FLAG> environment variables.`,
+			Args: cobra.NoArgs,
+			PreRunE: func(cmd *cobra.Command, _ []string) error {
+				return flagsFromEnv(cmd)
+			},
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				if cfg.Namespace == "" || cfg.ManifestSecret == "" {
+					return fmt.Errorf("--namespace and --manifest-secret are required (or BOSH_INJECTOR_NAMESPACE, BOSH_INJECTOR_MANIFEST_SECRET)")
+				}
+				log, err := g.logger(cmd.ErrOrStderr())
+				if err != nil {
+					return err
+				}
+				restConfig, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+					&clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig, Precedence: clientcmd.NewDefaultClientConfigLoadingRules().Precedence},
+					&clientcmd.ConfigOverrides{}).ClientConfig()
+				if err != nil {
+					return fmt.Errorf("kubeconfig: %w", err)
+				}
+				c, err := client.New(restConfig, client.Options{})
+				if err != nil {
+					return err
+				}
+				ctx := cmd.Context()
+				res, err := gathering.Run(ctx, c, cfg, gathering.NewRenderBPM(ctx), time.Now())
+				if err != nil {
+					return fail(cmd, terminationLog, err)
+				}
+				for _, gr := range res.Groups {
+					log.Info("gathered instance group", "deployment", res.Deployment, "instanceGroup", gr.InstanceGroup,
+						"resolved", gr.Resolved.Name, "resolvedCreated", gr.Resolved.Created, "bpm", gr.BPM.Name, "bpmCreated", gr.BPM.Created)
+				}
+				log.Info("gathered", "deployment", res.Deployment, "servicesCreated", len(res.Services.Created),
+					"servicesDeleted", len(res.Services.Deleted), "pruned", len(res.Pruned))
+				return nil
+			},
+		}
+		f := cmd.Flags()
+		f.StringVar(&cfg.Namespace, "namespace", "", "namespace of the deployment")
+		f.StringVar(&cfg.ManifestSecret, "manifest-secret", "", "name of the manifest Secret")
+		f.StringVar(&cfg.JobsDir, "jobs-dir", runner.JobsDir, "releases' jobs as <dir>/<release>/<job>/job.MF")
+		f.StringVar(&cfg.ClusterDomain, "cluster-domain", "cluster.local", "cluster DNS domain of instance addresses")
+		f.StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig; in-cluster configuration when empty")
+		f.StringVar(&terminationLog, "termination-log", "/dev/termination-log", "file receiving the error list on failure")
+		return cmd
+	})
+}
+
+// fail reports a director-format error list on stdout and in the
+// termination log (so `kubectl describe pod` shows it) and exits 1.
+func fail(cmd *cobra.Command, terminationLog string, err error) error {
+	fmt.Fprintln(cmd.OutOrStdout(), err)
+	if terminationLog != "" {
+		if werr := os.WriteFile(terminationLog, []byte(err.Error()+"\n"), 0o644); werr != nil {
+			fmt.Fprintln(cmd.ErrOrStderr(), "writing the termination log:", werr)
+		}
+	}
+	return exitError{code: 1}
+}

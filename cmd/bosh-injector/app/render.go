@@ -1,0 +1,43 @@
+package app
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/bosh-injector/bosh-injector/gather/rendering"
+	"github.com/bosh-injector/bosh-injector/gather/resolved"
+)
+
+func init() {
+	register(func(*globalOptions) *cobra.Command {
+		var cfg rendering.Config
+		var terminationLog string
+		cmd := &cobra.Command{
+			Use:   "render",
+			Short: "Render the BOSH jobs of this pod's instance (the render init container)",
+			Long: `render takes the pod's instance from the environment the webhook sets
+(` + rendering.EnvIndex + `, ` + rendering.EnvPodIP + `, ` + rendering.EnvNamespace + `), reads the mounted
+ig-resolved Secret and the jobs copied from the release images, and renders every
+template of every job into /var/vcap/jobs in one Ruby process.`,
+			Args: cobra.NoArgs,
+			PreRunE: func(cmd *cobra.Command, _ []string) error {
+				return flagsFromEnv(cmd)
+			},
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				c, err := rendering.ConfigFromEnv(cfg)
+				if err == nil {
+					err = rendering.Run(cmd.Context(), c)
+				}
+				if err != nil {
+					return fail(cmd, terminationLog, err)
+				}
+				return nil
+			},
+		}
+		f := cmd.Flags()
+		f.StringVar(&cfg.ResolvedFile, "resolved", "/var/vcap/bosh-injector/resolved/"+resolved.Key, "the mounted ig-resolved Secret's data file")
+		f.StringVar(&cfg.JobsSrc, "jobs-src", "/var/vcap/all-releases/jobs-src", "jobs copied from the release images")
+		f.StringVar(&cfg.VCAP, "vcap", "/var/vcap", "root of the BOSH directories")
+		f.StringVar(&terminationLog, "termination-log", "/dev/termination-log", "file receiving the error list on failure")
+		return cmd
+	})
+}
