@@ -1,0 +1,116 @@
+package inject_test
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/yaml"
+
+	"github.com/bosh-injector/bosh-injector/gather/bpm"
+	"github.com/bosh-injector/bosh-injector/inject"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+type goldenCase struct {
+	Info bpm.Info   `json:"info"`
+	Pod  corev1.Pod `json:"pod"`
+}
+
+var settings = inject.Settings{OperatorImage: "localhost/bosh-injector:dev"}
+
+// injectCase runs a case as the webhook does: identity, then mutation. It
+// returns the mutated pod as YAML, or the denial.
+func injectCase(t *testing.T, c goldenCase) (*corev1.Pod, string) {
+	t.Helper()
+	pod := c.Pod.DeepCopy()
+	inst, err := inject.InstanceOf(pod, &c.Info)
+	if err == nil {
+		err = inject.Mutate(pod, inject.Plan{Info: &c.Info, Instance: inst, Settings: settings})
+	}
+	var denial *inject.Denial
+	if errors.As(err, &denial) {
+		return nil, "denied: " + denial.Error() + "\n"
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := yaml.Marshal(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pod, string(out)
+}
+
+func TestGolden(t *testing.T) {
+	cases, _ := filepath.Glob("testdata/*.yaml")
+	inputs := map[string]bool{}
+	for _, file := range cases {
+		if strings.HasSuffix(file, ".golden.yaml") {
+			continue
+		}
+		name := strings.TrimSuffix(filepath.Base(file), ".yaml")
+		inputs[name] = true
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var c goldenCase
+			if err := yaml.UnmarshalStrict(data, &c); err != nil {
+				t.Fatal(err)
+			}
+			pod, got := injectCase(t, c)
+			golden := filepath.Join("testdata", name+".golden.yaml")
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v: run go test ./inject -update", err)
+			}
+			if got != string(want) {
+				t.Errorf("mutated pod differs from %s (run go test ./inject -update and review the diff):\n%s", golden, got)
+			}
+			if pod == nil {
+				return
+			}
+			t.Run("idempotent", func(t *testing.T) {
+				again := pod.DeepCopy()
+				inst, err := inject.InstanceOf(again, &c.Info)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := inject.Mutate(again, inject.Plan{Info: &c.Info, Instance: inst, Settings: settings}); err != nil {
+					t.Fatal(err)
+				}
+				if !equality.Semantic.DeepEqual(again, pod) {
+					a, _ := yaml.Marshal(again)
+					t.Errorf("injecting twice differs from once:\n%s", a)
+				}
+				stripped := pod.DeepCopy()
+				if err := inject.Strip(stripped); err != nil {
+					t.Fatal(err)
+				}
+				if !equality.Semantic.DeepEqual(stripped, &c.Pod) {
+					s, _ := yaml.Marshal(stripped)
+					t.Errorf("stripping does not restore the user's pod:\n%s", s)
+				}
+			})
+		})
+	}
+	goldens, _ := filepath.Glob("testdata/*.golden.yaml")
+	for _, g := range goldens {
+		if !inputs[strings.TrimSuffix(filepath.Base(g), ".golden.yaml")] {
+			t.Errorf("%s has no input case: remove it", g)
+		}
+	}
+}

@@ -1,0 +1,370 @@
+// Package inject turns a labelled pod into a BOSH instance, purely: given the
+// pod, its instance group's BPM info and the instance, Mutate adds the
+// volumes, the init containers that copy and render the jobs, and one
+// container per BPM process (architecture.md, "Pod layout after injection").
+// What it adds is recorded in an annotation, so injecting an injected pod
+// strips that first and gives the same pod as one injection.
+package inject
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+
+	"github.com/bosh-injector/bosh-injector/gather/bpm"
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/rendering"
+)
+
+// Volume names and mount points of the pod layout.
+const (
+	VolumeAllReleases = "bosh-all-releases"
+	VolumeJobs        = "bosh-jobs"
+	VolumeData        = "bosh-data"
+	VolumeSys         = "bosh-sys"
+	VolumeResolved    = "bosh-resolved"
+	// VolumeStore is the user's volumeClaimTemplate for persistent disks.
+	VolumeStore = "store"
+
+	AllReleasesDir = "/var/vcap/all-releases"
+	ResolvedDir    = "/var/vcap/bosh-injector/resolved"
+
+	// VcapUID is the user BOSH processes run as (BPM's vcap).
+	VcapUID = 1000
+)
+
+// Settings are the operator's settings.
+type Settings struct {
+	// OperatorImage runs the render init container.
+	OperatorImage string
+}
+
+// Instance is the pod's BOSH instance.
+type Instance struct {
+	Index     int
+	AZ        string
+	Bootstrap bool
+}
+
+// Plan is everything Mutate needs.
+type Plan struct {
+	Info     *bpm.Info
+	Instance Instance
+	Settings Settings
+}
+
+// record is the content of the injected annotation.
+type record struct {
+	InitContainers []string `json:"initContainers"`
+	Containers     []string `json:"containers"`
+	Volumes        []string `json:"volumes"`
+	// Completed holds the user's own containers, as they were, that the
+	// injection completed.
+	Completed []corev1.Container `json:"completed,omitempty"`
+	Secrets   []string           `json:"secrets"`
+}
+
+// CopyContainer copies a release's jobs out of its image into the shared
+// volume, with the shell the release image has; the gathering Job uses it
+// too.
+func CopyContainer(release, image, volume string) corev1.Container {
+	dst := path.Join(AllReleasesDir, "jobs-src", release)
+	return corev1.Container{
+		Name:                     "copy-" + names.DNS1123LabelMax(release, 58),
+		Image:                    image,
+		Command:                  []string{"/bin/sh", "-c", fmt.Sprintf("mkdir -p %s && cp -R /var/vcap/jobs-src/. %s/", dst, dst)},
+		VolumeMounts:             []corev1.VolumeMount{{Name: volume, MountPath: AllReleasesDir}},
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+	}
+}
+
+// Mutate injects plan into pod. An already injected pod is stripped first.
+// It fails with a *Denial when the pod cannot be made a valid instance.
+func Mutate(pod *corev1.Pod, plan Plan) error {
+	if err := Strip(pod); err != nil {
+		return err
+	}
+	info := plan.Info
+	images := map[string]string{}
+	for _, r := range info.Releases {
+		images[r.Name] = r.Image
+	}
+	for _, j := range info.Jobs {
+		if images[j.Release] == "" {
+			return deny(ReasonReleaseImageUnknown, "job '%s' of instance group '%s': release '%s' has no image; set `image` on the release in the manifest, or url, version and a stemcell", j.Name, info.InstanceGroup, j.Release)
+		}
+		if j.PersistentDisk && !hasVolume(pod, VolumeStore) {
+			return deny(ReasonNoPersistentDisk, "job '%s' of instance group '%s' needs a persistent disk: add a volumeClaimTemplate named '%s' to the StatefulSet", j.Name, info.InstanceGroup, VolumeStore)
+		}
+	}
+	rec := record{Secrets: []string{info.ResolvedSecret}}
+
+	volumes := []corev1.Volume{
+		emptyDir(VolumeAllReleases), emptyDir(VolumeJobs), emptyDir(VolumeData), emptyDir(VolumeSys),
+		{Name: VolumeResolved, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: info.ResolvedSecret}}},
+	}
+	for _, v := range volumes {
+		rec.Volumes = append(rec.Volumes, v.Name)
+	}
+
+	var inits []corev1.Container
+	for _, r := range info.Releases {
+		inits = append(inits, CopyContainer(r.Name, r.Image, VolumeAllReleases))
+	}
+	inits = append(inits, renderContainer(plan))
+	configs := info.ForIndex(plan.Instance.Index)
+	for _, j := range info.Jobs {
+		if slices.Contains(j.Scripts, "pre-start") {
+			// The agent runs pre-start as root, after the jobs are in place.
+			c := jobContainer("pre-start-"+j.Name, images[j.Release], j)
+			c.Command = []string{"/var/vcap/jobs/" + j.Name + "/bin/pre-start"}
+			c.Env = envList(bpm.DefaultEnv(j.Name))
+			inits = append(inits, c)
+		}
+		for _, p := range configs[j.Name].Processes {
+			if p.Hooks != nil && p.Hooks.PreStart != "" {
+				c := processContainer(j, p, images[j.Release])
+				c.Name = "bpm-pre-start-" + j.Name + "-" + p.Name
+				c.Command, c.Args = []string{p.Hooks.PreStart}, nil
+				c.Resources, c.SecurityContext = corev1.ResourceRequirements{}, nil
+				inits = append(inits, c)
+			}
+		}
+	}
+
+	var containers []corev1.Container
+	for _, j := range info.Jobs {
+		procs := configs[j.Name].Processes
+		for _, p := range procs {
+			containers = append(containers, processContainer(j, p, images[j.Release]))
+		}
+		if len(procs) == 0 && slices.Contains(j.Scripts, "run") {
+			// An errand job without BPM processes runs its bin/run.
+			c := jobContainer(j.Name+"-run", images[j.Release], j)
+			c.Command = []string{"/var/vcap/jobs/" + j.Name + "/bin/run"}
+			c.Env = envList(bpm.DefaultEnv(j.Name))
+			c.SecurityContext = &corev1.SecurityContext{RunAsUser: ptr.To[int64](VcapUID), RunAsGroup: ptr.To[int64](VcapUID)}
+			containers = append(containers, c)
+		}
+	}
+
+	for _, c := range inits {
+		rec.InitContainers = append(rec.InitContainers, c.Name)
+	}
+	pod.Spec.InitContainers = append(inits, pod.Spec.InitContainers...)
+	for _, c := range containers {
+		if i := slices.IndexFunc(pod.Spec.Containers, func(u corev1.Container) bool { return u.Name == c.Name }); i >= 0 {
+			rec.Completed = append(rec.Completed, pod.Spec.Containers[i])
+			pod.Spec.Containers[i] = complete(c, pod.Spec.Containers[i])
+			continue
+		}
+		rec.Containers = append(rec.Containers, c.Name)
+		pod.Spec.Containers = append(pod.Spec.Containers, c)
+	}
+	pod.Spec.Volumes = append(pod.Spec.Volumes, volumes...)
+
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	pod.Labels[names.LabelInstanceIndex] = strconv.Itoa(plan.Instance.Index)
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[names.AnnotationInjected] = string(data)
+	return nil
+}
+
+// Strip removes what an earlier injection added, restoring the user's
+// containers it completed. A pod without the annotation is left as it is.
+func Strip(pod *corev1.Pod) error {
+	raw, ok := pod.Annotations[names.AnnotationInjected]
+	if !ok {
+		return nil
+	}
+	var rec record
+	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+		return fmt.Errorf("annotation %s: %w", names.AnnotationInjected, err)
+	}
+	pod.Spec.InitContainers = slices.DeleteFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return slices.Contains(rec.InitContainers, c.Name) })
+	pod.Spec.Containers = slices.DeleteFunc(pod.Spec.Containers, func(c corev1.Container) bool { return slices.Contains(rec.Containers, c.Name) })
+	for _, orig := range rec.Completed {
+		if i := slices.IndexFunc(pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == orig.Name }); i >= 0 {
+			pod.Spec.Containers[i] = orig
+		}
+	}
+	pod.Spec.Volumes = slices.DeleteFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return slices.Contains(rec.Volumes, v.Name) })
+	delete(pod.Annotations, names.AnnotationInjected)
+	delete(pod.Labels, names.LabelInstanceIndex)
+	return nil
+}
+
+func renderContainer(plan Plan) corev1.Container {
+	info, inst := plan.Info, plan.Instance
+	fieldEnv := func(name, field string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: field}}}
+	}
+	return corev1.Container{
+		Name:  "render",
+		Image: plan.Settings.OperatorImage,
+		Args:  []string{"render"},
+		Env: []corev1.EnvVar{
+			{Name: rendering.EnvIndex, Value: strconv.Itoa(inst.Index)},
+			{Name: "BOSH_INJECTOR_AZ", Value: inst.AZ},
+			{Name: "BOSH_INJECTOR_BOOTSTRAP", Value: strconv.FormatBool(inst.Bootstrap)},
+			{Name: "BOSH_INJECTOR_DEPLOYMENT", Value: info.Deployment},
+			{Name: "BOSH_INJECTOR_INSTANCE_GROUP", Value: info.InstanceGroup},
+			fieldEnv(rendering.EnvNamespace, "metadata.namespace"),
+			fieldEnv(rendering.EnvPodIP, "status.podIP"),
+		},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: VolumeAllReleases, MountPath: AllReleasesDir, ReadOnly: true},
+			{Name: VolumeJobs, MountPath: "/var/vcap/jobs"},
+			{Name: VolumeData, MountPath: "/var/vcap/data"},
+			{Name: VolumeSys, MountPath: "/var/vcap/sys"},
+			{Name: VolumeResolved, MountPath: ResolvedDir, ReadOnly: true},
+		},
+		// Rendered files and directories belong to vcap, as the processes
+		// that use them.
+		SecurityContext:          &corev1.SecurityContext{RunAsUser: ptr.To[int64](VcapUID), RunAsGroup: ptr.To[int64](VcapUID)},
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+	}
+}
+
+// jobContainer is a container of a job's release image with the job's
+// standard mounts.
+func jobContainer(name, image string, j bpm.Job) corev1.Container {
+	mounts := []corev1.VolumeMount{
+		{Name: VolumeJobs, MountPath: "/var/vcap/jobs/" + j.Name, SubPath: j.Name},
+		{Name: VolumeData, MountPath: "/var/vcap/data/" + j.Name, SubPath: j.Name},
+		{Name: VolumeSys, MountPath: "/var/vcap/sys"},
+	}
+	if j.PersistentDisk {
+		mounts = append(mounts, corev1.VolumeMount{Name: VolumeStore, MountPath: "/var/vcap/store/" + j.Name, SubPath: j.Name})
+	}
+	return corev1.Container{Name: name, Image: image, VolumeMounts: mounts, TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError}
+}
+
+// processContainer maps a BPM process onto a container (architecture.md,
+// "BPM mapping").
+func processContainer(j bpm.Job, p bpm.Process, image string) corev1.Container {
+	c := corev1.Container{
+		Name:                     names.DNS1123LabelMax(j.Name+"-"+p.Name, 63),
+		Image:                    image,
+		Command:                  []string{p.Executable},
+		Args:                     p.Args,
+		Env:                      envList(p.Env),
+		WorkingDir:               p.Workdir,
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: VolumeJobs, MountPath: "/var/vcap/jobs/" + j.Name, SubPath: j.Name, ReadOnly: true},
+			{Name: VolumeSys, MountPath: "/var/vcap/sys/log/" + j.Name, SubPath: "log/" + j.Name},
+			{Name: VolumeSys, MountPath: "/var/vcap/sys/run/" + j.Name, SubPath: "run/" + j.Name},
+		},
+	}
+	// BPM mounts the job's tmp always and its whole data directory only with
+	// ephemeral_disk.
+	if p.EphemeralDisk {
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: VolumeData, MountPath: "/var/vcap/data/" + j.Name, SubPath: j.Name})
+	} else {
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: VolumeData, MountPath: "/var/vcap/data/" + j.Name + "/tmp", SubPath: j.Name + "/tmp"})
+	}
+	if p.PersistentDisk {
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: VolumeStore, MountPath: "/var/vcap/store/" + j.Name, SubPath: j.Name})
+	}
+	for _, v := range p.AdditionalVolumes {
+		if m, ok := additionalMount(v); ok {
+			c.VolumeMounts = append(c.VolumeMounts, m)
+		}
+	}
+	if p.Limits != nil && p.Limits.Memory != nil {
+		if bytes, err := bpm.ParseMemory(*p.Limits.Memory); err == nil {
+			c.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(bytes, resource.BinarySI)}
+		}
+	}
+	if p.Unsafe != nil && p.Unsafe.Privileged {
+		c.SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true), RunAsUser: ptr.To[int64](0)}
+	} else {
+		c.SecurityContext = &corev1.SecurityContext{RunAsUser: ptr.To[int64](VcapUID), RunAsGroup: ptr.To[int64](VcapUID)}
+		for _, capName := range p.Capabilities {
+			if c.SecurityContext.Capabilities == nil {
+				c.SecurityContext.Capabilities = &corev1.Capabilities{}
+			}
+			c.SecurityContext.Capabilities.Add = append(c.SecurityContext.Capabilities.Add, corev1.Capability(strings.TrimPrefix(capName, "CAP_")))
+		}
+	}
+	return c
+}
+
+// additionalMount maps a BPM additional volume under /var/vcap/data, store
+// or sys onto a subPath of the matching pod volume.
+func additionalMount(v bpm.Volume) (corev1.VolumeMount, bool) {
+	for dir, vol := range map[string]string{"/var/vcap/data/": VolumeData, "/var/vcap/store/": VolumeStore, "/var/vcap/sys/": VolumeSys} {
+		if sub, ok := strings.CutPrefix(v.Path, dir); ok {
+			return corev1.VolumeMount{Name: vol, MountPath: v.Path, SubPath: sub, ReadOnly: !v.Writable}, true
+		}
+	}
+	return corev1.VolumeMount{}, false
+}
+
+// complete fills a user's container of a process's name with what the
+// injection would add; what the user set wins.
+func complete(injected, user corev1.Container) corev1.Container {
+	out := user
+	if out.Image == "" {
+		out.Image = injected.Image
+	}
+	if len(out.Command) == 0 && len(out.Args) == 0 {
+		out.Command, out.Args = injected.Command, injected.Args
+	}
+	if out.WorkingDir == "" {
+		out.WorkingDir = injected.WorkingDir
+	}
+	for _, e := range injected.Env {
+		if !slices.ContainsFunc(out.Env, func(u corev1.EnvVar) bool { return u.Name == e.Name }) {
+			out.Env = append(out.Env, e)
+		}
+	}
+	for _, m := range injected.VolumeMounts {
+		if !slices.ContainsFunc(out.VolumeMounts, func(u corev1.VolumeMount) bool { return u.MountPath == m.MountPath }) {
+			out.VolumeMounts = append(out.VolumeMounts, m)
+		}
+	}
+	if out.Resources.Limits == nil && out.Resources.Requests == nil && out.Resources.Claims == nil {
+		out.Resources = injected.Resources
+	}
+	if out.SecurityContext == nil {
+		out.SecurityContext = injected.SecurityContext
+	}
+	if out.TerminationMessagePolicy == "" {
+		out.TerminationMessagePolicy = injected.TerminationMessagePolicy
+	}
+	return out
+}
+
+func envList(env map[string]string) []corev1.EnvVar {
+	var out []corev1.EnvVar
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		out = append(out, corev1.EnvVar{Name: k, Value: env[k]})
+	}
+	return out
+}
+
+func emptyDir(name string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+}
+
+func hasVolume(pod *corev1.Pod, name string) bool {
+	return slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == name })
+}

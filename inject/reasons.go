@@ -1,0 +1,38 @@
+package inject
+
+import "fmt"
+
+// Reason is why a pod is skipped or denied. The text is readable as it is,
+// and the same constant labels logs, events and the denial metric.
+type Reason string
+
+// Skip reasons: the pod is admitted unchanged.
+const (
+	ReasonNotLabelled       Reason = "pod has no instance-group label"
+	ReasonOperatorNamespace Reason = "pod is in the operator's namespace"
+)
+
+// Deny reasons: the pod is refused with a message saying what to do; the
+// StatefulSet or Job controller retries by itself.
+const (
+	ReasonNotGathered         Reason = "deployment not gathered yet"
+	ReasonUnknownGroup        Reason = "unknown instance group"
+	ReasonIndexBeyond         Reason = "instance index beyond the manifest's instances"
+	ReasonBadAZIndex          Reason = "invalid az-index label"
+	ReasonNoPersistentDisk    Reason = "persistent disk required but no store volume"
+	ReasonReleaseImageUnknown Reason = "release image unknown"
+	ReasonInvalidPod          Reason = "pod cannot be decoded"
+)
+
+// Denial is an error that denies a pod's admission, with a message saying
+// what to do.
+type Denial struct {
+	Reason  Reason
+	Message string
+}
+
+func (d *Denial) Error() string { return fmt.Sprintf("%s: %s", d.Reason, d.Message) }
+
+func deny(r Reason, format string, args ...any) *Denial {
+	return &Denial{Reason: r, Message: fmt.Sprintf(format, args...)}
+}
