@@ -41,6 +41,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/versions"
+	"github.com/bosh-injector/bosh-injector/inject"
 )
 
 // Event reasons, also the states of the status annotation.
@@ -81,10 +82,6 @@ type Config struct {
 	// OperatorImage runs the gather container.
 	OperatorImage string
 	ClusterDomain string
-	// CopyContainer is the init container that copies a release's jobs
-	// from its image into JobsDir/<release>, shared with the webhook's
-	// injected pods; volume is the emptyDir it writes to.
-	CopyContainer func(r Release, volume string) corev1.Container
 	// JobTTL is how long a finished gathering Job is kept.
 	JobTTL time.Duration
 	// BackoffLimit is how often a failed gathering is retried.
@@ -93,10 +90,13 @@ type Config struct {
 
 // Reconciler runs gathering Jobs for manifest Secrets.
 type Reconciler struct {
-	Client   client.Client
-	Recorder events.EventRecorder
-	Config   Config
-	Log      logr.Logger
+	Client client.Client
+	// APIReader reads what the manager does not cache (the pods of
+	// gathering Jobs).
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Config    Config
+	Log       logr.Logger
 }
 
 // Status is the JSON of the manifest Secret's status annotation.
@@ -304,10 +304,11 @@ func (r *Reconciler) labels(deployment string) map[string]string {
 // gatherJob is the gathering Job: one init container per release copies its
 // jobs out of the release image, then gather runs in the operator image.
 func (r *Reconciler) gatherJob(manifest *corev1.Secret, deployment, name, digest string, inputs Inputs) *batchv1.Job {
-	const volume = "bosh-all-releases"
+	// The same copy containers as in injected pods.
+	const volume = inject.VolumeAllReleases
 	var inits []corev1.Container
 	for _, rel := range inputs.Releases {
-		inits = append(inits, r.Config.CopyContainer(rel, volume))
+		inits = append(inits, inject.CopyContainer(rel.Name, rel.Image, volume))
 	}
 	labels := r.labels(deployment)
 	job := &batchv1.Job{
@@ -333,7 +334,7 @@ func (r *Reconciler) gatherJob(manifest *corev1.Secret, deployment, name, digest
 							"--jobs-dir=" + JobsDir,
 							"--cluster-domain=" + r.Config.ClusterDomain,
 						},
-						VolumeMounts:             []corev1.VolumeMount{{Name: volume, MountPath: "/var/vcap/all-releases"}},
+						VolumeMounts:             []corev1.VolumeMount{{Name: volume, MountPath: inject.AllReleasesDir}},
 						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 					}},
 					Volumes: []corev1.Volume{{Name: volume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
@@ -360,7 +361,7 @@ func jobCondition(job *batchv1.Job, t batchv1.JobConditionType) bool {
 // director-format error list) of the Job's last failed pod.
 func (r *Reconciler) terminationMessage(ctx context.Context, job *batchv1.Job) string {
 	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{"batch.kubernetes.io/job-name": job.Name}); err != nil {
+	if err := r.APIReader.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{"batch.kubernetes.io/job-name": job.Name}); err != nil {
 		return "gathering failed; its pods could not be read: " + err.Error()
 	}
 	slices.SortFunc(pods.Items, func(a, b corev1.Pod) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })

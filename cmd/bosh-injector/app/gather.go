@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -37,11 +38,9 @@ BOSH_INJECTOR_<FLAG> environment variables.`,
 				if err != nil {
 					return err
 				}
-				restConfig, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-					&clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig, Precedence: clientcmd.NewDefaultClientConfigLoadingRules().Precedence},
-					&clientcmd.ConfigOverrides{}).ClientConfig()
+				restConfig, err := restConfig(kubeconfig)
 				if err != nil {
-					return fmt.Errorf("kubeconfig: %w", err)
+					return err
 				}
 				c, err := client.New(restConfig, client.Options{})
 				if err != nil {
@@ -82,4 +81,16 @@ func fail(cmd *cobra.Command, terminationLog string, err error) error {
 		}
 	}
 	return exitError{code: 1}
+}
+
+// restConfig loads a kubeconfig: the given file, else $KUBECONFIG or
+// ~/.kube/config, else the in-cluster configuration.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	c, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	return c, nil
 }

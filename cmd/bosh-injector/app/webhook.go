@@ -1,0 +1,46 @@
+package app
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/bosh-injector/bosh-injector/webhook"
+)
+
+func init() {
+	register(func(g *globalOptions) *cobra.Command {
+		var o webhook.Options
+		var kubeconfig string
+		cmd := &cobra.Command{
+			Use:   "webhook",
+			Short: "Run the operator: the pod-injecting admission webhook and the gathering job runner",
+			Args:  cobra.NoArgs,
+			PreRunE: func(cmd *cobra.Command, _ []string) error {
+				return flagsFromEnv(cmd)
+			},
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				log, err := g.logger(cmd.ErrOrStderr())
+				if err != nil {
+					return err
+				}
+				cfg, err := restConfig(kubeconfig)
+				if err != nil {
+					return err
+				}
+				return webhook.Run(cmd.Context(), cfg, o, log)
+			},
+		}
+		f := cmd.Flags()
+		f.StringVar(&o.Namespace, "namespace", "bosh-injector", "the operator's namespace (never injected; leader election lease)")
+		f.StringVar(&o.OperatorImage, "operator-image", "localhost/bosh-injector:dev", "image of the render init containers and gathering Jobs")
+		f.StringVar(&o.ClusterDomain, "cluster-domain", "cluster.local", "cluster DNS domain of instance addresses")
+		f.StringVar(&o.CertDir, "cert-dir", "/etc/bosh-injector/serving-certs", "directory with tls.crt and tls.key, reloaded when they change")
+		f.StringVar(&o.Host, "host", "", "address the webhook server listens on")
+		f.IntVar(&o.Port, "port", 9443, "webhook server port")
+		f.IntVar(&o.MetricsPort, "metrics-port", 8080, "metrics port; 0 disables")
+		f.IntVar(&o.HealthPort, "health-port", 8081, "/healthz and /readyz port; 0 disables")
+		f.BoolVar(&o.LeaderElection, "leader-elect", true, "elect one replica to run the job runner")
+		f.BoolVar(&o.Runner, "runner", true, "run the gathering job runner")
+		f.StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig; in-cluster configuration when empty")
+		return cmd
+	})
+}

@@ -1,0 +1,120 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/runner"
+	"github.com/bosh-injector/bosh-injector/inject"
+)
+
+// Options configure the operator.
+type Options struct {
+	// Namespace is the operator's own: its pods are never injected and its
+	// leader election lease lives there.
+	Namespace     string
+	OperatorImage string
+	ClusterDomain string
+	// Host, Port and CertDir (tls.crt, tls.key, reloaded when they change)
+	// of the webhook server.
+	Host    string
+	Port    int
+	CertDir string
+	// MetricsPort and HealthPort; 0 disables the endpoint.
+	MetricsPort, HealthPort int
+	// LeaderElection keeps the job runner to one replica; every replica
+	// serves the webhook.
+	LeaderElection bool
+	// Runner runs the gathering job runner.
+	Runner bool
+}
+
+// Run runs the operator until ctx ends.
+func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger) error {
+	mgr, err := NewManager(cfg, o, log)
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+// NewManager builds the operator's manager.
+func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
+	ctrl.SetLogger(log)
+	// Only Secrets of deployments are cached: BPM info for admissions,
+	// manifests and variables for the runner.
+	deploymentSecrets, err := labels.NewRequirement(names.LabelDeployment, selection.Exists, nil)
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Logger: log,
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {Label: labels.NewSelector().Add(*deploymentSecrets)},
+		}},
+		Metrics:                       metricsserver.Options{BindAddress: address(o.MetricsPort)},
+		HealthProbeBindAddress:        address(o.HealthPort),
+		LeaderElection:                o.LeaderElection,
+		LeaderElectionID:              "bosh-injector-runner",
+		LeaderElectionNamespace:       o.Namespace,
+		LeaderElectionReleaseOnCancel: true,
+		WebhookServer:                 crwebhook.NewServer(crwebhook.Options{Host: o.Host, Port: o.Port, CertDir: o.CertDir}),
+	})
+	if err != nil {
+		return nil, err
+	}
+	hookServer := mgr.GetWebhookServer()
+	hookServer.Register(Path, &crwebhook.Admission{Handler: &Handler{
+		Cache:             mgr.GetCache(),
+		Settings:          inject.Settings{OperatorImage: o.OperatorImage},
+		OperatorNamespace: o.Namespace,
+		Log:               log.WithName("webhook"),
+	}})
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("webhook", hookServer.StartedChecker()); err != nil {
+		return nil, err
+	}
+	if o.Runner {
+		r := &runner.Reconciler{
+			Client:    mgr.GetClient(),
+			APIReader: mgr.GetAPIReader(),
+			Recorder:  mgr.GetEventRecorder("bosh-injector"),
+			Log:       log.WithName("runner"),
+			Config: runner.Config{
+				OperatorImage: o.OperatorImage,
+				ClusterDomain: o.ClusterDomain,
+				JobTTL:        time.Hour,
+				BackoffLimit:  2,
+			},
+		}
+		if err := r.SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("job runner: %w", err)
+		}
+	}
+	return mgr, nil
+}
+
+func address(port int) string {
+	if port == 0 {
+		return "0"
+	}
+	return net.JoinHostPort("", strconv.Itoa(port))
+}
