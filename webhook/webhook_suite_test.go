@@ -35,7 +35,7 @@ var _ = BeforeSuite(func() {
 	serving := cp.WebhookServerOptions()
 	mgr, err := webhook.NewManager(cp.Config, webhook.Options{
 		Namespace: operatorNamespace, OperatorImage: "localhost/bosh-injector:test", ClusterDomain: "cluster.local",
-		Host: serving.Host, Port: serving.Port, CertDir: serving.CertDir,
+		Host: serving.Host, Port: serving.Port, CertDir: serving.CertDir, Webhook: true,
 	}, GinkgoLogr)
 	Expect(err).NotTo(HaveOccurred())
 	mgrCtx, cancel := context.WithCancel(ctx)

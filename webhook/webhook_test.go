@@ -64,7 +64,7 @@ var errandInfo = bpm.Info{
 func template(labels map[string]string, restart corev1.RestartPolicy) corev1.PodTemplateSpec {
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: labels},
-		Spec: corev1.PodSpec{RestartPolicy: restart, Containers: []corev1.Container{{Name: "placeholder", Image: "busybox"}}},
+		Spec:       corev1.PodSpec{RestartPolicy: restart, Containers: []corev1.Container{{Name: "placeholder", Image: "busybox"}}},
 	}
 }
 

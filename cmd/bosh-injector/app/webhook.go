@@ -39,6 +39,7 @@ func init() {
 		f.IntVar(&o.MetricsPort, "metrics-port", 8080, "metrics port; 0 disables")
 		f.IntVar(&o.HealthPort, "health-port", 8081, "/healthz and /readyz port; 0 disables")
 		f.BoolVar(&o.LeaderElection, "leader-elect", true, "elect one replica to run the job runner")
+		f.BoolVar(&o.Webhook, "webhook", true, "serve the admission webhook")
 		f.BoolVar(&o.Runner, "runner", true, "run the gathering job runner")
 		f.StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig; in-cluster configuration when empty")
 		return cmd

@@ -1,0 +1,209 @@
+package runner_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/bosh-injector/bosh-injector/gather/gathering"
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/webhook"
+)
+
+// startOperator runs an operator replica with its runner (the webhook has
+// its own suite) until the spec ends, and returns its manager's elected
+// channel.
+func startOperator(ns string, leaderElection bool) <-chan struct{} {
+	GinkgoHelper()
+	mgr, err := webhook.NewManager(cp.Config, webhook.Options{
+		Namespace: ns, OperatorImage: "localhost/bosh-injector:test", ClusterDomain: "cluster.local",
+		LeaderElection: leaderElection, Runner: true,
+	}, GinkgoLogr)
+	Expect(err).NotTo(HaveOccurred())
+	mctx, cancel := context.WithCancel(ctx)
+	DeferCleanup(cancel)
+	go func() {
+		defer GinkgoRecover()
+		_ = mgr.Start(mctx)
+	}()
+	return mgr.Elected()
+}
+
+var _ = Describe("the job runner", func() {
+	var ns string
+	var n int
+	var manifest []byte
+	BeforeEach(func() {
+		n++
+		ns = fmt.Sprintf("runner-%d", n)
+		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		var err error
+		manifest, err = os.ReadFile(filepath.Join(fixtures, "deployments", "shop.yml"))
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	applyManifest := func(data []byte) *corev1.Secret {
+		GinkgoHelper()
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "shop-manifest", Namespace: ns, Labels: map[string]string{names.LabelDeployment: "shop"}}}
+		_, err := controllerutil.CreateOrUpdate(ctx, cp.Client, s, func() error {
+			s.Data = map[string][]byte{names.ManifestKey: data}
+			return nil
+		})
+		Expect(err).NotTo(HaveOccurred())
+		return s
+	}
+	gatherJobs := func() ([]batchv1.Job, error) {
+		var jobs batchv1.JobList
+		err := cp.Client.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{names.LabelDeployment: "shop"})
+		return jobs.Items, err
+	}
+	// runAndComplete does the gathering Job's work here and reports the Job
+	// complete, as the job controller would after its pod succeeded.
+	runAndComplete := func(job *batchv1.Job) {
+		GinkgoHelper()
+		_, err := gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: jobsDir, ClusterDomain: "cluster.local"},
+			gathering.NewRenderBPM(ctx), time.Now())
+		Expect(err).NotTo(HaveOccurred())
+		now := metav1.Now()
+		job.Status.StartTime, job.Status.CompletionTime, job.Status.Succeeded = &now, &now, 1
+		job.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		}
+		Expect(cp.Client.Status().Update(ctx, job)).To(Succeed())
+	}
+	status := func() (string, error) {
+		var s corev1.Secret
+		err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop-manifest"}, &s)
+		return s.Annotations[names.AnnotationStatus], err
+	}
+	newestJob := func(exclude string) *batchv1.Job {
+		GinkgoHelper()
+		var found *batchv1.Job
+		Eventually(func() bool {
+			jobs, _ := gatherJobs()
+			for i := range jobs {
+				if jobs[i].Name != exclude {
+					found = &jobs[i]
+					return true
+				}
+			}
+			return false
+		}).WithTimeout(20 * time.Second).Should(BeTrue())
+		return found
+	}
+
+	It("gathers, rolls only the changed group, and cleans up with the manifest", func() {
+		startOperator(ns, false)
+		for _, ig := range []string{"web", "db"} {
+			labels := map[string]string{names.LabelDeployment: "shop", names.LabelInstanceGroup: ig}
+			Expect(cp.Client.Create(ctx, &appsv1.StatefulSet{
+				ObjectMeta: metav1.ObjectMeta{Name: ig, Namespace: ns},
+				Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](0), Selector: &metav1.LabelSelector{MatchLabels: labels},
+					Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+						Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}},
+			})).To(Succeed())
+		}
+		manifestSecret := applyManifest(manifest)
+
+		first := newestJob("")
+		Expect(first.Name).To(HavePrefix("shop-gather-"))
+		var inits []string
+		for _, c := range first.Spec.Template.Spec.InitContainers {
+			inits = append(inits, c.Name+"="+c.Image)
+		}
+		Expect(inits).To(Equal([]string{
+			"copy-bus=localhost/bosh-injector-fixtures/bus:ubuntu-noble-1.0-1.0.0",
+			"copy-store=localhost/bosh-injector-fixtures/store:ubuntu-noble-1.0-1.0.0",
+			"copy-shop=localhost/bosh-injector-fixtures/shop:ubuntu-noble-1.0-1.0.0",
+		}))
+		gather := first.Spec.Template.Spec.Containers[0]
+		Expect(gather.Image).To(Equal("localhost/bosh-injector:test"))
+		Expect(gather.Args).To(ContainElements("gather", "--manifest-secret=shop-manifest", "--namespace="+ns))
+		Expect(first.Spec.Template.Spec.ServiceAccountName).To(Equal("shop-gather"))
+		var role corev1.ServiceAccount
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop-gather"}, &role)).To(Succeed())
+		Eventually(status).Should(ContainSubstring(`"state":"GatherStarted"`))
+
+		runAndComplete(first)
+		Eventually(status).Should(ContainSubstring(`"state":"Gathered"`))
+
+		// A property of web changes: a new Job; after it, only web rolls.
+		applyManifest([]byte(strings.Replace(string(manifest), "        session_secret: ((session_secret))", "        session_secret: ((session_secret))\n        workers: 7", 1)))
+		second := newestJob(first.Name)
+		runAndComplete(second)
+		Eventually(func() (map[string]string, error) {
+			var sts appsv1.StatefulSet
+			err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &sts)
+			return sts.Spec.Template.Annotations, err
+		}).Should(HaveKeyWithValue(names.AnnotationResolvedVersion, "2"))
+		var db appsv1.StatefulSet
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, &db)).To(Succeed())
+		Expect(db.Spec.Template.Annotations).NotTo(HaveKey(names.AnnotationResolvedVersion))
+		// The older Job is removed once the newer one succeeded.
+		Eventually(gatherJobs).Should(ConsistOf(HaveField("Name", second.Name)))
+
+		// Deleting the manifest Secret removes the deployment's objects,
+		// never the user's workloads.
+		Expect(cp.Client.Delete(ctx, manifestSecret)).To(Succeed())
+		Eventually(func() (int, error) {
+			var secrets corev1.SecretList
+			err := cp.Client.List(ctx, &secrets, client.InNamespace(ns), client.HasLabels{names.LabelDeployment})
+			return len(secrets.Items), err
+		}).WithTimeout(30 * time.Second).Should(BeZero())
+		Eventually(func() (int, error) {
+			var svcs corev1.ServiceList
+			err := cp.Client.List(ctx, &svcs, client.InNamespace(ns))
+			return len(svcs.Items), err
+		}).WithTimeout(30 * time.Second).Should(BeZero())
+		Eventually(gatherJobs).WithTimeout(30 * time.Second).Should(BeEmpty())
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &db)).To(Succeed())
+	})
+
+	It("reports an invalid manifest as an event and a status, keeping what was gathered", func() {
+		startOperator(ns, false)
+		applyManifest([]byte("name: shop\nreleases: [{name: bus}]\ninstance_groups: []\n"))
+		Eventually(status).Should(ContainSubstring(`"state":"InvalidManifest"`))
+		Eventually(func() ([]string, error) {
+			var events corev1.EventList
+			err := cp.Client.List(ctx, &events, client.InNamespace(ns))
+			var reasons []string
+			for _, e := range events.Items {
+				reasons = append(reasons, e.Reason)
+			}
+			return reasons, err
+		}).Should(ContainElement("InvalidManifest"))
+		jobs, _ := gatherJobs()
+		Expect(jobs).To(BeEmpty())
+	})
+
+	It("runs the runner on the elected replica only", func() {
+		operatorNS := ns + "-operator"
+		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNS}})).To(Succeed())
+		first := startOperator(operatorNS, true)
+		Eventually(first).WithTimeout(30 * time.Second).Should(BeClosed())
+		second := startOperator(operatorNS, true)
+		applyManifest(manifest)
+		newestJob("")
+		Consistently(second, 2*time.Second).ShouldNot(BeClosed())
+		var lease coordinationv1.Lease
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: "bosh-injector-runner"}, &lease)).To(Succeed())
+		Expect(*lease.Spec.HolderIdentity).NotTo(BeEmpty())
+		jobs, _ := gatherJobs()
+		Expect(jobs).To(HaveLen(1))
+	})
+})
