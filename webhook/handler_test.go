@@ -1,0 +1,57 @@
+package webhook_test
+
+import (
+	"encoding/json"
+	"os"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	"sigs.k8s.io/yaml"
+
+	"github.com/bosh-injector/bosh-injector/gather/bpm"
+	"github.com/bosh-injector/bosh-injector/inject"
+	"github.com/bosh-injector/bosh-injector/webhook"
+)
+
+var _ = Describe("the admission handler", func() {
+	It("returns a JSON patch that turns the request's pod into the golden pod", func() {
+		data, err := os.ReadFile("../inject/testdata/single-job.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		var c struct {
+			Info bpm.Info   `json:"info"`
+			Pod  corev1.Pod `json:"pod"`
+		}
+		Expect(yaml.Unmarshal(data, &c)).To(Succeed())
+		ns := "handler-golden"
+		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		storeInfo(ns, c.Info)
+
+		raw, err := json.Marshal(c.Pod)
+		Expect(err).NotTo(HaveOccurred())
+		h := &webhook.Handler{Cache: cp.Client, Settings: inject.Settings{OperatorImage: "localhost/bosh-injector:dev"}, OperatorNamespace: operatorNamespace, Log: GinkgoLogr}
+		resp := h.Handle(ctx, admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			Namespace: ns, Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw},
+		}})
+		Expect(resp.Allowed).To(BeTrue(), resp.Result.String())
+		ops, err := json.Marshal(resp.Patches)
+		Expect(err).NotTo(HaveOccurred())
+		patch, err := jsonpatch.DecodePatch(ops)
+		Expect(err).NotTo(HaveOccurred())
+		patched, err := patch.Apply(raw)
+		Expect(err).NotTo(HaveOccurred())
+
+		var pod corev1.Pod
+		Expect(json.Unmarshal(patched, &pod)).To(Succeed())
+		got, err := yaml.Marshal(&pod)
+		Expect(err).NotTo(HaveOccurred())
+		want, err := os.ReadFile("../inject/testdata/single-job.golden.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(got)).To(Equal(string(want)))
+	})
+})
