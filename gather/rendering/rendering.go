@@ -68,48 +68,25 @@ func Run(ctx context.Context, c Config) error {
 		return err
 	}
 
-	var batch []ruby.Job
-	var dests [][]string
-	monits := make([]int, len(g.Jobs))
+	prepared := make([]Prepared, len(g.Jobs))
+	batch := make([]ruby.Job, len(g.Jobs))
 	for ji, j := range g.Jobs {
 		spec, err := jobspec.LoadImageLayout(filepath.Join(c.JobsSrc, j.Release), j.Name)
 		if err != nil {
 			return fmt.Errorf("job '%s' of release '%s': %w", j.Name, j.Release, err)
 		}
-		// monit first, as the director renders it (§3.7).
-		var templates []ruby.Template
-		var paths []string
-		for _, name := range spec.MonitNames() {
-			templates = append(templates, ruby.Template{Name: name, Source: spec.Monit[name]})
-			paths = append(paths, name)
-		}
-		monits[ji] = len(templates)
-		for _, t := range spec.Templates {
-			templates = append(templates, ruby.Template{Name: t.Source, Source: t.Content})
-			paths = append(paths, t.Destination)
-		}
-		batch = append(batch, ruby.Job{Spec: specs[ji], Templates: templates})
-		dests = append(dests, paths)
+		prepared[ji] = Prepare(j.Name, spec, specs[ji])
+		batch[ji] = prepared[ji].Job
 	}
 	outputs, err := ruby.Render(ctx, batch)
 	if err != nil {
 		return err
 	}
-
 	var errs []ruby.JobErrors
 	files := make([][]ruby.File, len(g.Jobs))
-	for ji, j := range g.Jobs {
-		je := ruby.JobErrors{Job: j.Name}
-		for ti, out := range outputs[ji] {
-			switch {
-			case out.Error != "" && ti < monits[ji]:
-				je.Monit = out.Error
-			case out.Error != "":
-				je.Templates = append(je.Templates, out.Error)
-			default:
-				files[ji] = append(files[ji], ruby.File{Path: dests[ji][ti], Content: out.Content})
-			}
-		}
+	for ji := range g.Jobs {
+		var je ruby.JobErrors
+		files[ji], je = prepared[ji].Collect(outputs[ji])
 		errs = append(errs, je)
 	}
 	if e := ruby.GroupError(g.InstanceGroup, errs); e != "" {
@@ -126,6 +103,47 @@ func Run(ctx context.Context, c Config) error {
 		}
 	}
 	return nil
+}
+
+// Prepared is a job's templates ready to render in a batch: its monit
+// file(s) first, as the director renders them (§3.7), then every template.
+type Prepared struct {
+	Name   string
+	Job    ruby.Job
+	dests  []string
+	monits int
+}
+
+// Prepare lays out job name's templates for rendering against templateSpec.
+func Prepare(name string, spec *jobspec.Spec, templateSpec any) Prepared {
+	p := Prepared{Name: name, Job: ruby.Job{Spec: templateSpec}}
+	for _, m := range spec.MonitNames() {
+		p.Job.Templates = append(p.Job.Templates, ruby.Template{Name: m, Source: spec.Monit[m]})
+		p.dests = append(p.dests, m)
+	}
+	p.monits = len(p.dests)
+	for _, t := range spec.Templates {
+		p.Job.Templates = append(p.Job.Templates, ruby.Template{Name: t.Source, Source: t.Content})
+		p.dests = append(p.dests, t.Destination)
+	}
+	return p
+}
+
+// Collect sorts a job's outputs into files to write and errors to report.
+func (p Prepared) Collect(outputs []ruby.Output) ([]ruby.File, ruby.JobErrors) {
+	var files []ruby.File
+	je := ruby.JobErrors{Job: p.Name}
+	for i, out := range outputs {
+		switch {
+		case out.Error != "" && i < p.monits:
+			je.Monit = out.Error
+		case out.Error != "":
+			je.Templates = append(je.Templates, out.Error)
+		default:
+			files = append(files, ruby.File{Path: p.dests[i], Content: out.Content})
+		}
+	}
+	return files, je
 }
 
 // standardDirs are the directories BOSH gives every job (§6).

@@ -17,7 +17,10 @@ import (
 	"github.com/bosh-injector/bosh-injector/test/releaseimage"
 )
 
-const fixtures = "../../test/fixtures"
+const (
+	fixtures  = "../../test/fixtures"
+	goldenDir = "../../test/golden/template"
+)
 
 // setup resolves the fixture deployment, writes group ig's resolved content
 // as the Secret mount would hold it, and lays the releases out as the copy
@@ -28,7 +31,19 @@ func setup(t *testing.T, ig string) rendering.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vars := variables.NewMapSource(nil)
+	// The template golden's vars store, so both paths see the same values.
+	store, err := os.ReadFile(filepath.Join(goldenDir, "vars-store.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	storeCopy := filepath.Join(t.TempDir(), "vars-store.yml")
+	if err := os.WriteFile(storeCopy, store, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vars, err := variables.OpenFile(storeCopy)
+	if err != nil {
+		t.Fatal(err)
+	}
 	m, err := deployment.Load(data, nil, vars, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -106,5 +121,33 @@ func TestRenderErrors(t *testing.T) {
 	c.Index = 5
 	if err := rendering.Run(context.Background(), c); err == nil || !strings.Contains(err.Error(), "beyond instance group 'web'") {
 		t.Errorf("index beyond instances: %v", err)
+	}
+}
+
+// render and `bosh-injector template` produce the same files for an
+// instance: one golden, two paths.
+func TestRenderMatchesTemplateGolden(t *testing.T) {
+	c := setup(t, "web")
+	c.Index = 1
+	if err := rendering.Run(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(goldenDir, "shop", "web", "1")
+	n := 0
+	err := filepath.WalkDir(want, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(want, p)
+		wantData, _ := os.ReadFile(p)
+		got, err := os.ReadFile(filepath.Join(c.VCAP, "jobs", rel))
+		if err != nil || string(got) != string(wantData) {
+			t.Errorf("%s: render differs from the template golden: %v\n%s", rel, err, got)
+		}
+		n++
+		return nil
+	})
+	if err != nil || n == 0 {
+		t.Fatalf("golden %s: %v (%d files)", want, err, n)
 	}
 }
