@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -52,6 +53,10 @@ type Handler struct {
 	Settings          inject.Settings
 	OperatorNamespace string
 	Log               logr.Logger
+
+	// decoded holds decoded BPM info by Secret UID: versioned Secrets are
+	// immutable, so a decoded version never changes.
+	decoded sync.Map
 }
 
 // Handle implements admission.Handler.
@@ -113,10 +118,11 @@ func (h *Handler) skip(log logr.Logger, r inject.Reason) admission.Response {
 // Pods carry BOSH names as users wrote them; Secrets carry them sanitized.
 func (h *Handler) info(ctx context.Context, namespace, deployment, group string) (*bpm.Info, error) {
 	var list corev1.SecretList
+	// The Secrets are only read here, so the cache need not copy them.
 	if err := h.Cache.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{
 		names.LabelDeployment: names.LabelValue(deployment),
 		names.LabelSecretKind: names.KindBPM,
-	}); err != nil {
+	}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	var latest *corev1.Secret
@@ -145,9 +151,13 @@ func (h *Handler) info(ctx context.Context, namespace, deployment, group string)
 			"deployment '%s' has no instance group '%s'; its instance groups are %v: fix the pod template's label %s",
 			deployment, group, groups, names.LabelInstanceGroup)}
 	}
+	if info, ok := h.decoded.Load(latest.UID); ok {
+		return info.(*bpm.Info), nil
+	}
 	var info bpm.Info
 	if err := secretdata.Decode(latest.Data[bpm.InfoKey], &info); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", latest.Name, err)
 	}
+	h.decoded.Store(latest.UID, &info)
 	return &info, nil
 }
