@@ -1,0 +1,110 @@
+package gathering_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bosh-injector/bosh-injector/gather/gathering"
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/test/controlplane"
+)
+
+// generated writes a release of 100 jobs in the image layout under dir and
+// returns a manifest of 20 instance groups of 5 jobs each, 3 instances over
+// two AZs, every group consuming the previous group's link.
+func generated(b *testing.B, dir string) []byte {
+	b.Helper()
+	for j := range 100 {
+		job := fmt.Sprintf("job%02d", j)
+		var spec strings.Builder
+		fmt.Fprintf(&spec, "name: %s\ntemplates:\n  bpm.yml.erb: config/bpm.yml\n  config.yml.erb: config/config.yml\n", job)
+		spec.WriteString("provides:\n- {name: api, type: api-" + job + ", properties: [port]}\n")
+		if j >= 5 {
+			fmt.Fprintf(&spec, "consumes:\n- {name: upstream, type: api-job%02d}\n", j-5)
+		}
+		spec.WriteString("properties:\n  port: {default: 8080}\n")
+		for p := range 20 {
+			fmt.Fprintf(&spec, "  settings.key%d: {default: value-%d-with-some-realistic-length}\n", p, p)
+		}
+		files := map[string]string{
+			"job.MF": spec.String(),
+			"monit":  "",
+			"templates/bpm.yml.erb": "processes:\n- name: " + job + "\n  executable: /var/vcap/packages/" + job + "/bin/run\n" +
+				"  args: [--index, \"<%= spec.index %>\"]\n  env: {PORT: \"<%= p('port') %>\"}\n  limits: {memory: 256M}\n",
+			"templates/config.yml.erb": "port: <%= p('port') %>\n<% p('settings').each do |k, v| %><%= k %>: <%= v %>\n<% end %>",
+		}
+		for name, content := range files {
+			path := filepath.Join(dir, "gen", job, name)
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				b.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	var m strings.Builder
+	m.WriteString("name: big\nreleases: [{name: gen, version: '1', image: localhost/gen:1}]\ninstance_groups:\n")
+	for g := range 20 {
+		fmt.Fprintf(&m, "- name: group%02d\n  azs: [z1, z2]\n  instances: 3\n  networks: [{name: default}]\n  jobs:\n", g)
+		for j := range 5 {
+			fmt.Fprintf(&m, "  - {name: job%02d, release: gen}\n", g*5+j)
+		}
+	}
+	return []byte(m.String())
+}
+
+// BenchmarkGather gathers the generated deployment (bind, links, identity,
+// one Ruby batch for all 60 instances' bpm.yml, Secrets and Services) and
+// reports the largest Secret written.
+func BenchmarkGather(b *testing.B) {
+	cp, err := controlplane.Start(controlplane.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cp.Stop()
+	ctx := context.Background()
+	dir := b.TempDir()
+	manifest := generated(b, dir)
+	if err := cp.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "big", Namespace: "default", Labels: map[string]string{names.LabelDeployment: "big"}},
+		Data:       map[string][]byte{names.ManifestKey: manifest},
+	}); err != nil {
+		b.Fatal(err)
+	}
+	cfg := gathering.Config{Namespace: "default", ManifestSecret: "big", JobsDir: dir, ClusterDomain: "cluster.local"}
+	var first time.Duration
+	for b.Loop() {
+		start := time.Now()
+		if _, err := gathering.Run(ctx, cp.Client, cfg, gathering.NewRenderBPM(ctx), time.Now()); err != nil {
+			b.Fatal(err)
+		}
+		if first == 0 {
+			first = time.Since(start)
+		}
+	}
+	var secrets corev1.SecretList
+	if err := cp.Client.List(ctx, &secrets, client.InNamespace("default"), client.HasLabels{names.LabelSecretKind}); err != nil {
+		b.Fatal(err)
+	}
+	largest := 0
+	for _, s := range secrets.Items {
+		size := 0
+		for _, v := range s.Data {
+			size += len(v)
+		}
+		largest = max(largest, size)
+	}
+	b.ReportMetric(float64(first.Milliseconds()), "first-gather-ms")
+	b.ReportMetric(float64(largest), "largest-secret-bytes")
+	b.ReportMetric(float64(len(secrets.Items)), "secrets")
+}
