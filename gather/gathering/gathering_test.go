@@ -12,13 +12,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/resolved"
 	"github.com/bosh-injector/bosh-injector/gather/secretdata"
+	"github.com/bosh-injector/bosh-injector/test/fixtures"
 )
 
 var _ = Describe("gather", func() {
@@ -31,17 +31,13 @@ var _ = Describe("gather", func() {
 		ns = fmt.Sprintf("gather-%d", n)
 		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 		var err error
-		manifest, err = os.ReadFile(filepath.Join(fixtures, "deployments", "shop.yml"))
+		manifest, err = fixtures.ShopManifest()
 		Expect(err).NotTo(HaveOccurred())
 	})
 
 	apply := func(data []byte) {
 		GinkgoHelper()
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "shop-manifest", Namespace: ns, Labels: map[string]string{names.LabelDeployment: "shop"}}}
-		_, err := controllerutil.CreateOrUpdate(ctx, cp.Client, s, func() error {
-			s.Data = map[string][]byte{names.ManifestKey: data}
-			return nil
-		})
+		_, err := fixtures.ApplyManifest(ctx, cp.Client, ns, data)
 		Expect(err).NotTo(HaveOccurred())
 	}
 	gather := func() (*gathering.Result, error) {

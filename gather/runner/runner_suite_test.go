@@ -2,22 +2,19 @@ package runner_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
-	"github.com/bosh-injector/bosh-injector/test/releaseimage"
+	"github.com/bosh-injector/bosh-injector/test/fixtures"
 )
 
 func TestRunner(t *testing.T) {
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "Job runner")
 }
-
-const fixtures = "../../test/fixtures"
 
 var (
 	cp      *controlplane.ControlPlane
@@ -31,9 +28,7 @@ var (
 var _ = BeforeSuite(func() {
 	cp = controlplane.StartForSuite(controlplane.Options{ControllerManager: true, Controllers: []string{"garbage-collector-controller"}})
 	jobsDir = GinkgoT().TempDir()
-	for _, r := range []string{"bus", "store", "shop"} {
-		Expect(releaseimage.LayoutJobs(filepath.Join(fixtures, "releases", r), filepath.Join(jobsDir, r))).To(Succeed())
-	}
+	Expect(fixtures.LayoutReleases(jobsDir)).To(Succeed())
 })
 
 var _ = AfterEach(func() { cp.LogsOnFailure() })

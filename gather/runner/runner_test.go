@@ -3,8 +3,6 @@ package runner_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -17,10 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/webhook"
 )
 
@@ -52,17 +50,13 @@ var _ = Describe("the job runner", func() {
 		ns = fmt.Sprintf("runner-%d", n)
 		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 		var err error
-		manifest, err = os.ReadFile(filepath.Join(fixtures, "deployments", "shop.yml"))
+		manifest, err = fixtures.ShopManifest()
 		Expect(err).NotTo(HaveOccurred())
 	})
 
 	applyManifest := func(data []byte) *corev1.Secret {
 		GinkgoHelper()
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "shop-manifest", Namespace: ns, Labels: map[string]string{names.LabelDeployment: "shop"}}}
-		_, err := controllerutil.CreateOrUpdate(ctx, cp.Client, s, func() error {
-			s.Data = map[string][]byte{names.ManifestKey: data}
-			return nil
-		})
+		s, err := fixtures.ApplyManifest(ctx, cp.Client, ns, data)
 		Expect(err).NotTo(HaveOccurred())
 		return s
 	}
