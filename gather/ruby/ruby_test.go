@@ -109,6 +109,13 @@ func TestConformance(t *testing.T) {
 	}
 }
 
+func TestT21aNamesTheTemplateKeyAndLine(t *testing.T) {
+	got := render(t, spec(propsP(nil), ""), ruby.Template{Name: "config.yml.erb", Source: "port: <%= p(\"port\") %>\n# c\npass: <%= p(\"db.pass\") %>\n"})[0]
+	if want := `Error filling in template 'config.yml.erb' (line 3: Can't find property '["db.pass"]')`; got.Error != want {
+		t.Errorf("got %q, want %q", got.Error, want)
+	}
+}
+
 func TestNoMethodErrorOnLink(t *testing.T) {
 	got := render(t, spec(propsP(nil), dbLink), ruby.Template{Name: "tpl.erb", Source: `<%= link("db").deployment_name %>`})[0]
 	if !strings.HasPrefix(got.Error, "Error filling in template 'tpl.erb' (line 1: undefined method") || !strings.Contains(got.Error, "deployment_name") {
