@@ -31,7 +31,7 @@ var (
 )
 
 var _ = BeforeSuite(func() {
-	cp = controlplane.StartForSuite(controlplane.Options{CertManager: true})
+	cp = controlplane.StartForSuite(controlplane.Options{CertManager: true, ControllerManager: true})
 	var err error
 	kubeconfig, err = cp.KubeconfigFile("helm")
 	Expect(err).NotTo(HaveOccurred())

@@ -1,0 +1,104 @@
+package charts_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bosh-injector/bosh-injector/gather/bpm"
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/secretdata"
+	"github.com/bosh-injector/bosh-injector/gather/versions"
+	"github.com/bosh-injector/bosh-injector/webhook"
+)
+
+// The chart's webhook configuration, selectors and policies included, with
+// the certificate cert-manager issued for it, served by the operator's
+// webhook running in this process: only the client config becomes a URL,
+// since no Service here leads to this process.
+var _ = Describe("the chart's webhook with cert-manager's certificate", func() {
+	It("injects a labelled StatefulSet's pods", func() {
+		const ns = "chart-webhook"
+		helm("install", "hooked", chartDir, "--namespace", ns, "--create-namespace", "--set", "certificate.extraDNSNames={localhost}")
+
+		var serving corev1.Secret
+		Eventually(func() error {
+			return cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hooked-bosh-injector-serving-cert"}, &serving)
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		certDir := GinkgoT().TempDir()
+		for _, k := range []string{"tls.crt", "tls.key"} {
+			Expect(os.WriteFile(filepath.Join(certDir, k), serving.Data[k], 0o600)).To(Succeed())
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		Expect(err).NotTo(HaveOccurred())
+		port := l.Addr().(*net.TCPAddr).Port
+		Expect(l.Close()).To(Succeed())
+		mgr, err := webhook.NewManager(cp.Config, webhook.Options{Namespace: ns, OperatorImage: "localhost/bosh-injector:dev",
+			ClusterDomain: "cluster.local", Host: "127.0.0.1", Port: port, CertDir: certDir, Webhook: true}, GinkgoLogr)
+		Expect(err).NotTo(HaveOccurred())
+		mctx, cancel := context.WithCancel(ctx)
+		DeferCleanup(cancel)
+		go func() {
+			defer GinkgoRecover()
+			Expect(mgr.Start(mctx)).To(Succeed())
+		}()
+		Eventually(func() error { return mgr.GetWebhookServer().StartedChecker()(&http.Request{}) }).Should(Succeed())
+
+		var hook admissionregistrationv1.MutatingWebhookConfiguration
+		Eventually(func() ([]byte, error) {
+			err := cp.Client.Get(ctx, client.ObjectKey{Name: "hooked-bosh-injector"}, &hook)
+			return hook.Webhooks[0].ClientConfig.CABundle, err
+		}).WithTimeout(30 * time.Second).Should(Equal(serving.Data["ca.crt"]))
+		hook.Webhooks[0].ClientConfig.Service = nil
+		hook.Webhooks[0].ClientConfig.URL = ptr.To("https://localhost:" + strconv.Itoa(port) + webhook.Path)
+		Expect(cp.Client.Update(ctx, &hook)).To(Succeed())
+
+		const app = "shop-app"
+		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: app}})).To(Succeed())
+		info := bpm.Info{Deployment: "shop", InstanceGroup: "web", Instances: 2, Lifecycle: "service", ResolvedSecret: "shop.ig-resolved.web-v1",
+			Releases: []bpm.Release{{Name: "shop", Version: "1", Image: "localhost/shop:1"}},
+			Jobs:     []bpm.Job{{Name: "storefront", Release: "shop"}},
+			BPM: []bpm.InstanceBPM{{Indexes: []int{0, 1}, Jobs: map[string]bpm.Config{
+				"storefront": {Processes: []bpm.Process{{Name: "storefront", Executable: "/var/vcap/packages/storefront/bin/storefront"}}}}}}}
+		data, err := secretdata.Encode(info)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = versions.Write(ctx, cp.Client, versions.Desired{Key: versions.Key{Namespace: app, Deployment: "shop", Kind: names.KindBPM, InstanceGroup: "web"},
+			Data: map[string][]byte{bpm.InfoKey: data}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
+
+		labels := map[string]string{names.LabelDeployment: "shop", names.LabelInstanceGroup: "web"}
+		Expect(cp.Client.Create(ctx, &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: app},
+			Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](2), PodManagementPolicy: appsv1.ParallelPodManagement,
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "placeholder", Image: "busybox"}}}}},
+		})).To(Succeed())
+		Eventually(func() ([]string, error) {
+			var pods corev1.PodList
+			err := cp.Client.List(ctx, &pods, client.InNamespace(app))
+			var indexes []string
+			for _, p := range pods.Items {
+				if _, ok := p.Annotations[names.AnnotationInjected]; ok {
+					indexes = append(indexes, p.Labels[names.LabelInstanceIndex])
+				}
+			}
+			return indexes, err
+		}).WithTimeout(30 * time.Second).Should(ConsistOf("0", "1"))
+		helm("uninstall", "hooked", "--namespace", ns)
+	})
+})
