@@ -1,0 +1,107 @@
+package webhook_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	"sigs.k8s.io/yaml"
+
+	"github.com/bosh-injector/bosh-injector/gather/bpm"
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/secretdata"
+	"github.com/bosh-injector/bosh-injector/inject"
+	"github.com/bosh-injector/bosh-injector/webhook"
+)
+
+// FuzzHandle sends random pods, with random BPM info stored as the group's
+// bpm Secret, through the admission handler: it must never panic, and an
+// admitted pod's patch must apply to the request and give a pod.
+func FuzzHandle(f *testing.F) {
+	cases, _ := filepath.Glob("../inject/testdata/*.yaml")
+	for _, file := range cases {
+		if strings.HasSuffix(file, ".golden.yaml") {
+			continue
+		}
+		data, _ := os.ReadFile(file)
+		var c struct {
+			Info bpm.Info   `json:"info"`
+			Pod  corev1.Pod `json:"pod"`
+		}
+		if yaml.Unmarshal(data, &c) != nil {
+			continue
+		}
+		pod, _ := json.Marshal(c.Pod)
+		info, _ := json.Marshal(c.Info)
+		f.Add(pod, info, true)
+	}
+	f.Fuzz(func(t *testing.T, podJSON, infoJSON []byte, matchLabels bool) {
+		var info bpm.Info
+		if json.Unmarshal(infoJSON, &info) != nil {
+			return
+		}
+		raw := podJSON
+		var pod corev1.Pod
+		if json.Unmarshal(podJSON, &pod) == nil && matchLabels {
+			// Most random pods would be skipped or find no Secret; point
+			// them at the stored group so injection itself is exercised.
+			if pod.Labels == nil {
+				pod.Labels = map[string]string{}
+			}
+			pod.Labels[names.LabelDeployment] = info.Deployment
+			pod.Labels[names.LabelInstanceGroup] = info.InstanceGroup
+			raw, _ = json.Marshal(&pod)
+		}
+		data, err := secretdata.Encode(info)
+		if err != nil {
+			return
+		}
+		secret := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "fuzz", Name: names.VersionedSecret(info.Deployment, names.KindBPM, info.InstanceGroup, 1),
+				Labels: map[string]string{
+					names.LabelDeployment:    names.LabelValue(info.Deployment),
+					names.LabelInstanceGroup: names.LabelValue(info.InstanceGroup),
+					names.LabelSecretKind:    names.KindBPM,
+					names.LabelVersion:       "1",
+				},
+				Annotations: map[string]string{names.AnnotationInstanceGroupName: info.InstanceGroup}},
+			Data: map[string][]byte{bpm.InfoKey: data},
+		}
+		// A handler per input: its decoded-info memo is keyed by Secret UID,
+		// which the fake client leaves empty.
+		h := &webhook.Handler{Cache: fake.NewClientBuilder().WithObjects(secret).Build(),
+			Settings: inject.Settings{OperatorImage: "localhost/bosh-injector:dev"}, OperatorNamespace: operatorNamespace, Log: logr.Discard()}
+		resp := h.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			Namespace: "fuzz", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw},
+		}})
+		if !resp.Allowed || len(resp.Patches) == 0 {
+			return
+		}
+		ops, err := json.Marshal(resp.Patches)
+		if err != nil {
+			t.Fatal(err)
+		}
+		patch, err := jsonpatch.DecodePatch(ops)
+		if err != nil {
+			t.Fatalf("patch does not decode: %v", err)
+		}
+		patched, err := patch.Apply(raw)
+		if err != nil {
+			t.Fatalf("patch does not apply to the request: %v", err)
+		}
+		if err := json.Unmarshal(patched, &corev1.Pod{}); err != nil {
+			t.Fatalf("patched request is no pod: %v", err)
+		}
+	})
+}
