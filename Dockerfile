@@ -7,10 +7,11 @@ ARG GO_IMAGE=docker.io/library/golang:1.26-bookworm
 ARG BASE_IMAGE=docker.io/library/debian:bookworm-slim
 
 FROM ${GO_IMAGE} AS build
+# Optional CA bundle for fetching modules behind a TLS-intercepting proxy.
+ARG SSL_CERT_FILE
 WORKDIR /src
 ENV CGO_ENABLED=0 GOFLAGS=-mod=readonly
 COPY go.mod go.sum ./
-RUN go mod download
 COPY cmd cmd
 COPY gather gather
 COPY inject inject

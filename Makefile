@@ -121,13 +121,17 @@ build: ## Build bin/bosh-injector (static)
 # integration suites against the real control plane.
 GO_TEST_FLAGS ?= -count=1 -timeout 20m
 .PHONY: test
-test: deps testbin base-image ## Build what is missing, then run every test suite
+test: deps testbin image ## Build what is missing, then run every test suite
 	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) test $(GO_TEST_FLAGS) ./...
 
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(TESTBIN_CACHE)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
 $(STATICCHECK):
 	GOBIN=$(@D) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+.PHONY: e2e
+e2e: deps testbin image ## The end-to-end test: an injected pod running under podman
+	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) test $(GO_TEST_FLAGS) -v ./test/e2e
 
 .PHONY: lint
 lint: $(STATICCHECK) ## gofmt, go vet and staticcheck
@@ -150,4 +154,5 @@ IMAGE ?= localhost/bosh-injector:dev
 image: go-image ## Build the operator image from the Dockerfile with podman
 	podman build --network=host --build-arg GO_IMAGE=$(GO_IMAGE) --build-arg VERSION=$(VERSION) \
 		-v $$($(GO) env GOMODCACHE):/root/go/pkg/mod -v $$($(GO) env GOCACHE):/root/.cache/go-build \
+		-v /etc/ssl/certs/ca-certificates.crt:/etc/bosh-injector-build-ca.crt:ro --build-arg SSL_CERT_FILE=/etc/bosh-injector-build-ca.crt \
 		-t $(IMAGE) .

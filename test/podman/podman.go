@@ -56,6 +56,13 @@ func Adapt(pod *corev1.Pod, env Env) (*Run, error) {
 	if p.Annotations == nil {
 		p.Annotations = map[string]string{}
 	}
+	// kube play applies the label rule (63 characters) to annotation values
+	// and refuses longer ones; nothing running in the pod reads them.
+	for k, v := range p.Annotations {
+		if len(v) > 63 {
+			delete(p.Annotations, k)
+		}
+	}
 	// Without it podman removes init containers after they ran, and their
 	// logs with them.
 	p.Annotations["io.podman.annotations.init.container.type"] = "always"
@@ -67,6 +74,7 @@ func Adapt(pod *corev1.Pod, env Env) (*Run, error) {
 
 	var volumes []corev1.Volume
 	dropped := map[string]bool{}
+	mountpoints := map[string]string{} // pod volume name -> podman volume's host directory
 	for _, v := range p.Spec.Volumes {
 		switch {
 		case v.Projected != nil && strings.HasPrefix(v.Name, "kube-api-access-"):
@@ -87,9 +95,11 @@ func Adapt(pod *corev1.Pod, env Env) (*Run, error) {
 			// name between pods and created 0755, so a non-root container
 			// could not write after a root one: make a unique one, 0777.
 			name := env.VolumePrefix + v.Name
-			if err := createVolume(name); err != nil {
+			mp, err := createVolume(name)
+			if err != nil {
 				return nil, err
 			}
+			mountpoints[v.Name] = mp
 			run.volumes = append(run.volumes, name)
 			v.VolumeSource = corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}
 		}
@@ -100,6 +110,9 @@ func Adapt(pod *corev1.Pod, env Env) (*Run, error) {
 	for _, list := range []*[]corev1.Container{&p.Spec.InitContainers, &p.Spec.Containers} {
 		for i := range *list {
 			c := &(*list)[i]
+			if err := subPathMounts(c, p, mountpoints); err != nil {
+				return nil, fmt.Errorf("container %s: %w", c.Name, err)
+			}
 			if err := adaptContainer(c, p, env, dropped, run); err != nil {
 				return nil, fmt.Errorf("container %s: %w", c.Name, err)
 			}
@@ -185,6 +198,32 @@ func adaptContainer(c *corev1.Container, p *corev1.Pod, env Env, dropped map[str
 	return nil
 }
 
+// subPathMounts replaces a container's subPath mounts of emptyDir volumes:
+// kube play ignores subPath and would mount the whole volume. Each becomes a
+// hostPath mount of that directory of the podman volume, created as a kubelet
+// does.
+func subPathMounts(c *corev1.Container, p *corev1.Pod, mountpoints map[string]string) error {
+	for i := range c.VolumeMounts {
+		m := &c.VolumeMounts[i]
+		root, ok := mountpoints[m.Name]
+		if !ok || m.SubPath == "" {
+			continue
+		}
+		dir := filepath.Join(root, filepath.Clean("/"+m.SubPath))
+		if err := os.MkdirAll(dir, 0o777); err != nil {
+			return err
+		}
+		if err := os.Chmod(dir, 0o777); err != nil {
+			return err
+		}
+		name := fmt.Sprintf("%s-sub-%d", m.Name, len(p.Spec.Volumes))
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+			HostPath: &corev1.HostPathVolumeSource{Path: dir, Type: ptr.To(corev1.HostPathDirectory)}}})
+		m.Name, m.SubPath = name, ""
+	}
+	return nil
+}
+
 func writeSecret(env Env, name string) (string, error) {
 	s := env.Secrets[name]
 	if s == nil {
@@ -202,15 +241,16 @@ func writeSecret(env Env, name string) (string, error) {
 	return dir, nil
 }
 
-func createVolume(name string) error {
+func createVolume(name string) (string, error) {
 	if _, err := podman("volume", "create", name); err != nil {
-		return err
+		return "", err
 	}
 	mountpoint, err := podman("volume", "inspect", "--format", "{{.Mountpoint}}", name)
 	if err != nil {
-		return err
+		return "", err
 	}
-	return os.Chmod(strings.TrimSpace(mountpoint), 0o777)
+	mountpoint = strings.TrimSpace(mountpoint)
+	return mountpoint, os.Chmod(mountpoint, 0o777)
 }
 
 // Play starts the adapted pod. Its containers run in the background; Wait
@@ -240,6 +280,8 @@ type ContainerResult struct {
 	// Ran is false for containers that never started (after a failed init
 	// container).
 	Ran bool
+	// Error is podman's own error for the container (failed to start, say).
+	Error string
 }
 
 // Wait waits until every container of the pod has exited or timeout passes,
@@ -269,9 +311,10 @@ func (r *Run) results(all []corev1.Container) ([]ContainerResult, bool, error) {
 	for _, c := range all {
 		res := ContainerResult{Name: c.Name}
 		name := r.Pod.Name + "-" + c.Name
-		state, err := podman("inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", name)
+		state, err := podman("inspect", "--format", "{{.State.Status}} {{.State.ExitCode}} {{.State.Error}}", name)
 		if err == nil {
 			fields := strings.Fields(state)
+			res.Error = strings.Join(fields[2:], " ")
 			switch fields[0] {
 			case "running", "created", "configured", "initialized":
 				running = running || fields[0] == "running"
@@ -286,6 +329,26 @@ func (r *Run) results(all []corev1.Container) ([]ContainerResult, bool, error) {
 		results = append(results, res)
 	}
 	return results, running, nil
+}
+
+// WaitForLog waits until container's log contains text, for containers that
+// keep running (services), and returns the log.
+func (r *Run) WaitForLog(ctx context.Context, container, text string, timeout time.Duration) (string, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		logs, _ := podman("logs", r.Pod.Name+"-"+container)
+		if strings.Contains(logs, text) {
+			return logs, nil
+		}
+		if time.Now().After(deadline) {
+			return logs, fmt.Errorf("container %s did not log %q within %s", container, text, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return logs, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // Remove removes the pod, its containers and the volumes Adapt created.
