@@ -9,7 +9,8 @@ BIN_DIR := bin
 
 # Test control plane binaries are built from pinned Go modules under
 # test/tools and cached outside the repository, keyed by their versions, so a
-# fresh clone on the same machine reuses them.
+# fresh clone on the same machine reuses them (hence the order-only
+# prerequisites: a clone's files are newer than the cache, its versions not).
 modver = $(shell awk '$$1 == "$(2)" && $$2 != "=>" { print $$2; exit } $$1 == "require" && $$2 == "$(2)" { print $$3; exit }' test/tools/$(1)/go.mod 2>/dev/null)
 KUBE_VERSION := $(call modver,kube,k8s.io/kubernetes)
 ETCD_VERSION := $(call modver,etcd,go.etcd.io/etcd/server/v3)
@@ -35,20 +36,20 @@ testbin: $(addprefix $(TESTBIN)/,$(TESTBIN_TOOLS)) ## Build the test control pla
 print-testbin: ## Print the directory holding the test control plane binaries
 	@echo $(TESTBIN)
 
-$(TESTBIN)/etcd: test/tools/etcd/go.mod test/tools/etcd/main.go
+$(TESTBIN)/etcd: | test/tools/etcd/go.mod test/tools/etcd/main.go
 	@mkdir -p $(@D)
 	cd test/tools/etcd && $(GO) build -ldflags '-s -w' -o $@ .
 
-$(TESTBIN)/kube-%: test/tools/kube/go.mod
+$(TESTBIN)/kube-%: | test/tools/kube/go.mod
 	@mkdir -p $(@D)
 	cd test/tools/kube && $(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kube-$*
 
-$(TESTBIN)/kubectl: test/tools/kube/go.mod
+$(TESTBIN)/kubectl: | test/tools/kube/go.mod
 	@mkdir -p $(@D)
 	cd test/tools/kube && $(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kubectl
 
 HELM_K8S_VERSION = $(shell cd test/tools/helm && $(GO) list -m -f '{{.Version}}' k8s.io/client-go)
-$(TESTBIN)/helm: test/tools/helm/go.mod
+$(TESTBIN)/helm: | test/tools/helm/go.mod
 	@mkdir -p $(@D)
 	cd test/tools/helm && minor=$$(echo $(HELM_K8S_VERSION) | cut -d. -f2) && \
 	$(GO) build -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
@@ -57,12 +58,12 @@ $(TESTBIN)/helm: test/tools/helm/go.mod
 		-o $@ helm.sh/helm/v3/cmd/helm
 
 # cert-manager's CRDs are plain YAML in its module.
-$(TESTBIN)/cert-manager-crds: test/tools/certmanager/go.mod
+$(TESTBIN)/cert-manager-crds: | test/tools/certmanager/go.mod
 	@mkdir -p $@
 	cp $$(cd test/tools/certmanager && $(GO) list -m -f '{{.Dir}}' github.com/cert-manager/cert-manager)/deploy/crds/*.yaml $@/
 	chmod 0644 $@/*.yaml
 
-$(TESTBIN)/cert-manager-%: test/tools/certmanager/go.mod test/tools/certmanager/%/main.go
+$(TESTBIN)/cert-manager-%: | test/tools/certmanager/go.mod test/tools/certmanager/%/main.go
 	@mkdir -p $(@D)
 	cd test/tools/certmanager && $(GO) build -ldflags '-s -w' -o $@ ./$*
 

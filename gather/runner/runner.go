@@ -201,7 +201,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 	switch {
 	case jobCondition(&job, batchv1.JobComplete):
-		if statusOf(&manifest).State != ReasonGathered || statusOf(&manifest).Digest != digest {
+		if StatusOf(&manifest).State != ReasonGathered || StatusOf(&manifest).Digest != digest {
 			log.Info("gathered", "job", jobName)
 			r.Recorder.Eventf(&manifest, &job, corev1.EventTypeNormal, ReasonGathered, "Gather", "gathering Job %s succeeded", jobName)
 		}
@@ -214,7 +214,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, r.setStatus(ctx, &manifest, Status{State: ReasonGathered, Digest: digest, Job: jobName})
 	case jobCondition(&job, batchv1.JobFailed):
 		message := r.terminationMessage(ctx, &job)
-		if statusOf(&manifest).State != ReasonGatherFailed || statusOf(&manifest).Digest != digest {
+		if StatusOf(&manifest).State != ReasonGatherFailed || StatusOf(&manifest).Digest != digest {
 			log.Info("gathering failed", "job", jobName, "reason", ReasonGatherFailed)
 			r.Recorder.Eventf(&manifest, &job, corev1.EventTypeWarning, ReasonGatherFailed, "Gather", "gathering Job %s failed: %s", jobName, message)
 		}
@@ -375,14 +375,16 @@ func (r *Reconciler) terminationMessage(ctx context.Context, job *batchv1.Job) s
 	return "gathering failed; see the logs of Job " + job.Name
 }
 
-func statusOf(s *corev1.Secret) Status {
+// StatusOf reads a manifest Secret's status annotation; a Secret without
+// one has the zero Status.
+func StatusOf(s *corev1.Secret) Status {
 	var st Status
 	_ = json.Unmarshal([]byte(s.Annotations[names.AnnotationStatus]), &st)
 	return st
 }
 
 func (r *Reconciler) setStatus(ctx context.Context, manifest *corev1.Secret, st Status) error {
-	if statusOf(manifest) == st {
+	if StatusOf(manifest) == st {
 		return nil
 	}
 	data, err := json.Marshal(st)

@@ -1,8 +1,7 @@
-// Package e2e_test runs an injected pod with real containers: the fixture
-// deployment is gathered on a real control plane, a labelled StatefulSet's
-// pod is injected by the webhook, and the pod the apiserver stored runs under
-// podman: copy, render (the operator image), then the BPM process, whose
-// output is the configuration render produced.
+// Package e2e_test runs bosh-injector end to end with real containers: the
+// walkthrough of `make demo` (control plane, cert-manager, the chart, the
+// operator binary), with the gathering Job's pod and the injected pods run
+// under podman, and checks what each step produced.
 package e2e_test
 
 import (
@@ -14,151 +13,178 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/testr"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/bosh-injector/bosh-injector/gather/gathering"
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/runner"
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
-	"github.com/bosh-injector/bosh-injector/test/podman"
-	"github.com/bosh-injector/bosh-injector/test/releaseimage"
-	"github.com/bosh-injector/bosh-injector/webhook"
+	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 )
 
-const (
-	baseImage     = "docker.io/library/debian:bookworm-slim"
-	operatorImage = "localhost/bosh-injector:dev"
-	imagePrefix   = "localhost/bosh-injector-fixtures/"
-	imageSuffix   = ":ubuntu-noble-1.0-1.0.0"
-)
+// logWriter narrates into the test log.
+type logWriter struct{ t *testing.T }
 
-// programs are the fixture packages' executables; each is printconfig.
-var programs = map[string][]string{"bus": {"bus"}, "store": {"pgstore"}, "shop": {"storefront", "smoke-tests"}}
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
 
-func TestInjectedPodRuns(t *testing.T) {
-	if err := podman.Check(baseImage); err != nil {
+func TestWalkthrough(t *testing.T) {
+	ctx := context.Background()
+	if _, err := controlplane.BinDir(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := podman.Command(context.Background(), "image", "exists", operatorImage).Output(); err != nil {
-		t.Fatalf("image %s missing: run `make image`", operatorImage)
-	}
-	ctx := context.Background()
 	work := t.TempDir()
-
-	// The fixture release images, every package program being printconfig.
-	printconfig := filepath.Join(work, "printconfig")
-	build := exec.Command("go", "build", "-o", printconfig, "./printconfig")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary := filepath.Join(work, "bosh-injector")
+	build := exec.Command("go", "build", "-o", binary, "./cmd/bosh-injector")
+	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	for rel, progs := range programs {
-		pkgs := map[string]map[string]string{}
-		for _, p := range progs {
-			pkgs[p] = map[string]string{"bin/" + p: printconfig}
-		}
-		if err := releaseimage.Build(ctx, releaseimage.Release{Dir: fixtures.ReleaseDir(rel), Packages: pkgs, Base: baseImage, Image: imagePrefix + rel + imageSuffix}); err != nil {
-			t.Fatal(err)
-		}
+	if err := fixtures.BuildImages(ctx, walkthrough.BaseImage); err != nil {
+		t.Fatal(err)
 	}
 
-	cp, err := controlplane.Start(controlplane.Options{
-		ControllerManager: true,
-		Webhook:           envtest.WebhookInstallOptions{Paths: []string{"../../webhook/manifests/mutatingwebhookconfiguration.yaml"}},
+	w, err := walkthrough.Start(ctx, walkthrough.Options{Out: logWriter{t}, Binary: binary, Dir: work})
+	t.Cleanup(func() {
+		if t.Failed() && w.CP != nil {
+			w.CP.Logs(os.Stderr, 40)
+			data, _ := os.ReadFile(w.OperatorLog)
+			t.Logf("operator log:\n%s", data)
+		}
+		if err := w.Stop(); err != nil {
+			t.Error(err)
+		}
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cp.Stop() })
-	serving := cp.WebhookServerOptions()
-	mgr, err := webhook.NewManager(cp.Config, webhook.Options{Namespace: "bosh-injector", OperatorImage: operatorImage, ClusterDomain: "cluster.local",
-		Host: serving.Host, Port: serving.Port, CertDir: serving.CertDir, Webhook: true}, testr.New(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mctx, cancel := context.WithCancel(ctx)
-	t.Cleanup(cancel)
-	go func() { _ = mgr.Start(mctx) }()
-	mgr.GetCache().WaitForCacheSync(ctx)
 
-	// Gather the shop deployment (the gathering Job's work, done here).
-	const ns = "shop"
-	if err := cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
-	manifest, err := fixtures.ShopManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fixtures.ApplyManifest(ctx, cp.Client, ns, manifest); err != nil {
-		t.Fatal(err)
-	}
-	jobsDir := filepath.Join(work, "jobs-src")
-	if err := fixtures.LayoutReleases(jobsDir); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: fixtures.ManifestSecret, JobsDir: jobsDir, ClusterDomain: "cluster.local"},
-		gathering.NewRenderBPM(ctx), time.Now()); err != nil {
-		t.Fatal(err)
-	}
-
-	// A labelled StatefulSet of the web group; its pod is injected.
-	labels := map[string]string{names.LabelDeployment: "shop", names.LabelInstanceGroup: "web", names.LabelAZIndex: "1"}
-	if err := cp.Client.Create(ctx, &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-z1", Namespace: ns},
-		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "storefront-storefront", Image: imagePrefix + "shop" + imageSuffix}}}}},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	var pod corev1.Pod
-	for deadline := time.Now().Add(30 * time.Second); cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-z1-0"}, &pod) != nil; time.Sleep(200 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the StatefulSet's pod did not appear")
-		}
-	}
-	if _, ok := pod.Annotations[names.AnnotationInjected]; !ok {
-		t.Fatal("the pod was not injected")
-	}
-	secrets := map[string]*corev1.Secret{}
-	for _, v := range pod.Spec.Volumes {
-		if v.Secret != nil {
-			var s corev1.Secret
-			if err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: v.Secret.SecretName}, &s); err != nil {
-				t.Fatal(err)
+	t.Run("the gathered deployment's instance runs its rendered configuration", func(t *testing.T) {
+		const ns = "shop"
+		status, err := w.Deploy(ctx, ns, func(ctx context.Context, c client.Client, ns string) (*corev1.Secret, error) {
+			manifest, err := fixtures.ShopManifest()
+			if err != nil {
+				return nil, err
 			}
-			secrets[s.Name] = &s
+			return fixtures.ApplyManifest(ctx, c, ns, manifest)
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		if status.State != runner.ReasonGathered {
+			t.Fatalf("gathering: %+v", status)
+		}
+		for _, name := range []string{"shop.ig-resolved.web-v1", "shop.bpm.web-v1", "shop.ig-resolved.bus-v1", "shop.var-bus-tls"} {
+			if err := w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.Secret{}); err != nil {
+				t.Errorf("the gathering pod did not write Secret %s: %v", name, err)
+			}
+		}
 
-	run, err := podman.Adapt(&pod, podman.Env{Secrets: secrets, PodIP: "127.0.0.1", Dir: t.TempDir(), VolumePrefix: "e2e-" + strings.ToLower(t.Name()) + "-"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = run.Remove() })
-	if err := run.Play(ctx); err != nil {
-		t.Fatal(err)
-	}
-	logs, err := run.WaitForLog(ctx, "storefront-storefront", "listen_port:", 2*time.Minute)
-	if err != nil {
-		results, _ := run.Wait(ctx, time.Second)
-		t.Fatalf("%v\n%s\ncontainers: %+v", err, logs, results)
-	}
-	for _, want := range []string{
-		"==> /var/vcap/jobs/storefront/config/storefront.yml <==",
-		"listen_port: 8080",
-		"host: shop-db-0.shop.svc.cluster.local",
-		"- nats://shop-bus-2.shop.svc.cluster.local:4222",
-	} {
-		if !strings.Contains(logs, want) {
-			t.Errorf("the process's output lacks %q:\n%s", want, logs)
+		run, err := w.StartInstance(ctx, ns, "web", 1, "storefront-storefront", fixtures.Image("shop"))
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		logs, err := run.WaitForLog(ctx, "storefront-storefront", "listen_port:", 2*time.Minute)
+		if _, rerr := w.Report(ctx, run); rerr != nil {
+			t.Error(rerr)
+		}
+		if err != nil {
+			results, _ := run.Results()
+			t.Fatalf("%v\n%s\ncontainers: %+v", err, logs, results)
+		}
+		for _, want := range []string{
+			"==> /var/vcap/jobs/storefront/config/storefront.yml <==",
+			"listen_port: 8080",
+			"host: shop-db-0.shop.svc.cluster.local",
+			"- nats://shop-bus-2.shop.svc.cluster.local:4222",
+		} {
+			if !strings.Contains(logs, want) {
+				t.Errorf("the process's output lacks %q:\n%s", want, logs)
+			}
+		}
+		var pod corev1.Pod
+		if err := w.Client.Get(ctx, run.Source, &pod); err != nil {
+			t.Fatal(err)
+		}
+		if pod.Status.Phase != corev1.PodRunning {
+			t.Errorf("reported phase %s, want Running", pod.Status.Phase)
+		}
+		if err := w.Events(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+		var events corev1.EventList
+		if err := w.Client.List(ctx, &events, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		reasons := map[string]bool{}
+		for _, e := range events.Items {
+			reasons[e.Reason] = true
+		}
+		for _, want := range []string{runner.ReasonGatherStarted, runner.ReasonGathered} {
+			if !reasons[want] {
+				t.Errorf("no %s event in %v", want, reasons)
+			}
+		}
+	})
+
+	t.Run("a template that cannot render fails the render container with template, line and property", func(t *testing.T) {
+		const ns = "broken"
+		status, err := w.Deploy(ctx, ns, func(ctx context.Context, c client.Client, ns string) (*corev1.Secret, error) {
+			manifest, err := fixtures.ShopManifest()
+			if err != nil {
+				return nil, err
+			}
+			return fixtures.ApplyManifest(ctx, c, ns, manifest, "missing-bus-password.yml")
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Like the director, gathering renders only bpm.yml: the missing
+		// property is found when the instance's templates render.
+		if status.State != runner.ReasonGathered {
+			t.Fatalf("gathering: %+v", status)
+		}
+		run, err := w.StartInstance(ctx, ns, "bus", 1, "bus-bus", fixtures.Image("bus"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := run.Wait(ctx, 2*time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Report(ctx, run); err != nil {
+			t.Fatal(err)
+		}
+		var pod corev1.Pod
+		if err := w.Client.Get(ctx, run.Source, &pod); err != nil {
+			t.Fatal(err)
+		}
+		var render *corev1.ContainerStateTerminated
+		for _, s := range pod.Status.InitContainerStatuses {
+			if s.Name == "render" {
+				render = s.State.Terminated
+			}
+		}
+		if render == nil || render.ExitCode == 0 {
+			t.Fatalf("render container status: %+v", pod.Status.InitContainerStatuses)
+		}
+		want := `Error filling in template 'bus.conf.erb' (line 10: Can't find property '["bus.password"]')`
+		if !strings.Contains(render.Message, want) {
+			t.Errorf("render's termination message\n%s\nlacks\n%s", render.Message, want)
+		}
+		for _, s := range pod.Status.ContainerStatuses {
+			if s.State.Running != nil || s.State.Terminated != nil {
+				t.Errorf("container %s started after render failed", s.Name)
+			}
+		}
+		if pod.Annotations[names.AnnotationInjected] == "" {
+			t.Error("the pod lost its injection record")
+		}
+	})
 }

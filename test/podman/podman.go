@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -23,6 +24,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
 
@@ -37,11 +39,20 @@ type Env struct {
 	// VolumePrefix makes podman volume names unique per run: podman shares
 	// volumes between pods by name.
 	VolumePrefix string
+	// Kubeconfig, when set, is how the pod reaches the apiserver instead of
+	// its service-account token: the pod runs with host networking and every
+	// container gets the file with KUBECONFIG pointing at it.
+	Kubeconfig string
 }
+
+// kubeconfigPath is where containers find Env.Kubeconfig.
+const kubeconfigPath = "/var/run/podman-kubelet/kubeconfig"
 
 // Run is a pod started by Play.
 type Run struct {
+	// Pod is the adapted pod; Source the key of the pod it came from.
 	Pod      *corev1.Pod
+	Source   client.ObjectKey
 	yamlPath string
 	termLogs map[string]string // container name -> host file of its termination log
 	volumes  []string
@@ -52,7 +63,10 @@ type Run struct {
 // needed to read results back.
 func Adapt(pod *corev1.Pod, env Env) (*Run, error) {
 	p := pod.DeepCopy()
-	run := &Run{Pod: p, termLogs: map[string]string{}, hostNet: p.Spec.HostNetwork}
+	if env.Kubeconfig != "" {
+		p.Spec.HostNetwork = true
+	}
+	run := &Run{Pod: p, Source: client.ObjectKeyFromObject(pod), termLogs: map[string]string{}, hostNet: p.Spec.HostNetwork}
 	if p.Annotations == nil {
 		p.Annotations = map[string]string{}
 	}
@@ -106,6 +120,11 @@ func Adapt(pod *corev1.Pod, env Env) (*Run, error) {
 		volumes = append(volumes, v)
 	}
 	p.Spec.Volumes = volumes
+	if env.Kubeconfig != "" {
+		if err := addKubeconfig(p, env); err != nil {
+			return nil, err
+		}
+	}
 
 	for _, list := range []*[]corev1.Container{&p.Spec.InitContainers, &p.Spec.Containers} {
 		for i := range *list {
@@ -118,6 +137,10 @@ func Adapt(pod *corev1.Pod, env Env) (*Run, error) {
 			}
 		}
 	}
+	// kube play applies the pod's restart policy to init containers too,
+	// restarting a failed one at once and for ever, which hides how it
+	// ended. Containers run once here; Report states what a kubelet would.
+	p.Spec.RestartPolicy = corev1.RestartPolicyNever
 	p.Spec.ServiceAccountName, p.Spec.DeprecatedServiceAccount = "", ""
 	p.Status = corev1.PodStatus{}
 	// Objects read through a typed client come without their kind.
@@ -224,6 +247,28 @@ func subPathMounts(c *corev1.Container, p *corev1.Pod, mountpoints map[string]st
 	return nil
 }
 
+// addKubeconfig mounts a readable copy of env.Kubeconfig into every
+// container (they may run as any user) and points KUBECONFIG at it.
+func addKubeconfig(p *corev1.Pod, env Env) error {
+	data, err := os.ReadFile(env.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	file := filepath.Join(env.Dir, "kubeconfig")
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		return err
+	}
+	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "podman-kubeconfig", VolumeSource: corev1.VolumeSource{
+		HostPath: &corev1.HostPathVolumeSource{Path: file, Type: ptr.To(corev1.HostPathFile)}}})
+	for _, list := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for i := range list {
+			list[i].VolumeMounts = append(list[i].VolumeMounts, corev1.VolumeMount{Name: "podman-kubeconfig", MountPath: kubeconfigPath, ReadOnly: true})
+			list[i].Env = append(list[i].Env, corev1.EnvVar{Name: "KUBECONFIG", Value: kubeconfigPath})
+		}
+	}
+	return nil
+}
+
 func writeSecret(env Env, name string) (string, error) {
 	s := env.Secrets[name]
 	if s == nil {
@@ -265,11 +310,15 @@ func (r *Run) Play(ctx context.Context) error {
 	cmd := Command(ctx, append(args, r.yamlPath)...)
 	cmd.Dir = filepath.Dir(r.yamlPath)
 	out, err := cmd.CombinedOutput()
-	if err != nil {
+	// A failed init container fails kube play; for a kubelet it is how the
+	// pod ran, which Wait and Results report.
+	if err != nil && !initContainerFailed.Match(out) {
 		return fmt.Errorf("podman kube play: %w: %s", err, out)
 	}
 	return nil
 }
+
+var initContainerFailed = regexp.MustCompile(`(?m)^Error: init container \S+ exited with code [1-9]`)
 
 // ContainerResult is how one container ended.
 type ContainerResult struct {
@@ -277,9 +326,11 @@ type ContainerResult struct {
 	ExitCode           int
 	Logs               string
 	TerminationMessage string
-	// Ran is false for containers that never started (after a failed init
+	// Ran is true for containers that ran and exited; false for those still
+	// running (Running) and those that never started (after a failed init
 	// container).
-	Ran bool
+	Ran     bool
+	Running bool
 	// Error is podman's own error for the container (failed to start, say).
 	Error string
 }
@@ -288,9 +339,8 @@ type ContainerResult struct {
 // and returns the results of init containers and containers, in pod order.
 func (r *Run) Wait(ctx context.Context, timeout time.Duration) ([]ContainerResult, error) {
 	deadline := time.Now().Add(timeout)
-	all := append(append([]corev1.Container{}, r.Pod.Spec.InitContainers...), r.Pod.Spec.Containers...)
 	for {
-		results, running, err := r.results(all)
+		results, running, err := r.results()
 		if err != nil || !running {
 			return results, err
 		}
@@ -305,7 +355,14 @@ func (r *Run) Wait(ctx context.Context, timeout time.Duration) ([]ContainerResul
 	}
 }
 
-func (r *Run) results(all []corev1.Container) ([]ContainerResult, bool, error) {
+// Results returns how the pod's containers are doing now.
+func (r *Run) Results() ([]ContainerResult, error) {
+	results, _, err := r.results()
+	return results, err
+}
+
+func (r *Run) results() ([]ContainerResult, bool, error) {
+	all := append(append([]corev1.Container{}, r.Pod.Spec.InitContainers...), r.Pod.Spec.Containers...)
 	var results []ContainerResult
 	running := false
 	for _, c := range all {
@@ -317,7 +374,8 @@ func (r *Run) results(all []corev1.Container) ([]ContainerResult, bool, error) {
 			res.Error = strings.Join(fields[2:], " ")
 			switch fields[0] {
 			case "running", "created", "configured", "initialized":
-				running = running || fields[0] == "running"
+				res.Running = fields[0] == "running"
+				running = running || res.Running
 			default:
 				res.Ran = true
 				res.ExitCode, _ = strconv.Atoi(fields[1])

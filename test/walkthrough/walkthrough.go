@@ -1,0 +1,490 @@
+// Package walkthrough runs bosh-injector's whole flow on this machine, as a
+// user would on a cluster, narrating each step: a local control plane with
+// cert-manager, the Helm chart's objects, the operator from the built binary
+// serving the webhook with cert-manager's certificate, a deployment's manifest
+// Secret, the gathering Job's pod and the injected instance pods running with
+// real containers under podman (the kubelet's part, see test/podman).
+//
+// `make demo` narrates it for a newcomer; the end-to-end test runs the same
+// steps and checks their results.
+package walkthrough
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/runner"
+	"github.com/bosh-injector/bosh-injector/test/controlplane"
+	"github.com/bosh-injector/bosh-injector/test/podman"
+	"github.com/bosh-injector/bosh-injector/webhook"
+)
+
+const (
+	// Namespace is where the chart and the operator live.
+	Namespace = "bosh-injector"
+	// Release is the chart's Helm release name.
+	Release = "bosh-injector"
+	// OperatorImage is the image `make image` builds: render init
+	// containers and gathering Jobs run it.
+	OperatorImage = "localhost/bosh-injector:dev"
+	// BaseImage is the debootstrapped Debian `make base-image` imports.
+	BaseImage = "docker.io/library/debian:bookworm-slim"
+)
+
+// Options configure a walkthrough.
+type Options struct {
+	// Out receives the narration.
+	Out io.Writer
+	// Binary is the bosh-injector binary the operator runs from.
+	Binary string
+	// Dir holds work files (logs, kubeconfigs, pod files); it must exist.
+	Dir string
+}
+
+// Walkthrough is a running local installation of bosh-injector.
+type Walkthrough struct {
+	CP      *controlplane.ControlPlane
+	Client  client.Client
+	Kubelet *podman.Kubelet
+	// Kubeconfig is an admin kubeconfig for the control plane.
+	Kubeconfig string
+	// OperatorLog is the operator's log file.
+	OperatorLog string
+
+	opts     Options
+	step     int
+	began    time.Time
+	operator *exec.Cmd
+	exited   chan error
+	runs     []*podman.Run
+}
+
+// Start starts the control plane with cert-manager, installs the chart and
+// runs the operator from opts.Binary, serving the chart's webhook
+// configuration with the certificate cert-manager issued. Stop undoes it,
+// also after a failed start.
+func Start(ctx context.Context, opts Options) (*Walkthrough, error) {
+	w := &Walkthrough{opts: opts}
+	if err := podman.Check(BaseImage); err != nil {
+		return w, err
+	}
+	if err := podman.Command(ctx, "image", "exists", OperatorImage).Run(); err != nil {
+		return w, fmt.Errorf("image %s missing: run `make image`", OperatorImage)
+	}
+
+	w.Step("A local control plane: etcd, kube-apiserver, kube-controller-manager, cert-manager's controller and cainjector, all built from source by `make testbin`")
+	started := time.Now()
+	cp, err := controlplane.Start(controlplane.Options{ControllerManager: true, CertManager: true})
+	if err != nil {
+		return w, err
+	}
+	w.CP, w.Client = cp, cp.Client
+	if w.Kubeconfig, err = cp.KubeconfigFile("walkthrough"); err != nil {
+		return w, err
+	}
+	w.Kubelet = &podman.Kubelet{Client: cp.Client, Dir: filepath.Join(opts.Dir, "pods"), VolumePrefix: "walkthrough-"}
+	w.Say("apiserver %s, up in %s", cp.Config.Host, time.Since(started).Round(100*time.Millisecond))
+
+	w.Step("The Helm chart charts/bosh-injector, installed into namespace %s", Namespace)
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		return w, err
+	}
+	// The serving certificate also names localhost: the apiserver reaches
+	// the operator process on this machine, not through the chart's Service.
+	if _, err := w.Helm(ctx, "install", Release, filepath.Join(root, "charts", "bosh-injector"), "--namespace", Namespace, "--create-namespace",
+		"--set", "image.tag=dev", "--set", "certificate.extraDNSNames={localhost}"); err != nil {
+		return w, err
+	}
+	manifest, err := w.Helm(ctx, "get", "manifest", Release, "--namespace", Namespace)
+	if err != nil {
+		return w, err
+	}
+	for _, doc := range strings.Split(manifest, "\n---") {
+		var obj metav1.PartialObjectMetadata
+		if yaml.Unmarshal([]byte(doc), &obj) == nil && obj.Kind != "" {
+			w.Say("%s %s", obj.Kind, obj.Name)
+		}
+	}
+	w.Say("(no kubelet here runs the chart's Deployment: the operator runs from %s instead, with the same certificate)", opts.Binary)
+
+	w.Step("cert-manager issues the webhook's serving certificate; cainjector puts its CA into the MutatingWebhookConfiguration")
+	var serving corev1.Secret
+	if err := poll(ctx, time.Minute, "the serving certificate Secret", func() (bool, error) {
+		err := w.Client.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: Release + "-serving-cert"}, &serving)
+		return err == nil, client.IgnoreNotFound(err)
+	}); err != nil {
+		return w, err
+	}
+	var hook admissionregistrationv1.MutatingWebhookConfiguration
+	if err := poll(ctx, time.Minute, "the webhook's CA bundle", func() (bool, error) {
+		err := w.Client.Get(ctx, client.ObjectKey{Name: Release}, &hook)
+		return err == nil && len(hook.Webhooks) > 0 && string(hook.Webhooks[0].ClientConfig.CABundle) == string(serving.Data["ca.crt"]), client.IgnoreNotFound(err)
+	}); err != nil {
+		return w, err
+	}
+	w.Say("Secret %s/%s holds the certificate; the webhook %s trusts its CA", Namespace, serving.Name, hook.Name)
+
+	w.Step("The operator: `bosh-injector webhook` (admission webhook and gathering job runner), from the built binary")
+	port, err := w.startOperator(ctx, &serving)
+	if err != nil {
+		return w, err
+	}
+	hook.Webhooks[0].ClientConfig.Service = nil
+	hook.Webhooks[0].ClientConfig.URL = ptr.To("https://localhost:" + strconv.Itoa(port) + webhook.Path)
+	if err := w.Client.Update(ctx, &hook); err != nil {
+		return w, err
+	}
+	w.Say("serving on localhost:%d; the webhook configuration now calls it there (log: %s)", port, w.OperatorLog)
+	return w, nil
+}
+
+// startOperator runs `bosh-injector webhook` with the serving certificate
+// and waits until it is ready; it returns the webhook port.
+func (w *Walkthrough) startOperator(ctx context.Context, serving *corev1.Secret) (int, error) {
+	certDir := filepath.Join(w.opts.Dir, "serving-certs")
+	if err := os.MkdirAll(certDir, 0o700); err != nil {
+		return 0, err
+	}
+	for _, k := range []string{"tls.crt", "tls.key"} {
+		if err := os.WriteFile(filepath.Join(certDir, k), serving.Data[k], 0o600); err != nil {
+			return 0, err
+		}
+	}
+	ports, err := freePorts(2)
+	if err != nil {
+		return 0, err
+	}
+	w.OperatorLog = filepath.Join(w.opts.Dir, "operator.log")
+	logFile, err := os.Create(w.OperatorLog)
+	if err != nil {
+		return 0, err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(w.opts.Binary, "webhook", "--kubeconfig="+w.Kubeconfig, "--namespace="+Namespace,
+		"--operator-image="+OperatorImage, "--cert-dir="+certDir, "--host=127.0.0.1",
+		"--port="+strconv.Itoa(ports[0]), "--health-port="+strconv.Itoa(ports[1]), "--metrics-port=0")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Dies with this process, as the control plane's children do.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	w.operator, w.exited = cmd, make(chan error, 1)
+	go func() { w.exited <- cmd.Wait() }()
+	ready := "http://127.0.0.1:" + strconv.Itoa(ports[1]) + "/readyz"
+	err = poll(ctx, 30*time.Second, "the operator's /readyz", func() (bool, error) {
+		select {
+		case err := <-w.exited:
+			w.exited <- err
+			return false, fmt.Errorf("the operator exited: %v\n%s", err, tail(w.OperatorLog, 20))
+		default:
+		}
+		resp, err := http.Get(ready)
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	return ports[0], err
+}
+
+// Deploy applies a deployment's manifest Secret (made by apply) in namespace
+// ns, runs the gathering Job's pod the job runner creates and returns the
+// manifest Secret's status once gathering ended.
+func (w *Walkthrough) Deploy(ctx context.Context, ns string, apply func(context.Context, client.Client, string) (*corev1.Secret, error)) (runner.Status, error) {
+	w.Step("The deployment manifest, as a Secret labelled %s in namespace %s", names.LabelDeployment, ns)
+	if err := w.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return runner.Status{}, err
+	}
+	manifest, err := apply(ctx, w.Client, ns)
+	if err != nil {
+		return runner.Status{}, err
+	}
+	w.Say("Secret %s: %s", manifest.Name, strings.Join(slices.Sorted(maps.Keys(manifest.Data)), ", "))
+
+	w.Step("The job runner starts a gathering Job; its pod runs under podman (host network, a kubeconfig in place of the service-account token)")
+	var pod corev1.Pod
+	if err := poll(ctx, time.Minute, "the gathering Job's pod", func() (bool, error) {
+		var pods corev1.PodList
+		err := w.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{runner.LabelComponent: runner.ComponentGather})
+		if err != nil || len(pods.Items) == 0 {
+			return false, err
+		}
+		pod = pods.Items[0]
+		return true, nil
+	}); err != nil {
+		return runner.Status{}, err
+	}
+	w.Say("Job %s, pod %s:", pod.Labels[batchv1.JobNameLabel], pod.Name)
+	w.describeContainers(&pod)
+	run, err := w.start(ctx, &pod, w.Kubeconfig)
+	if err != nil {
+		return runner.Status{}, err
+	}
+	results, err := run.Wait(ctx, 3*time.Minute)
+	if err != nil {
+		return runner.Status{}, err
+	}
+	w.sayResults(results)
+	if err := run.Report(ctx, w.Client, results); err != nil {
+		return runner.Status{}, err
+	}
+
+	w.Step("The Job controller sees the pod's reported status; the job runner records the outcome on the manifest Secret")
+	var status runner.Status
+	if err := poll(ctx, time.Minute, "the gathering's outcome", func() (bool, error) {
+		var s corev1.Secret
+		if err := w.Client.Get(ctx, client.ObjectKeyFromObject(manifest), &s); err != nil {
+			return false, err
+		}
+		status = runner.StatusOf(&s)
+		return status.State == runner.ReasonGathered || status.State == runner.ReasonGatherFailed, nil
+	}); err != nil {
+		return status, err
+	}
+	w.Say("%s: %s", names.AnnotationStatus, status.State)
+	if status.Message != "" {
+		w.Say("%s", status.Message)
+	}
+	var secrets corev1.SecretList
+	if err := w.Client.List(ctx, &secrets, client.InNamespace(ns), client.HasLabels{names.LabelDeployment}); err != nil {
+		return status, err
+	}
+	w.Say("Secrets written by gather (values stay in the cluster):")
+	for _, s := range secrets.Items {
+		if s.Name != manifest.Name {
+			w.Say("  %-36s keys: %s", s.Name, strings.Join(slices.Sorted(maps.Keys(s.Data)), ", "))
+		}
+	}
+	return status, nil
+}
+
+// StartInstance creates a StatefulSet of one instance of group in AZ
+// azIndex, labelled for bosh-injector, with a container named for the
+// group's first BPM process (container, the webhook completes it), and runs
+// the injected pod the apiserver stored.
+func (w *Walkthrough) StartInstance(ctx context.Context, ns, group string, azIndex int, container, image string) (*podman.Run, error) {
+	name := fmt.Sprintf("%s-z%d", group, azIndex)
+	w.Step("A plain StatefulSet %s, its pod template labelled with deployment, instance group and AZ", name)
+	labels := map[string]string{names.LabelDeployment: "shop", names.LabelInstanceGroup: group, names.LabelAZIndex: strconv.Itoa(azIndex)}
+	if err := w.Client.Create(ctx, &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: container, Image: image}}}}},
+	}); err != nil {
+		return nil, err
+	}
+	var pod corev1.Pod
+	if err := poll(ctx, time.Minute, "the StatefulSet's pod", func() (bool, error) {
+		err := w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-0"}, &pod)
+		return err == nil, client.IgnoreNotFound(err)
+	}); err != nil {
+		return nil, err
+	}
+	if _, ok := pod.Annotations[names.AnnotationInjected]; !ok {
+		return nil, fmt.Errorf("pod %s was not injected", pod.Name)
+	}
+	w.Step("The webhook injected pod %s at creation; as the apiserver stored it:", pod.Name)
+	w.describeContainers(&pod)
+	for _, v := range pod.Spec.Volumes {
+		w.Say("  volume %-22s %s", v.Name, volumeKind(v))
+	}
+	w.Step("Pod %s runs under podman: copy, render, then the BPM processes", pod.Name)
+	return w.start(ctx, &pod, "")
+}
+
+func (w *Walkthrough) start(ctx context.Context, pod *corev1.Pod, kubeconfig string) (*podman.Run, error) {
+	run, err := w.Kubelet.Start(ctx, pod, kubeconfig)
+	if run != nil {
+		w.runs = append(w.runs, run)
+	}
+	return run, err
+}
+
+// Report writes the run's current container states into its pod's status,
+// as a kubelet would, and narrates them.
+func (w *Walkthrough) Report(ctx context.Context, run *podman.Run) ([]podman.ContainerResult, error) {
+	results, err := run.Results()
+	if err != nil {
+		return nil, err
+	}
+	w.sayResults(results)
+	return results, run.Report(ctx, w.Client, results)
+}
+
+// Events narrates the Events of namespace ns, oldest first.
+func (w *Walkthrough) Events(ctx context.Context, ns string) error {
+	w.Step("Events in namespace %s", ns)
+	var events corev1.EventList
+	if err := w.Client.List(ctx, &events, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	slices.SortStableFunc(events.Items, func(a, b corev1.Event) int { return eventTime(a).Compare(eventTime(b)) })
+	for _, e := range events.Items {
+		w.Say("  %-7s %-14s %s/%s: %s", e.Type, e.Reason, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message)
+	}
+	return nil
+}
+
+func eventTime(e corev1.Event) time.Time {
+	if !e.EventTime.IsZero() {
+		return e.EventTime.Time
+	}
+	return e.LastTimestamp.Time
+}
+
+// Stop removes the pods it ran, stops the operator and the control plane
+// and removes their files.
+func (w *Walkthrough) Stop() error {
+	var errs []error
+	for _, r := range w.runs {
+		errs = append(errs, r.Remove())
+	}
+	if w.operator != nil {
+		_ = w.operator.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-w.exited:
+		case <-time.After(15 * time.Second):
+			_ = w.operator.Process.Kill()
+			<-w.exited
+		}
+	}
+	if w.CP != nil {
+		errs = append(errs, w.CP.Stop(), w.CP.Cleanup())
+	}
+	return errors.Join(errs...)
+}
+
+// Helm runs the helm `make testbin` built against the control plane and
+// returns its stdout.
+func (w *Walkthrough) Helm(ctx context.Context, args ...string) (string, error) {
+	home := filepath.Join(w.opts.Dir, "helm")
+	cmd := exec.CommandContext(ctx, filepath.Join(w.CP.BinDir, "helm"), args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+w.Kubeconfig, "HELM_CACHE_HOME="+home, "HELM_CONFIG_HOME="+home, "HELM_DATA_HOME="+home)
+	out, err := cmd.Output()
+	if exit, ok := err.(*exec.ExitError); ok {
+		return "", fmt.Errorf("helm %s: %w: %s", strings.Join(args, " "), err, exit.Stderr)
+	}
+	return string(out), err
+}
+
+// Step starts a numbered step of the narration.
+func (w *Walkthrough) Step(format string, args ...any) {
+	if w.began.IsZero() {
+		w.began = time.Now()
+	}
+	w.step++
+	fmt.Fprintf(w.opts.Out, "\n%d. [%5.1fs] %s\n", w.step, time.Since(w.began).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// Say narrates a line within a step.
+func (w *Walkthrough) Say(format string, args ...any) {
+	for _, line := range strings.Split(strings.TrimRight(fmt.Sprintf(format, args...), "\n"), "\n") {
+		fmt.Fprintf(w.opts.Out, "   %s\n", line)
+	}
+}
+
+func (w *Walkthrough) describeContainers(pod *corev1.Pod) {
+	for _, c := range pod.Spec.InitContainers {
+		w.Say("  init      %-22s %s %s", c.Name, c.Image, strings.Join(append(slices.Clone(c.Command), c.Args...), " "))
+	}
+	for _, c := range pod.Spec.Containers {
+		w.Say("  container %-22s %s %s", c.Name, c.Image, strings.Join(append(slices.Clone(c.Command), c.Args...), " "))
+	}
+}
+
+func (w *Walkthrough) sayResults(results []podman.ContainerResult) {
+	for _, r := range results {
+		switch {
+		case r.Running:
+			w.Say("  %-22s running", r.Name)
+		case !r.Ran:
+			w.Say("  %-22s not started %s", r.Name, r.Error)
+		default:
+			w.Say("  %-22s exited %d", r.Name, r.ExitCode)
+			if r.ExitCode != 0 && r.TerminationMessage != "" {
+				w.Say("  %-22s termination message: %s", "", strings.TrimSpace(r.TerminationMessage))
+			}
+		}
+	}
+}
+
+func volumeKind(v corev1.Volume) string {
+	switch {
+	case v.Secret != nil:
+		return "Secret " + v.Secret.SecretName
+	case v.EmptyDir != nil:
+		return "emptyDir"
+	case v.PersistentVolumeClaim != nil:
+		return "PersistentVolumeClaim " + v.PersistentVolumeClaim.ClaimName
+	case v.Projected != nil:
+		return "projected (service-account token)"
+	case v.DownwardAPI != nil:
+		return "downwardAPI"
+	}
+	return "other"
+}
+
+// poll calls done every 200 ms until it is true or fails, or timeout passes.
+func poll(ctx context.Context, timeout time.Duration, what string, done func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := done()
+		if err != nil || ok {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("waiting for %s: not there after %s", what, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func tail(path string, lines int) string {
+	data, _ := os.ReadFile(path)
+	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return strings.Join(all[max(0, len(all)-lines):], "\n")
+}
