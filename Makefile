@@ -134,6 +134,10 @@ $(STATICCHECK):
 e2e: deps testbin image ## The end-to-end test: an injected pod running under podman
 	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) test $(GO_TEST_FLAGS) -v ./test/e2e
 
+.PHONY: demo
+demo: deps testbin image build ## The walkthrough: a local control plane, the chart, the example deployment running under podman
+	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) run ./test/demo --binary $(BIN_DIR)/bosh-injector
+
 .PHONY: lint
 lint: $(STATICCHECK) ## gofmt, go vet and staticcheck
 	@unformatted=$$(gofmt -l .); \

@@ -68,13 +68,7 @@ func TestWalkthrough(t *testing.T) {
 
 	t.Run("the gathered deployment's instance runs its rendered configuration", func(t *testing.T) {
 		const ns = "shop"
-		status, err := w.Deploy(ctx, ns, func(ctx context.Context, c client.Client, ns string) (*corev1.Secret, error) {
-			manifest, err := fixtures.ShopManifest()
-			if err != nil {
-				return nil, err
-			}
-			return fixtures.ApplyManifest(ctx, c, ns, manifest)
-		})
+		status, err := w.Deploy(ctx, ns, fixtures.Shop())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,6 +103,14 @@ func TestWalkthrough(t *testing.T) {
 				t.Errorf("the process's output lacks %q:\n%s", want, logs)
 			}
 		}
+		// What the demo prints names the Secrets instead of their values.
+		redacted, err := w.Redact(ctx, ns, logs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(redacted, "password: (shop.var-db-password password)") || !strings.Contains(redacted, "session_secret: (shop.var-session-secret password)") {
+			t.Errorf("credentials not redacted:\n%s", redacted)
+		}
 		var pod corev1.Pod
 		if err := w.Client.Get(ctx, run.Source, &pod); err != nil {
 			t.Fatal(err)
@@ -136,13 +138,7 @@ func TestWalkthrough(t *testing.T) {
 
 	t.Run("a template that cannot render fails the render container with template, line and property", func(t *testing.T) {
 		const ns = "broken"
-		status, err := w.Deploy(ctx, ns, func(ctx context.Context, c client.Client, ns string) (*corev1.Secret, error) {
-			manifest, err := fixtures.ShopManifest()
-			if err != nil {
-				return nil, err
-			}
-			return fixtures.ApplyManifest(ctx, c, ns, manifest, "missing-bus-password.yml")
-		})
+		status, err := w.Deploy(ctx, ns, fixtures.Shop("missing-bus-password.yml"))
 		if err != nil {
 			t.Fatal(err)
 		}

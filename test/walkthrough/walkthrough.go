@@ -429,10 +429,34 @@ func (w *Walkthrough) sayResults(results []podman.ContainerResult) {
 		default:
 			w.Say("  %-22s exited %d", r.Name, r.ExitCode)
 			if r.ExitCode != 0 && r.TerminationMessage != "" {
-				w.Say("  %-22s termination message: %s", "", strings.TrimSpace(r.TerminationMessage))
+				w.Say("  %-22s termination message:", "")
+				w.Say("%s", indent(strings.TrimSpace(r.TerminationMessage), 6))
 			}
 		}
 	}
+}
+
+func indent(text string, n int) string {
+	pad := strings.Repeat(" ", n)
+	return pad + strings.ReplaceAll(text, "\n", "\n"+pad)
+}
+
+// Redact replaces the values of the deployment's variable Secrets in
+// namespace ns found in text by the Secret's name: the walkthrough shows
+// rendered files, and credentials stay out of its output.
+func (w *Walkthrough) Redact(ctx context.Context, ns, text string) (string, error) {
+	var secrets corev1.SecretList
+	if err := w.Client.List(ctx, &secrets, client.InNamespace(ns), client.MatchingLabels{names.LabelManagedBy: names.ManagedBy}); err != nil {
+		return "", err
+	}
+	for _, s := range secrets.Items {
+		for k, v := range s.Data {
+			if len(v) >= 8 {
+				text = strings.ReplaceAll(text, string(v), fmt.Sprintf("(%s %s)", s.Name, k))
+			}
+		}
+	}
+	return text, nil
 }
 
 func volumeKind(v corev1.Volume) string {
