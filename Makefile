@@ -138,6 +138,13 @@ e2e: deps testbin image ## The end-to-end test: an injected pod running under po
 demo: deps testbin image build ## The walkthrough: a local control plane, the chart, the example deployment running under podman
 	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) run ./test/demo --binary $(BIN_DIR)/bosh-injector
 
+# The same walkthrough on a real cluster that has cert-manager: the images
+# are pushed to $(REGISTRY), which the cluster must be able to pull from.
+.PHONY: demo-cluster
+demo-cluster: deps testbin image ## The walkthrough on a real cluster: make demo-cluster REGISTRY=registry.example.com/me [KUBECONFIG=…]
+	@if [ -z "$(REGISTRY)" ]; then echo "set REGISTRY to a registry prefix the cluster pulls from"; exit 2; fi
+	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) run ./test/demo --kubeconfig $${KUBECONFIG:-$$HOME/.kube/config} --registry $(REGISTRY) $(DEMO_FLAGS)
+
 .PHONY: lint
 lint: $(STATICCHECK) ## gofmt, go vet and staticcheck
 	@unformatted=$$(gofmt -l .); \

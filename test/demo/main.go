@@ -3,12 +3,17 @@
 // from the built binary, the example shop deployment gathered, an injected
 // pod running with real containers under podman, what a template mistake
 // looks like, and the Events. It stops everything it started.
+//
+// With --kubeconfig and --registry (`make demo-cluster`) the same flow runs
+// on a real cluster with cert-manager: the images are pushed to the
+// registry, the chart's operator and the cluster's kubelets do the rest.
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -18,43 +23,70 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/runner"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
+	"github.com/bosh-injector/bosh-injector/test/podman"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 )
 
 func main() {
-	binary := flag.String("binary", "bin/bosh-injector", "the bosh-injector binary the operator runs from")
-	flag.Parse()
+	var opts walkthrough.Options
+	// Its own flag set: controller-runtime registers --kubeconfig globally.
+	flags := flag.NewFlagSet("demo", flag.ExitOnError)
+	flags.StringVar(&opts.Binary, "binary", "bin/bosh-injector", "the bosh-injector binary the operator runs from (local control plane)")
+	flags.StringVar(&opts.Kubeconfig, "kubeconfig", "", "run on this real cluster (with cert-manager) instead of a local control plane")
+	flags.StringVar(&opts.Registry, "registry", "", "with --kubeconfig: registry prefix the cluster pulls from, e.g. registry.example.com/me")
+	flags.BoolVar(&opts.Keep, "keep", false, "with --kubeconfig: leave the chart and the demo namespaces installed")
+	_ = flags.Parse(os.Args[1:])
+	if (opts.Kubeconfig == "") != (opts.Registry == "") {
+		fmt.Fprintln(os.Stderr, "--kubeconfig and --registry go together")
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *binary); err != nil {
+	opts.Out = os.Stdout
+	if err := run(ctx, opts); err != nil {
 		fmt.Fprintln(os.Stderr, "demo failed:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, binary string) (err error) {
-	binary, err = filepath.Abs(binary)
-	if err != nil {
+func run(ctx context.Context, opts walkthrough.Options) (err error) {
+	if opts.Binary, err = filepath.Abs(opts.Binary); err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "bosh-injector-demo-")
-	if err != nil {
+	if opts.Dir, err = os.MkdirTemp("", "bosh-injector-demo-"); err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer os.RemoveAll(opts.Dir)
+	out := opts.Out
+	releaseURL := fixtures.ReleaseURL
 
-	fmt.Println("bosh-injector runs BOSH releases on Kubernetes without a director. This walkthrough")
-	fmt.Println("installs it on a local control plane and deploys the example `shop` deployment")
-	fmt.Println("(test/fixtures/deployments/shop.yml: a message bus, a database, a web tier).")
-	fmt.Println("\nBuilding the example release images with podman (jobs under /var/vcap/jobs-src, and")
-	fmt.Println("a small program as every package, printing the rendered files it is given)...")
+	where := "a local control plane"
+	if opts.Kubeconfig != "" {
+		where = "your cluster"
+	}
+	fmt.Fprintln(out, "bosh-injector runs BOSH releases on Kubernetes without a director. This walkthrough")
+	fmt.Fprintf(out, "installs it on %s and deploys the example `shop` deployment\n", where)
+	fmt.Fprintln(out, "(test/fixtures/deployments/shop.yml: a message bus, a database, a web tier).")
+	fmt.Fprintln(out, "\nBuilding the example release images with podman (jobs under /var/vcap/jobs-src, and")
+	fmt.Fprintln(out, "a small program as every package, printing the rendered files it is given)...")
 	if err := fixtures.BuildImages(ctx, walkthrough.BaseImage); err != nil {
 		return err
 	}
+	if opts.Registry != "" {
+		releaseURL = opts.Registry + "/bosh-injector-fixtures"
+		if err := push(ctx, out, walkthrough.OperatorImage, opts.Registry+"/bosh-injector:dev"); err != nil {
+			return err
+		}
+		for _, r := range fixtures.Releases {
+			if err := push(ctx, out, fixtures.Image(fixtures.ReleaseURL, r), fixtures.Image(releaseURL, r)); err != nil {
+				return err
+			}
+		}
+	}
 
-	w, err := walkthrough.Start(ctx, walkthrough.Options{Out: os.Stdout, Binary: binary, Dir: dir})
+	w, err := walkthrough.Start(ctx, opts)
 	defer func() {
-		w.Step("Stopping everything the walkthrough started: pods, operator, control plane")
+		w.Step("Removing what the walkthrough started")
 		if serr := w.Stop(); serr != nil && err == nil {
 			err = serr
 		}
@@ -63,10 +95,10 @@ func run(ctx context.Context, binary string) (err error) {
 		return err
 	}
 
-	if err := deploy(ctx, w, "shop"); err != nil {
+	if err := deploy(ctx, w, "shop", releaseURL); err != nil {
 		return err
 	}
-	run, err := w.StartInstance(ctx, "shop", "web", 1, "storefront-storefront", fixtures.Image("shop"))
+	run, err := w.StartInstance(ctx, "shop", "web", 1, "storefront-storefront", fixtures.Image(releaseURL, "shop"))
 	if err != nil {
 		return err
 	}
@@ -85,10 +117,10 @@ func run(ctx context.Context, binary string) (err error) {
 	w.Say("(generated credentials shown as the Secret holding them)")
 
 	w.Step("A mistake: the same deployment with an ops file removing bus.password, which bus.conf.erb requires")
-	if err := deploy(ctx, w, "broken", "missing-bus-password.yml"); err != nil {
+	if err := deploy(ctx, w, "broken", releaseURL, "missing-bus-password.yml"); err != nil {
 		return err
 	}
-	run, err = w.StartInstance(ctx, "broken", "bus", 1, "bus-bus", fixtures.Image("bus"))
+	run, err = w.StartInstance(ctx, "broken", "bus", 1, "bus-bus", fixtures.Image(releaseURL, "bus"))
 	if err != nil {
 		return err
 	}
@@ -108,13 +140,24 @@ func run(ctx context.Context, binary string) (err error) {
 
 // deploy applies the shop manifest with ops files in namespace ns and
 // gathers it.
-func deploy(ctx context.Context, w *walkthrough.Walkthrough, ns string, ops ...string) error {
-	status, err := w.Deploy(ctx, ns, fixtures.Shop(ops...))
+func deploy(ctx context.Context, w *walkthrough.Walkthrough, ns, releaseURL string, ops ...string) error {
+	status, err := w.Deploy(ctx, ns, fixtures.Shop(releaseURL, ops...))
 	if err != nil {
 		return err
 	}
 	if status.State != runner.ReasonGathered {
 		return fmt.Errorf("gathering %s: %s", ns, strings.TrimSpace(status.State+" "+status.Message))
+	}
+	return nil
+}
+
+// push tags a local image as ref and pushes it.
+func push(ctx context.Context, out io.Writer, image, ref string) error {
+	fmt.Fprintf(out, "pushing %s\n", ref)
+	for _, args := range [][]string{{"tag", image, ref}, {"push", "-q", ref}} {
+		if out, err := podman.Command(ctx, args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("podman %s: %w: %s", strings.Join(args, " "), err, out)
+		}
 	}
 	return nil
 }

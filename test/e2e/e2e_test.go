@@ -68,7 +68,7 @@ func TestWalkthrough(t *testing.T) {
 
 	t.Run("the gathered deployment's instance runs its rendered configuration", func(t *testing.T) {
 		const ns = "shop"
-		status, err := w.Deploy(ctx, ns, fixtures.Shop())
+		status, err := w.Deploy(ctx, ns, fixtures.Shop(fixtures.ReleaseURL))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,17 +81,14 @@ func TestWalkthrough(t *testing.T) {
 			}
 		}
 
-		run, err := w.StartInstance(ctx, ns, "web", 1, "storefront-storefront", fixtures.Image("shop"))
+		run, err := w.StartInstance(ctx, ns, "web", 1, "storefront-storefront", fixtures.Image(fixtures.ReleaseURL, "shop"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		logs, err := run.WaitForLog(ctx, "storefront-storefront", "listen_port:", 2*time.Minute)
-		if _, rerr := w.Report(ctx, run); rerr != nil {
-			t.Error(rerr)
-		}
-		if err != nil {
-			results, _ := run.Results()
-			t.Fatalf("%v\n%s\ncontainers: %+v", err, logs, results)
+		results, rerr := w.Report(ctx, run)
+		if err != nil || rerr != nil {
+			t.Fatalf("%v %v\n%s\ncontainers: %+v", err, rerr, logs, results)
 		}
 		for _, want := range []string{
 			"==> /var/vcap/jobs/storefront/config/storefront.yml <==",
@@ -112,7 +109,7 @@ func TestWalkthrough(t *testing.T) {
 			t.Errorf("credentials not redacted:\n%s", redacted)
 		}
 		var pod corev1.Pod
-		if err := w.Client.Get(ctx, run.Source, &pod); err != nil {
+		if err := w.Client.Get(ctx, run.Key(), &pod); err != nil {
 			t.Fatal(err)
 		}
 		if pod.Status.Phase != corev1.PodRunning {
@@ -138,7 +135,7 @@ func TestWalkthrough(t *testing.T) {
 
 	t.Run("a template that cannot render fails the render container with template, line and property", func(t *testing.T) {
 		const ns = "broken"
-		status, err := w.Deploy(ctx, ns, fixtures.Shop("missing-bus-password.yml"))
+		status, err := w.Deploy(ctx, ns, fixtures.Shop(fixtures.ReleaseURL, "missing-bus-password.yml"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +144,7 @@ func TestWalkthrough(t *testing.T) {
 		if status.State != runner.ReasonGathered {
 			t.Fatalf("gathering: %+v", status)
 		}
-		run, err := w.StartInstance(ctx, ns, "bus", 1, "bus-bus", fixtures.Image("bus"))
+		run, err := w.StartInstance(ctx, ns, "bus", 1, "bus-bus", fixtures.Image(fixtures.ReleaseURL, "bus"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +155,7 @@ func TestWalkthrough(t *testing.T) {
 			t.Fatal(err)
 		}
 		var pod corev1.Pod
-		if err := w.Client.Get(ctx, run.Source, &pod); err != nil {
+		if err := w.Client.Get(ctx, run.Key(), &pod); err != nil {
 			t.Fatal(err)
 		}
 		var render *corev1.ContainerStateTerminated

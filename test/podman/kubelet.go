@@ -83,7 +83,7 @@ func secretNames(pod *corev1.Pod) []string {
 // and asked for FallbackToLogsOnError).
 func (r *Run) Report(ctx context.Context, c client.Client, results []ContainerResult) error {
 	var pod corev1.Pod
-	if err := c.Get(ctx, r.Source, &pod); err != nil {
+	if err := c.Get(ctx, r.source, &pod); err != nil {
 		return err
 	}
 	byName := map[string]ContainerResult{}

@@ -50,9 +50,9 @@ const kubeconfigPath = "/var/run/podman-kubelet/kubeconfig"
 
 // Run is a pod started by Play.
 type Run struct {
-	// Pod is the adapted pod; Source the key of the pod it came from.
+	// Pod is the adapted pod.
 	Pod      *corev1.Pod
-	Source   client.ObjectKey
+	source   client.ObjectKey
 	yamlPath string
 	termLogs map[string]string // container name -> host file of its termination log
 	volumes  []string
@@ -66,7 +66,7 @@ func Adapt(pod *corev1.Pod, env Env) (*Run, error) {
 	if env.Kubeconfig != "" {
 		p.Spec.HostNetwork = true
 	}
-	run := &Run{Pod: p, Source: client.ObjectKeyFromObject(pod), termLogs: map[string]string{}, hostNet: p.Spec.HostNetwork}
+	run := &Run{Pod: p, source: client.ObjectKeyFromObject(pod), termLogs: map[string]string{}, hostNet: p.Spec.HostNetwork}
 	if p.Annotations == nil {
 		p.Annotations = map[string]string{}
 	}
@@ -297,6 +297,9 @@ func createVolume(name string) (string, error) {
 	mountpoint = strings.TrimSpace(mountpoint)
 	return mountpoint, os.Chmod(mountpoint, 0o777)
 }
+
+// Key is the key of the pod the run came from.
+func (r *Run) Key() client.ObjectKey { return r.source }
 
 // Play starts the adapted pod. Its containers run in the background; Wait
 // collects their results.

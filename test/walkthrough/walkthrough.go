@@ -31,6 +31,9 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -62,24 +65,33 @@ type Options struct {
 	Binary string
 	// Dir holds work files (logs, kubeconfigs, pod files); it must exist.
 	Dir string
+	// Kubeconfig, when set, points the walkthrough at a real cluster with
+	// cert-manager: the chart's operator runs there, from
+	// <Registry>/bosh-injector:dev, and the cluster's kubelets run the pods.
+	Kubeconfig string
+	Registry   string
+	// Keep leaves the cluster's objects in place when the walkthrough stops.
+	Keep bool
 }
 
 // Walkthrough is a running local installation of bosh-injector.
 type Walkthrough struct {
-	CP      *controlplane.ControlPlane
-	Client  client.Client
-	Kubelet *podman.Kubelet
+	// CP is the local control plane; nil on a real cluster.
+	CP     *controlplane.ControlPlane
+	Client client.Client
 	// Kubeconfig is an admin kubeconfig for the control plane.
 	Kubeconfig string
 	// OperatorLog is the operator's log file.
 	OperatorLog string
 
-	opts     Options
-	step     int
-	began    time.Time
-	operator *exec.Cmd
-	exited   chan error
-	runs     []*podman.Run
+	opts       Options
+	step       int
+	began      time.Time
+	node       node
+	operator   *exec.Cmd
+	exited     chan error
+	namespaces []string
+	installed  bool
 }
 
 // Start starts the control plane with cert-manager, installs the chart and
@@ -88,6 +100,9 @@ type Walkthrough struct {
 // also after a failed start.
 func Start(ctx context.Context, opts Options) (*Walkthrough, error) {
 	w := &Walkthrough{opts: opts}
+	if opts.Kubeconfig != "" {
+		return w, w.startOnCluster(ctx)
+	}
 	if err := podman.Check(BaseImage); err != nil {
 		return w, err
 	}
@@ -105,23 +120,83 @@ func Start(ctx context.Context, opts Options) (*Walkthrough, error) {
 	if w.Kubeconfig, err = cp.KubeconfigFile("walkthrough"); err != nil {
 		return w, err
 	}
-	w.Kubelet = &podman.Kubelet{Client: cp.Client, Dir: filepath.Join(opts.Dir, "pods"), VolumePrefix: "walkthrough-"}
+	w.node = &podmanNode{client: cp.Client, kubeconfig: w.Kubeconfig,
+		kubelet: &podman.Kubelet{Client: cp.Client, Dir: filepath.Join(opts.Dir, "pods"), VolumePrefix: "walkthrough-"}}
 	w.Say("apiserver %s, up in %s", cp.Config.Host, time.Since(started).Round(100*time.Millisecond))
 
+	// The serving certificate also names localhost: the apiserver reaches
+	// the operator process on this machine, not through the chart's Service.
+	if err := w.installChart(ctx, "--set", "image.tag=dev", "--set", "certificate.extraDNSNames={localhost}"); err != nil {
+		return w, err
+	}
+	w.Say("(no kubelet here runs the chart's Deployment: the operator runs from %s instead, with the same certificate)", opts.Binary)
+	serving, hook, err := w.waitForCertificate(ctx)
+	if err != nil {
+		return w, err
+	}
+
+	w.Step("The operator: `bosh-injector webhook` (admission webhook and gathering job runner), from the built binary")
+	port, err := w.startOperator(ctx, serving)
+	if err != nil {
+		return w, err
+	}
+	hook.Webhooks[0].ClientConfig.Service = nil
+	hook.Webhooks[0].ClientConfig.URL = ptr.To("https://localhost:" + strconv.Itoa(port) + webhook.Path)
+	if err := w.Client.Update(ctx, hook); err != nil {
+		return w, err
+	}
+	w.Say("serving on localhost:%d; the webhook configuration now calls it there (log: %s)", port, w.OperatorLog)
+	return w, nil
+}
+
+// startOnCluster installs the chart on the cluster of opts.Kubeconfig,
+// whose kubelets then run the operator and every pod.
+func (w *Walkthrough) startOnCluster(ctx context.Context) error {
+	w.Step("Your cluster, from %s", w.opts.Kubeconfig)
+	w.Kubeconfig = w.opts.Kubeconfig
+	config, err := clientcmd.BuildConfigFromFlags("", w.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	if w.Client, err = client.New(config, client.Options{}); err != nil {
+		return err
+	}
+	clientset, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return err
+	}
+	w.node = &clusterNode{client: w.Client, clientset: clientset}
+	crd := &metav1.PartialObjectMetadata{}
+	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+	if err := w.Client.Get(ctx, client.ObjectKey{Name: "certificates.cert-manager.io"}, crd); err != nil {
+		return fmt.Errorf("cert-manager's Certificate CRD: %w (install cert-manager first: https://cert-manager.io/docs/installation/)", err)
+	}
+	w.Say("apiserver %s, cert-manager installed", config.Host)
+	if err := w.installChart(ctx, "--set", "image.repository="+w.opts.Registry+"/bosh-injector", "--set", "image.tag=dev", "--wait", "--timeout", "5m"); err != nil {
+		return err
+	}
+	if _, _, err := w.waitForCertificate(ctx); err != nil {
+		return err
+	}
+	w.Say("the operator runs in Deployment %s/%s (webhook on every replica, the job runner on the elected one)", Namespace, Release)
+	return nil
+}
+
+// installChart installs charts/bosh-injector with helm and lists its
+// objects.
+func (w *Walkthrough) installChart(ctx context.Context, set ...string) error {
 	w.Step("The Helm chart charts/bosh-injector, installed into namespace %s", Namespace)
 	root, err := controlplane.RepoRoot()
 	if err != nil {
-		return w, err
+		return err
 	}
-	// The serving certificate also names localhost: the apiserver reaches
-	// the operator process on this machine, not through the chart's Service.
-	if _, err := w.Helm(ctx, "install", Release, filepath.Join(root, "charts", "bosh-injector"), "--namespace", Namespace, "--create-namespace",
-		"--set", "image.tag=dev", "--set", "certificate.extraDNSNames={localhost}"); err != nil {
-		return w, err
+	if _, err := w.Helm(ctx, append([]string{"install", Release, filepath.Join(root, "charts", "bosh-injector"), "--namespace", Namespace, "--create-namespace"}, set...)...); err != nil {
+		return err
 	}
+	w.installed = true
 	manifest, err := w.Helm(ctx, "get", "manifest", Release, "--namespace", Namespace)
 	if err != nil {
-		return w, err
+		return err
 	}
 	for _, doc := range strings.Split(manifest, "\n---") {
 		var obj metav1.PartialObjectMetadata
@@ -129,37 +204,29 @@ func Start(ctx context.Context, opts Options) (*Walkthrough, error) {
 			w.Say("%s %s", obj.Kind, obj.Name)
 		}
 	}
-	w.Say("(no kubelet here runs the chart's Deployment: the operator runs from %s instead, with the same certificate)", opts.Binary)
+	return nil
+}
 
+// waitForCertificate waits until cert-manager issued the serving
+// certificate and cainjector put its CA into the webhook configuration.
+func (w *Walkthrough) waitForCertificate(ctx context.Context) (*corev1.Secret, *admissionregistrationv1.MutatingWebhookConfiguration, error) {
 	w.Step("cert-manager issues the webhook's serving certificate; cainjector puts its CA into the MutatingWebhookConfiguration")
 	var serving corev1.Secret
 	if err := poll(ctx, time.Minute, "the serving certificate Secret", func() (bool, error) {
 		err := w.Client.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: Release + "-serving-cert"}, &serving)
 		return err == nil, client.IgnoreNotFound(err)
 	}); err != nil {
-		return w, err
+		return nil, nil, err
 	}
 	var hook admissionregistrationv1.MutatingWebhookConfiguration
 	if err := poll(ctx, time.Minute, "the webhook's CA bundle", func() (bool, error) {
 		err := w.Client.Get(ctx, client.ObjectKey{Name: Release}, &hook)
 		return err == nil && len(hook.Webhooks) > 0 && string(hook.Webhooks[0].ClientConfig.CABundle) == string(serving.Data["ca.crt"]), client.IgnoreNotFound(err)
 	}); err != nil {
-		return w, err
+		return nil, nil, err
 	}
 	w.Say("Secret %s/%s holds the certificate; the webhook %s trusts its CA", Namespace, serving.Name, hook.Name)
-
-	w.Step("The operator: `bosh-injector webhook` (admission webhook and gathering job runner), from the built binary")
-	port, err := w.startOperator(ctx, &serving)
-	if err != nil {
-		return w, err
-	}
-	hook.Webhooks[0].ClientConfig.Service = nil
-	hook.Webhooks[0].ClientConfig.URL = ptr.To("https://localhost:" + strconv.Itoa(port) + webhook.Path)
-	if err := w.Client.Update(ctx, &hook); err != nil {
-		return w, err
-	}
-	w.Say("serving on localhost:%d; the webhook configuration now calls it there (log: %s)", port, w.OperatorLog)
-	return w, nil
+	return &serving, &hook, nil
 }
 
 // startOperator runs `bosh-injector webhook` with the serving certificate
@@ -221,13 +288,14 @@ func (w *Walkthrough) Deploy(ctx context.Context, ns string, apply func(context.
 	if err := w.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		return runner.Status{}, err
 	}
+	w.namespaces = append(w.namespaces, ns)
 	manifest, err := apply(ctx, w.Client, ns)
 	if err != nil {
 		return runner.Status{}, err
 	}
 	w.Say("Secret %s: %s", manifest.Name, strings.Join(slices.Sorted(maps.Keys(manifest.Data)), ", "))
 
-	w.Step("The job runner starts a gathering Job; its pod runs under podman (host network, a kubeconfig in place of the service-account token)")
+	w.Step("The job runner starts a gathering Job; its pod runs %s", w.node.where())
 	var pod corev1.Pod
 	if err := poll(ctx, time.Minute, "the gathering Job's pod", func() (bool, error) {
 		var pods corev1.PodList
@@ -242,16 +310,14 @@ func (w *Walkthrough) Deploy(ctx context.Context, ns string, apply func(context.
 	}
 	w.Say("Job %s, pod %s:", pod.Labels[batchv1.JobNameLabel], pod.Name)
 	w.describeContainers(&pod)
-	run, err := w.start(ctx, &pod, w.Kubeconfig)
+	run, err := w.node.start(ctx, &pod, true)
 	if err != nil {
 		return runner.Status{}, err
 	}
-	results, err := run.Wait(ctx, 3*time.Minute)
-	if err != nil {
+	if _, err := run.Wait(ctx, 3*time.Minute); err != nil {
 		return runner.Status{}, err
 	}
-	w.sayResults(results)
-	if err := run.Report(ctx, w.Client, results); err != nil {
+	if _, err := w.Report(ctx, run); err != nil {
 		return runner.Status{}, err
 	}
 
@@ -288,7 +354,7 @@ func (w *Walkthrough) Deploy(ctx context.Context, ns string, apply func(context.
 // azIndex, labelled for bosh-injector, with a container named for the
 // group's first BPM process (container, the webhook completes it), and runs
 // the injected pod the apiserver stored.
-func (w *Walkthrough) StartInstance(ctx context.Context, ns, group string, azIndex int, container, image string) (*podman.Run, error) {
+func (w *Walkthrough) StartInstance(ctx context.Context, ns, group string, azIndex int, container, image string) (Pod, error) {
 	name := fmt.Sprintf("%s-z%d", group, azIndex)
 	w.Step("A plain StatefulSet %s, its pod template labelled with deployment, instance group and AZ", name)
 	labels := map[string]string{names.LabelDeployment: "shop", names.LabelInstanceGroup: group, names.LabelAZIndex: strconv.Itoa(azIndex)}
@@ -315,27 +381,19 @@ func (w *Walkthrough) StartInstance(ctx context.Context, ns, group string, azInd
 	for _, v := range pod.Spec.Volumes {
 		w.Say("  volume %-22s %s", v.Name, volumeKind(v))
 	}
-	w.Step("Pod %s runs under podman: copy, render, then the BPM processes", pod.Name)
-	return w.start(ctx, &pod, "")
+	w.Step("Pod %s runs %s: copy, render, then the BPM processes", pod.Name, w.node.where())
+	return w.node.start(ctx, &pod, false)
 }
 
-func (w *Walkthrough) start(ctx context.Context, pod *corev1.Pod, kubeconfig string) (*podman.Run, error) {
-	run, err := w.Kubelet.Start(ctx, pod, kubeconfig)
-	if run != nil {
-		w.runs = append(w.runs, run)
-	}
-	return run, err
-}
-
-// Report writes the run's current container states into its pod's status,
-// as a kubelet would, and narrates them.
-func (w *Walkthrough) Report(ctx context.Context, run *podman.Run) ([]podman.ContainerResult, error) {
-	results, err := run.Results()
+// Report narrates how the pod's containers are doing now; under podman it
+// also writes that into the pod's status, as a kubelet would.
+func (w *Walkthrough) Report(ctx context.Context, p Pod) ([]podman.ContainerResult, error) {
+	results, err := w.node.results(ctx, p)
 	if err != nil {
 		return nil, err
 	}
 	w.sayResults(results)
-	return results, run.Report(ctx, w.Client, results)
+	return results, nil
 }
 
 // Events narrates the Events of namespace ns, oldest first.
@@ -363,8 +421,18 @@ func eventTime(e corev1.Event) time.Time {
 // and removes their files.
 func (w *Walkthrough) Stop() error {
 	var errs []error
-	for _, r := range w.runs {
-		errs = append(errs, r.Remove())
+	if w.node != nil {
+		errs = append(errs, w.node.stop())
+	}
+	if w.CP == nil && !w.opts.Keep {
+		// A real cluster: remove what the walkthrough created there.
+		for _, ns := range w.namespaces {
+			errs = append(errs, client.IgnoreNotFound(w.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
+		}
+		if w.installed {
+			_, err := w.Helm(context.Background(), "uninstall", Release, "--namespace", Namespace)
+			errs = append(errs, err)
+		}
 	}
 	if w.operator != nil {
 		_ = w.operator.Process.Signal(syscall.SIGTERM)
@@ -385,7 +453,11 @@ func (w *Walkthrough) Stop() error {
 // returns its stdout.
 func (w *Walkthrough) Helm(ctx context.Context, args ...string) (string, error) {
 	home := filepath.Join(w.opts.Dir, "helm")
-	cmd := exec.CommandContext(ctx, filepath.Join(w.CP.BinDir, "helm"), args...)
+	bin, err := controlplane.BinDir()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "helm"), args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+w.Kubeconfig, "HELM_CACHE_HOME="+home, "HELM_CONFIG_HOME="+home, "HELM_DATA_HOME="+home)
 	out, err := cmd.Output()
 	if exit, ok := err.(*exec.ExitError); ok {
