@@ -3,9 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,15 +17,9 @@ func TestDemo(t *testing.T) {
 	if _, err := controlplane.BinDir(); err != nil {
 		t.Fatal(err)
 	}
-	root, err := controlplane.RepoRoot()
+	binary, err := walkthrough.BuildBinary(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
-	}
-	binary := filepath.Join(t.TempDir(), "bosh-injector")
-	build := exec.Command("go", "build", "-o", binary, "./cmd/bosh-injector")
-	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("%v: %s", err, out)
 	}
 	var out bytes.Buffer
 	if err := run(context.Background(), walkthrough.Options{Binary: binary, Out: &out}); err != nil {

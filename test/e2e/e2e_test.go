@@ -7,8 +7,6 @@ package e2e_test
 import (
 	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -37,15 +35,9 @@ func TestWalkthrough(t *testing.T) {
 		t.Fatal(err)
 	}
 	work := t.TempDir()
-	root, err := controlplane.RepoRoot()
+	binary, err := walkthrough.BuildBinary(work)
 	if err != nil {
 		t.Fatal(err)
-	}
-	binary := filepath.Join(work, "bosh-injector")
-	build := exec.Command("go", "build", "-o", binary, "./cmd/bosh-injector")
-	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("%v: %s", err, out)
 	}
 	if err := fixtures.BuildImages(ctx, walkthrough.BaseImage); err != nil {
 		t.Fatal(err)

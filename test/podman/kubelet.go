@@ -22,8 +22,8 @@ type Kubelet struct {
 	Client client.Client
 	// Dir holds one directory of files per pod (see Env.Dir).
 	Dir string
-	// VolumePrefix starts the names of the podman volumes it creates.
-	VolumePrefix string
+	// Prefix starts the names of the podman pods and volumes it creates.
+	Prefix string
 }
 
 // Start adapts and plays pod. kubeconfig, when not empty, gives the pod
@@ -42,7 +42,7 @@ func (k *Kubelet) Start(ctx context.Context, pod *corev1.Pod, kubeconfig string)
 		return nil, err
 	}
 	run, err := Adapt(pod, Env{Secrets: secrets, PodIP: "127.0.0.1", Dir: dir, Kubeconfig: kubeconfig,
-		VolumePrefix: k.VolumePrefix + pod.Namespace + "-" + pod.Name + "-"})
+		Prefix: k.Prefix + pod.Namespace + "-"})
 	if err != nil {
 		return nil, err
 	}

@@ -36,9 +36,9 @@ type Env struct {
 	PodIP string
 	// Dir holds the files Adapt creates (secret data, termination logs).
 	Dir string
-	// VolumePrefix makes podman volume names unique per run: podman shares
-	// volumes between pods by name.
-	VolumePrefix string
+	// Prefix makes the names of podman's pod and volumes unique per run:
+	// podman shares volumes by name and refuses a second pod of a name.
+	Prefix string
 	// Kubeconfig, when set, is how the pod reaches the apiserver instead of
 	// its service-account token: the pod runs with host networking and every
 	// container gets the file with KUBECONFIG pointing at it.
@@ -81,10 +81,16 @@ func Adapt(pod *corev1.Pod, env Env) (*Run, error) {
 	// logs with them.
 	p.Annotations["io.podman.annotations.init.container.type"] = "always"
 	// kube play names the pod after metadata.name; generateName pods (Jobs)
-	// may come without one.
-	if p.Name == "" {
-		p.Name = strings.TrimSuffix(p.GenerateName, "-") + "-play"
+	// may come without one. The hostname stays the pod's, as a kubelet
+	// sets it.
+	name := p.Name
+	if name == "" {
+		name = strings.TrimSuffix(p.GenerateName, "-") + "-play"
 	}
+	if p.Spec.Hostname == "" {
+		p.Spec.Hostname = name
+	}
+	p.Name = env.Prefix + name
 
 	var volumes []corev1.Volume
 	dropped := map[string]bool{}
@@ -108,7 +114,7 @@ func Adapt(pod *corev1.Pod, env Env) (*Run, error) {
 			// An emptyDir becomes a podman volume named after it, shared by
 			// name between pods and created 0755, so a non-root container
 			// could not write after a root one: make a unique one, 0777.
-			name := env.VolumePrefix + v.Name
+			name := env.Prefix + v.Name
 			mp, err := createVolume(name)
 			if err != nil {
 				return nil, err
@@ -182,7 +188,7 @@ func adaptContainer(c *corev1.Container, p *corev1.Pod, env Env, dropped map[str
 			case "spec.nodeName":
 				e.Value = "podman"
 			case "metadata.name":
-				e.Value = p.Name
+				e.Value = p.Spec.Hostname
 			default:
 				continue
 			}
@@ -287,6 +293,10 @@ func writeSecret(env Env, name string) (string, error) {
 }
 
 func createVolume(name string) (string, error) {
+	// A volume of this name is left from a run that was killed.
+	if _, err := podman("volume", "rm", "--force", name); err != nil && !strings.Contains(err.Error(), "no such volume") {
+		return "", err
+	}
 	if _, err := podman("volume", "create", name); err != nil {
 		return "", err
 	}

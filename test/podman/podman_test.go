@@ -57,7 +57,7 @@ func TestPlay(t *testing.T) {
 
 	run, err := podman.Adapt(pod, podman.Env{
 		Secrets: map[string]*corev1.Secret{"creds": secret}, PodIP: "127.0.0.1",
-		Dir: t.TempDir(), VolumePrefix: "podman-test-",
+		Dir: t.TempDir(), Prefix: "podman-test-",
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -94,6 +94,22 @@ type Walkthrough struct {
 	installed  bool
 }
 
+// BuildBinary builds bin/bosh-injector from this repository into dir, for
+// the walkthrough's operator, and returns its path.
+func BuildBinary(dir string) (string, error) {
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	binary := filepath.Join(dir, "bosh-injector")
+	build := exec.Command("go", "build", "-o", binary, "./cmd/bosh-injector")
+	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building bosh-injector: %w: %s", err, out)
+	}
+	return binary, nil
+}
+
 // Start starts the control plane with cert-manager, installs the chart and
 // runs the operator from opts.Binary, serving the chart's webhook
 // configuration with the certificate cert-manager issued. Stop undoes it,
@@ -121,7 +137,7 @@ func Start(ctx context.Context, opts Options) (*Walkthrough, error) {
 		return w, err
 	}
 	w.node = &podmanNode{client: cp.Client, kubeconfig: w.Kubeconfig,
-		kubelet: &podman.Kubelet{Client: cp.Client, Dir: filepath.Join(opts.Dir, "pods"), VolumePrefix: "walkthrough-"}}
+		kubelet: &podman.Kubelet{Client: cp.Client, Dir: filepath.Join(opts.Dir, "pods"), Prefix: fmt.Sprintf("walkthrough%d-", os.Getpid())}}
 	w.Say("apiserver %s, up in %s", cp.Config.Host, time.Since(started).Round(100*time.Millisecond))
 
 	// The serving certificate also names localhost: the apiserver reaches
