@@ -23,6 +23,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -351,30 +352,25 @@ type ContainerResult struct {
 // Wait waits until every container of the pod has exited or timeout passes,
 // and returns the results of init containers and containers, in pod order.
 func (r *Run) Wait(ctx context.Context, timeout time.Duration) ([]ContainerResult, error) {
-	deadline := time.Now().Add(timeout)
-	for {
-		results, running, err := r.results()
-		if err != nil || !running {
-			return results, err
-		}
-		if time.Now().After(deadline) {
-			return results, fmt.Errorf("pod %s still running after %s", r.Pod.Name, timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return results, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
+	var results []ContainerResult
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		var running bool
+		results, running = r.results()
+		return !running, nil
+	})
+	if wait.Interrupted(err) {
+		err = fmt.Errorf("pod %s still running after %s", r.Pod.Name, timeout)
 	}
-}
-
-// Results returns how the pod's containers are doing now.
-func (r *Run) Results() ([]ContainerResult, error) {
-	results, _, err := r.results()
 	return results, err
 }
 
-func (r *Run) results() ([]ContainerResult, bool, error) {
+// Results returns how the pod's containers are doing now.
+func (r *Run) Results() []ContainerResult {
+	results, _ := r.results()
+	return results
+}
+
+func (r *Run) results() ([]ContainerResult, bool) {
 	all := append(append([]corev1.Container{}, r.Pod.Spec.InitContainers...), r.Pod.Spec.Containers...)
 	var results []ContainerResult
 	running := false
@@ -399,27 +395,21 @@ func (r *Run) results() ([]ContainerResult, bool, error) {
 		res.TerminationMessage = string(msg)
 		results = append(results, res)
 	}
-	return results, running, nil
+	return results, running
 }
 
 // WaitForLog waits until container's log contains text, for containers that
 // keep running (services), and returns the log.
 func (r *Run) WaitForLog(ctx context.Context, container, text string, timeout time.Duration) (string, error) {
-	deadline := time.Now().Add(timeout)
-	for {
-		logs, _ := podman("logs", r.Pod.Name+"-"+container)
-		if strings.Contains(logs, text) {
-			return logs, nil
-		}
-		if time.Now().After(deadline) {
-			return logs, fmt.Errorf("container %s did not log %q within %s", container, text, timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return logs, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
+	var logs string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		logs, _ = podman("logs", r.Pod.Name+"-"+container)
+		return strings.Contains(logs, text), nil
+	})
+	if wait.Interrupted(err) {
+		err = fmt.Errorf("container %s did not log %q within %s", container, text, timeout)
 	}
+	return logs, err
 }
 
 // Remove removes the pod, its containers and the volumes Adapt created.

@@ -59,10 +59,7 @@ func (n *podmanNode) start(ctx context.Context, pod *corev1.Pod, apiAccess bool)
 
 func (n *podmanNode) results(ctx context.Context, p Pod) ([]podman.ContainerResult, error) {
 	run := p.(*podman.Run)
-	results, err := run.Results()
-	if err != nil {
-		return nil, err
-	}
+	results := run.Results()
 	return results, run.Report(ctx, n.client, results)
 }
 

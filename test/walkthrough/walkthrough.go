@@ -32,6 +32,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -565,21 +566,11 @@ func volumeKind(v corev1.Volume) string {
 
 // poll calls done every 200 ms until it is true or fails, or timeout passes.
 func poll(ctx context.Context, timeout time.Duration, what string, done func() (bool, error)) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, err := done()
-		if err != nil || ok {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("waiting for %s: not there after %s", what, timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) { return done() })
+	if wait.Interrupted(err) {
+		return fmt.Errorf("waiting for %s: not there after %s", what, timeout)
 	}
+	return err
 }
 
 func freePorts(n int) ([]int, error) {
