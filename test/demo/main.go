@@ -98,7 +98,7 @@ func run(ctx context.Context, opts walkthrough.Options) (err error) {
 	if err := deploy(ctx, w, "shop", releaseURL); err != nil {
 		return err
 	}
-	run, err := w.StartInstance(ctx, "shop", "web", 1, "storefront-storefront", fixtures.Image(releaseURL, "shop"))
+	run, err := w.StartInstance(ctx, "shop", walkthrough.Instance{Group: "web", AZIndex: 1, Container: "storefront-storefront", Image: fixtures.Image(releaseURL, "shop")})
 	if err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func run(ctx context.Context, opts walkthrough.Options) (err error) {
 	if err := deploy(ctx, w, "broken", releaseURL, "missing-bus-password.yml"); err != nil {
 		return err
 	}
-	run, err = w.StartInstance(ctx, "broken", "bus", 1, "bus-bus", fixtures.Image(releaseURL, "bus"))
+	run, err = w.StartInstance(ctx, "broken", walkthrough.Instance{Group: "bus", AZIndex: 1, Container: "bus-bus", Image: fixtures.Image(releaseURL, "bus")})
 	if err != nil {
 		return err
 	}

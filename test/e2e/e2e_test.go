@@ -73,7 +73,7 @@ func TestWalkthrough(t *testing.T) {
 			}
 		}
 
-		run, err := w.StartInstance(ctx, ns, "web", 1, "storefront-storefront", fixtures.Image(fixtures.ReleaseURL, "shop"))
+		run, err := w.StartInstance(ctx, ns, walkthrough.Instance{Group: "web", AZIndex: 1, Container: "storefront-storefront", Image: fixtures.Image(fixtures.ReleaseURL, "shop")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,6 +107,24 @@ func TestWalkthrough(t *testing.T) {
 		if pod.Status.Phase != corev1.PodRunning {
 			t.Errorf("reported phase %s, want Running", pod.Status.Phase)
 		}
+
+		// The db group's job keeps its data on the persistent disk: the
+		// StatefulSet's claim, mounted at /var/vcap/store/pgstore.
+		db, err := w.StartInstance(ctx, ns, walkthrough.Instance{Group: "db", AZIndex: 1, Container: "pgstore-pgstore",
+			Image: fixtures.Image(fixtures.ReleaseURL, "store"), Disk: "1Gi"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dbLogs, err := db.WaitForLog(ctx, "pgstore-pgstore", "/var/vcap/store/pgstore:", 2*time.Minute)
+		if _, rerr := w.Report(ctx, db); err != nil || rerr != nil {
+			t.Fatalf("%v %v\n%s", err, rerr, dbLogs)
+		}
+		for _, want := range []string{"port: 5432", "- name: shop\n  owner: storefront", "==> /var/vcap/store/pgstore: writable <=="} {
+			if !strings.Contains(dbLogs, want) {
+				t.Errorf("the db process's output lacks %q:\n%s", want, dbLogs)
+			}
+		}
+
 		if err := w.Events(ctx, ns); err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +154,7 @@ func TestWalkthrough(t *testing.T) {
 		if status.State != runner.ReasonGathered {
 			t.Fatalf("gathering: %+v", status)
 		}
-		run, err := w.StartInstance(ctx, ns, "bus", 1, "bus-bus", fixtures.Image(fixtures.ReleaseURL, "bus"))
+		run, err := w.StartInstance(ctx, ns, walkthrough.Instance{Group: "bus", AZIndex: 1, Container: "bus-bus", Image: fixtures.Image(fixtures.ReleaseURL, "bus")})
 		if err != nil {
 			t.Fatal(err)
 		}

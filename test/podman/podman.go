@@ -111,10 +111,11 @@ func Adapt(pod *corev1.Pod, env Env) (*Run, error) {
 				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
 			}
 			v.VolumeSource = corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir, Type: ptr.To(corev1.HostPathDirectory)}}
-		case v.EmptyDir != nil:
+		case v.EmptyDir != nil, v.PersistentVolumeClaim != nil:
 			// An emptyDir becomes a podman volume named after it, shared by
 			// name between pods and created 0755, so a non-root container
 			// could not write after a root one: make a unique one, 0777.
+			// A claim too: nothing provisions volumes here.
 			name := env.Prefix + v.Name
 			mp, err := createVolume(name)
 			if err != nil {

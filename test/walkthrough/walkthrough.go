@@ -30,6 +30,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -41,6 +42,7 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/runner"
+	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
 	"github.com/bosh-injector/bosh-injector/test/podman"
 	"github.com/bosh-injector/bosh-injector/webhook"
@@ -367,20 +369,38 @@ func (w *Walkthrough) Deploy(ctx context.Context, ns string, apply func(context.
 	return status, nil
 }
 
-// StartInstance creates a StatefulSet of one instance of group in AZ
-// azIndex, labelled for bosh-injector, with a container named for the
-// group's first BPM process (container, the webhook completes it), and runs
-// the injected pod the apiserver stored.
-func (w *Walkthrough) StartInstance(ctx context.Context, ns, group string, azIndex int, container, image string) (Pod, error) {
-	name := fmt.Sprintf("%s-z%d", group, azIndex)
+// Instance is one instance of an instance group, as StartInstance runs it.
+type Instance struct {
+	Group   string
+	AZIndex int
+	// Container and Image: a container named for the group's first BPM
+	// process, which the webhook completes.
+	Container, Image string
+	// Disk, for groups with a persistent disk, is the size of the
+	// volumeClaimTemplate named store.
+	Disk string
+}
+
+// StartInstance creates a StatefulSet of one instance in namespace ns,
+// labelled for bosh-injector, and runs the injected pod the apiserver
+// stored.
+func (w *Walkthrough) StartInstance(ctx context.Context, ns string, in Instance) (Pod, error) {
+	name := fmt.Sprintf("%s-z%d", in.Group, in.AZIndex)
 	w.Step("A plain StatefulSet %s, its pod template labelled with deployment, instance group and AZ", name)
-	labels := map[string]string{names.LabelDeployment: "shop", names.LabelInstanceGroup: group, names.LabelAZIndex: strconv.Itoa(azIndex)}
-	if err := w.Client.Create(ctx, &appsv1.StatefulSet{
+	labels := map[string]string{names.LabelDeployment: "shop", names.LabelInstanceGroup: in.Group, names.LabelAZIndex: strconv.Itoa(in.AZIndex)}
+	sts := &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: container, Image: image}}}}},
-	}); err != nil {
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: in.Container, Image: in.Image}}}}},
+	}
+	if in.Disk != "" {
+		sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: inject.VolumeStore},
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(in.Disk)}}}}}
+		w.Say("with a volumeClaimTemplate %s of %s for the group's persistent disk", inject.VolumeStore, in.Disk)
+	}
+	if err := w.Client.Create(ctx, sts); err != nil {
 		return nil, err
 	}
 	var pod corev1.Pod
