@@ -17,6 +17,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -130,7 +132,12 @@ func run(ctx context.Context, opts walkthrough.Options) (err error) {
 	if _, err := w.Report(ctx, run); err != nil {
 		return err
 	}
-	w.Say("`kubectl describe pod bus-z1-0` shows that message as the render container's state; the bus process never starts.")
+	describe, err := w.Kubectl(ctx, "describe", "pod", "bus-z1-0", "--namespace", "broken")
+	if err != nil {
+		return err
+	}
+	w.Step("`kubectl describe pod bus-z1-0 --namespace broken` shows it as the render container's state; the bus process never starts")
+	w.Say("%s", section(describe, "  render:"))
 
 	if err := w.Events(ctx, "shop"); err != nil {
 		return err
@@ -161,3 +168,22 @@ func push(ctx context.Context, out io.Writer, image, ref string) error {
 	}
 	return nil
 }
+
+// section is the block of kubectl describe's output that starts with the
+// container header line (e.g. "  render:") and ends before the next
+// container's or the next top-level heading. Multi-line messages are printed
+// unindented, so indentation alone cannot end it.
+func section(text, header string) string {
+	lines := strings.Split(text, "\n")
+	start := slices.Index(lines, header)
+	if start < 0 {
+		return text
+	}
+	end := start + 1
+	for end < len(lines) && !heading.MatchString(lines[end]) {
+		end++
+	}
+	return strings.TrimRight(strings.Join(lines[start:end], "\n"), "\n")
+}
+
+var heading = regexp.MustCompile(`^(\S.*:|  [a-z0-9-]+:)$`)

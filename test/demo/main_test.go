@@ -29,6 +29,7 @@ func TestDemo(t *testing.T) {
 		"listen_port: 8080",
 		"password: (shop.var-db-password password)",
 		"Error filling in template 'bus.conf.erb' (line 10: Can't find property '[\"bus.password\"]')",
+		"Message:  - Unable to render jobs for instance group 'bus'. Errors are:",
 		"Gathered       Secret/shop-manifest",
 		"Removing what the walkthrough started",
 	} {

@@ -91,8 +91,8 @@ func (r *Run) Report(ctx context.Context, c client.Client, results []ContainerRe
 		byName[res.Name] = res
 	}
 	now := metav1.NewTime(time.Now())
-	inits, initsOK := r.statuses(pod.Spec.InitContainers, byName, now)
-	mains, mainsDone := r.statuses(pod.Spec.Containers, byName, now)
+	inits, initsOK := statuses(pod.Spec.InitContainers, byName)
+	mains, mainsDone := statuses(pod.Spec.Containers, byName)
 	running := false
 	for _, s := range mains {
 		running = running || s.State.Running != nil
@@ -139,7 +139,7 @@ func condition(ok bool) corev1.ConditionStatus {
 
 // statuses returns the containers' statuses and whether all of them ended
 // successfully.
-func (r *Run) statuses(containers []corev1.Container, results map[string]ContainerResult, now metav1.Time) ([]corev1.ContainerStatus, bool) {
+func statuses(containers []corev1.Container, results map[string]ContainerResult) ([]corev1.ContainerStatus, bool) {
 	var out []corev1.ContainerStatus
 	ok := true
 	for _, c := range containers {
@@ -147,7 +147,7 @@ func (r *Run) statuses(containers []corev1.Container, results map[string]Contain
 		s := corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: c.Image}
 		switch {
 		case res.Running:
-			s.State.Running = &corev1.ContainerStateRunning{StartedAt: now}
+			s.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(res.StartedAt)}
 			s.Started, s.Ready = ptr.To(true), true
 			ok = false
 		case !res.Ran:
@@ -158,7 +158,8 @@ func (r *Run) statuses(containers []corev1.Container, results map[string]Contain
 			s.State.Waiting = &corev1.ContainerStateWaiting{Reason: reason, Message: res.Error}
 			ok = false
 		default:
-			t := &corev1.ContainerStateTerminated{ExitCode: int32(res.ExitCode), Reason: "Completed", Message: res.TerminationMessage, FinishedAt: now}
+			t := &corev1.ContainerStateTerminated{ExitCode: int32(res.ExitCode), Reason: "Completed", Message: res.TerminationMessage,
+				StartedAt: metav1.NewTime(res.StartedAt), FinishedAt: metav1.NewTime(res.FinishedAt)}
 			if res.ExitCode != 0 {
 				t.Reason = "Error"
 				ok = false

@@ -348,6 +348,9 @@ type ContainerResult struct {
 	Running bool
 	// Error is podman's own error for the container (failed to start, say).
 	Error string
+	// StartedAt and FinishedAt are zero until the container started or
+	// ended.
+	StartedAt, FinishedAt time.Time
 }
 
 // Wait waits until every container of the pod has exited or timeout passes,
@@ -378,10 +381,12 @@ func (r *Run) results() ([]ContainerResult, bool) {
 	for _, c := range all {
 		res := ContainerResult{Name: c.Name}
 		name := r.Pod.Name + "-" + c.Name
-		state, err := podman("inspect", "--format", "{{.State.Status}} {{.State.ExitCode}} {{.State.Error}}", name)
+		state, err := podman("inspect", "--format", `{{.State.Status}} {{.State.ExitCode}} {{.State.StartedAt.Format "2006-01-02T15:04:05.999999999Z07:00"}} {{.State.FinishedAt.Format "2006-01-02T15:04:05.999999999Z07:00"}} {{.State.Error}}`, name)
 		if err == nil {
 			fields := strings.Fields(state)
-			res.Error = strings.Join(fields[2:], " ")
+			res.StartedAt, _ = time.Parse(time.RFC3339Nano, fields[2])
+			res.FinishedAt, _ = time.Parse(time.RFC3339Nano, fields[3])
+			res.Error = strings.Join(fields[4:], " ")
 			switch fields[0] {
 			case "running", "created", "configured", "initialized":
 				res.Running = fields[0] == "running"

@@ -486,19 +486,29 @@ func (w *Walkthrough) Stop() error {
 	return errors.Join(errs...)
 }
 
-// Helm runs the helm `make testbin` built against the control plane and
-// returns its stdout.
+// Helm runs the helm `make testbin` built against the cluster and returns
+// its stdout.
 func (w *Walkthrough) Helm(ctx context.Context, args ...string) (string, error) {
 	home := filepath.Join(w.opts.Dir, "helm")
+	return w.tool(ctx, "helm", args, "HELM_CACHE_HOME="+home, "HELM_CONFIG_HOME="+home, "HELM_DATA_HOME="+home)
+}
+
+// Kubectl runs the kubectl `make testbin` built against the cluster and
+// returns its stdout.
+func (w *Walkthrough) Kubectl(ctx context.Context, args ...string) (string, error) {
+	return w.tool(ctx, "kubectl", args)
+}
+
+func (w *Walkthrough) tool(ctx context.Context, name string, args []string, env ...string) (string, error) {
 	bin, err := controlplane.BinDir()
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.CommandContext(ctx, filepath.Join(bin, "helm"), args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+w.Kubeconfig, "HELM_CACHE_HOME="+home, "HELM_CONFIG_HOME="+home, "HELM_DATA_HOME="+home)
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, name), args...)
+	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+w.Kubeconfig), env...)
 	out, err := cmd.Output()
 	if exit, ok := err.(*exec.ExitError); ok {
-		return "", fmt.Errorf("helm %s: %w: %s", strings.Join(args, " "), err, exit.Stderr)
+		return "", fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, exit.Stderr)
 	}
 	return string(out), err
 }
