@@ -2,6 +2,7 @@ package walkthrough
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -68,14 +69,9 @@ func (n *podmanNode) where() string { return "under podman" }
 func (n *podmanNode) stop() error {
 	var errs []error
 	for _, r := range n.runs {
-		if err := r.Remove(); err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, r.Remove())
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("removing podman pods: %v", errs)
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // clusterNode is a real cluster: its kubelets run the pods and report
