@@ -2,9 +2,8 @@
 # under a director (Bosh::Common::Template::EvaluationContext), reimplemented
 # from the behaviour specified in bosh-semantics.md §3.
 #
-# Protocol: one JSON document on stdin,
-#   {"jobs": [{"spec": {...template spec...},
-#              "templates": [{"name": "<src>", "source": "<erb>"}, ...]}, ...]}
+# Protocol: one Marshal document on stdin (written by marshal.go),
+#   [[{...template spec...}, [["<src>", "<erb>"], ...]], ...]
 # and one JSON document on stdout,
 #   {"results": [[{"content": "<base64>"} | {"error": "<message>"}, ...], ...]}
 # in the same order. Everything a template prints itself goes to stderr.
@@ -284,9 +283,9 @@ module BoshInjector
   end
 end
 
-input = JSON.parse($stdin.read)
-results = input.fetch("jobs").map do |job|
-  job.fetch("templates").map { |t| BoshInjector.render(t.fetch("name"), t.fetch("source"), job.fetch("spec")) }
+input = Marshal.load($stdin.binmode.read) # rubocop:disable Security/MarshalLoad -- written by bosh-injector itself
+results = input.map do |spec, templates|
+  templates.map { |name, source| BoshInjector.render(name, source, spec) }
 end
 $result_out.write(JSON.generate({ "results" => results }))
 $result_out.flush

@@ -1,7 +1,7 @@
 // Package ruby renders BOSH job templates (ERB) with real Ruby: one `ruby`
 // process renders a whole batch (every template of an instance group, or
-// every bpm.yml.erb of a deployment) from one JSON document on stdin, with
-// the evaluation context of context.rb, embedded here.
+// every bpm.yml.erb of a deployment) from one Marshal document on stdin (see
+// marshal.go), with the evaluation context of context.rb, embedded here.
 package ruby
 
 import (
@@ -24,16 +24,16 @@ var contextScript string
 // Template is one ERB template, named by its key in the job spec's
 // `templates` (or "monit").
 type Template struct {
-	Name   string `json:"name"`
-	Source string `json:"source"`
+	Name   string
+	Source string
 }
 
 // Job is a set of templates rendered against one template spec (the
-// director's template spec Hash; any JSON-marshallable value, its key order
-// being the Hash's).
+// director's template spec Hash, a *yamlvalue.Map: its key order is the
+// Hash's, each value arrives as the Ruby class the model stands for).
 type Job struct {
-	Spec      any        `json:"spec"`
-	Templates []Template `json:"templates"`
+	Spec      any
+	Templates []Template
 }
 
 // Output is a rendered template, or the director-format error line
@@ -54,7 +54,7 @@ func Render(ctx context.Context, jobs []Job) ([][]Output, error) {
 	if err != nil {
 		return nil, ErrNoRuby
 	}
-	input, err := json.Marshal(map[string][]Job{"jobs": jobs})
+	input, err := marshalBatch(jobs)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the templates for Ruby: %w", err)
 	}

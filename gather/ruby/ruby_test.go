@@ -2,7 +2,6 @@ package ruby_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -10,19 +9,24 @@ import (
 	"testing"
 
 	"github.com/bosh-injector/bosh-injector/gather/ruby"
+	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
 )
 
 // spec is the §8 default template spec with the given bound properties and
 // links (JSON, in Hash order).
-func spec(properties, links string) json.RawMessage {
+func spec(properties, links string) *yamlvalue.Map {
 	if links == "" {
 		links = "{}"
 	}
-	return json.RawMessage(`{"deployment":"dep","job":{"name":"ig","templates":[{"name":"myjob","version":"1"}]},` +
+	v, err := yamlvalue.ParseJSON([]byte(`{"deployment":"dep","job":{"name":"ig","templates":[{"name":"myjob","version":"1"}]},` +
 		`"index":0,"bootstrap":true,"name":"ig","id":"uuid-1","az":"z1",` +
 		`"networks":{"default":{"type":"manual","ip":"10.0.0.5","netmask":"255.255.255.0","gateway":"10.0.0.1","default":["dns","gateway"]}},` +
 		`"properties_need_filtering":true,"dns_domain_name":"bosh","persistent_disk":0,"address":"10.0.0.5","ip":"10.0.0.5",` +
-		`"properties":` + properties + `,"links":` + links + `,"release":{"name":"rel","version":"1"}}`)
+		`"properties":` + properties + `,"links":` + links + `,"release":{"name":"rel","version":"1"}}`))
+	if err != nil {
+		panic(err)
+	}
+	return v.(*yamlvalue.Map)
 }
 
 // propsP binds Spec P (§8) with nothing set in the manifest; overrides
@@ -50,7 +54,7 @@ const dbLink = `{"db":{"deployment_name":"dep","domain":"bosh","default_network"
  "instances":[{"name":"pg","id":"u1","index":0,"az":"z1","address":"10.0.1.1","bootstrap":true},
               {"name":"pg","id":"u2","index":1,"az":"z2","address":"10.0.1.2","bootstrap":false}]}}`
 
-func render(t *testing.T, s json.RawMessage, templates ...ruby.Template) []ruby.Output {
+func render(t *testing.T, s *yamlvalue.Map, templates ...ruby.Template) []ruby.Output {
 	t.Helper()
 	out, err := ruby.Render(context.Background(), []ruby.Job{{Spec: s, Templates: templates}})
 	if err != nil {

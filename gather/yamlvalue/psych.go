@@ -3,6 +3,7 @@ package yamlvalue
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"regexp"
 	"strconv"
 	"strings"
@@ -134,14 +135,22 @@ func merge(m *Map, v any, line int) error {
 
 var (
 	psychStringLike = regexp.MustCompile(`^[^\d.:-]?[[:alpha:]_\s!@#$%^&*(){}<>|/\\~;=]+`)
+	psychTime       = regexp.MustCompile(`^-?\d{4}-\d{1,2}-\d{1,2}(?:[Tt]|\s+)\d{1,2}:\d\d:\d\d(?:\.\d*)?(?:\s*(?:Z|[-+]\d{1,2}:?(?:\d\d)?))?$`)
+	psychDate       = regexp.MustCompile(`^\d{4}-(?:1[012]|0\d|\d)-(?:[12]\d|3[01]|0\d|\d)$`)
+	psychSexInt     = regexp.MustCompile(`^[-+]?[0-9][0-9_]*(:[0-5]?[0-9]){1,2}$`)
+	psychSexFloat   = regexp.MustCompile(`^[-+]?[0-9][0-9_]*(:[0-5]?[0-9]){1,2}\.[0-9_]*$`)
 	psychInteger    = regexp.MustCompile(`^(?:[-+]?0b[0-1_,]+|[-+]?0[0-7_,]+|[-+]?(?:0|[1-9](?:[0-9]|,[0-9]|_[0-9])*)|[-+]?0x[0-9a-fA-F_,]+)$`)
-	psychFloat      = regexp.MustCompile(`^(?:[-+]?([0-9][0-9_,]*)?\.[0-9]*([eE][-+][0-9]+)?|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN))$`)
+	psychFloat      = regexp.MustCompile(`^[-+]?([0-9][0-9_,]*)?\.[0-9]*([eE][-+][0-9]+)?$`)
+	psychFloatDot   = regexp.MustCompile(`\.([Ee]|$)`)
 	psychTrue       = regexp.MustCompile(`(?i)^(yes|true|on)$`)
 	psychFalse      = regexp.MustCompile(`(?i)^(no|false|off)$`)
 	psychNull       = regexp.MustCompile(`(?i)^null$`)
+	digitSeparators = strings.NewReplacer(",", "", "_", "")
 )
 
-// resolvePsych follows Psych::ScalarScanner#tokenize for plain scalars.
+// resolvePsych follows Psych::ScalarScanner#tokenize (Psych 4 and 5) for
+// plain scalars, as YAML.load calls it: Symbols are allowed, Date and Time
+// are not (Psych raises DisallowedClass, and so do we).
 func resolvePsych(n *yaml3.Node) (any, error) {
 	s := n.Value
 	if s == "" {
@@ -161,31 +170,84 @@ func resolvePsych(n *yaml3.Node) (any, error) {
 		}
 		return s, nil
 	}
-	if s == "~" {
-		return nil, nil
-	}
-	switch strings.ToLower(s) {
-	case ".inf", "+.inf":
+	switch lower := strings.ToLower(s); {
+	case psychTime.MatchString(s):
+		return nil, fmt.Errorf("line %d: Tried to load unspecified class: Time (%q)", n.Line, s)
+	case psychDate.MatchString(s):
+		return nil, fmt.Errorf("line %d: Tried to load unspecified class: Date (%q)", n.Line, s)
+	case lower == ".inf" || lower == "+.inf":
 		return math.Inf(1), nil
-	case "-.inf":
+	case lower == "-.inf":
 		return math.Inf(-1), nil
-	case ".nan":
+	case lower == ".nan":
 		return math.NaN(), nil
-	}
-	if psychFloat.MatchString(s) {
-		f, err := strconv.ParseFloat(strings.NewReplacer(",", "", "_", "").Replace(s), 64)
-		if err == nil {
-			return f, nil
+	case len(s) > 1 && s[0] == ':':
+		return psychSymbol(s), nil
+	case psychSexInt.MatchString(s):
+		return sexagesimalInt(s), nil
+	case psychSexFloat.MatchString(s):
+		return sexagesimalFloat(s), nil
+	case psychFloat.MatchString(s):
+		if s == "." || s == "-." || s == "+." {
+			return s, nil
 		}
-	}
-	if psychInteger.MatchString(s) {
-		return rubyInteger(strings.NewReplacer(",", "", "_", "").Replace(s))
+		text := psychFloatDot.ReplaceAllString(digitSeparators.Replace(s), "$1")
+		f, err := strconv.ParseFloat(text, 64)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: invalid value for Float(): %q", n.Line, text)
+		}
+		return f, nil
+	case psychInteger.MatchString(s):
+		return rubyInteger(digitSeparators.Replace(s)), nil
 	}
 	return s, nil
 }
 
-// rubyInteger is Ruby's Integer(): 0x hex, 0b binary, leading-0 octal.
-func rubyInteger(s string) (any, error) {
+// psychSymbol is Psych's Symbol for :name, or for :"name" (and :'name'),
+// whose unanchored /^:(["'])(.*)\1/ takes what lies up to the last
+// matching quote.
+func psychSymbol(s string) Symbol {
+	if q := s[1]; q == '"' || q == '\'' {
+		if end := strings.LastIndexByte(s, q); end > 1 {
+			return Symbol(strings.TrimPrefix(s[2:end], ":"))
+		}
+	}
+	return Symbol(strings.TrimPrefix(s[1:], ":"))
+}
+
+// sexagesimalInt is Psych's reading of 1:30:00, including its quirk that
+// two fields count as hours and minutes (1:30 is 5400).
+func sexagesimalInt(s string) any {
+	parts := strings.Split(s, ":")
+	sum := new(big.Int)
+	for i, p := range parts {
+		n, _ := new(big.Int).SetString(strings.TrimPrefix(strings.ReplaceAll(p, "_", ""), "+"), 10)
+		sum.Add(sum, n.Mul(n, new(big.Int).Exp(big.NewInt(60), big.NewInt(int64(abs(i-2))), nil)))
+	}
+	return Integer(sum)
+}
+
+// sexagesimalFloat is the Float form (1:30:00.5), summed left to right as
+// Ruby does.
+func sexagesimalFloat(s string) float64 {
+	sum := 0.0
+	for i, p := range strings.Split(s, ":") {
+		f, _ := strconv.ParseFloat(strings.ReplaceAll(p, "_", ""), 64)
+		sum += f * math.Pow(60, float64(abs(i-2)))
+	}
+	return sum
+}
+
+func abs(i int) int {
+	if i < 0 {
+		return -i
+	}
+	return i
+}
+
+// rubyInteger is Ruby's Integer(): 0x hex, 0b binary, leading-0 octal, of
+// any size.
+func rubyInteger(s string) any {
 	neg := strings.HasPrefix(s, "-")
 	body := strings.TrimLeft(s, "+-")
 	base := 10
@@ -197,15 +259,14 @@ func rubyInteger(s string) (any, error) {
 	case len(body) > 1 && body[0] == '0':
 		base, body = 8, body[1:]
 	}
-	i, err := strconv.ParseInt(body, base, 64)
-	if err != nil {
-		// Beyond int64: Ruby has bignums; keep the text.
-		return s, nil
+	i, ok := new(big.Int).SetString(body, base)
+	if !ok {
+		return s
 	}
 	if neg {
-		i = -i
+		i.Neg(i)
 	}
-	return i, nil
+	return Integer(i)
 }
 
 var (
@@ -235,8 +296,10 @@ func resolveV2(n *yaml3.Node) (any, error) {
 		if i, err := strconv.ParseInt(plain, 0, 64); err == nil {
 			return i, nil
 		}
+		// Beyond int64 go-yaml v2 reads a uint64, which the CLI writes
+		// out in full: the director reads a Bignum.
 		if u, err := strconv.ParseUint(plain, 0, 64); err == nil {
-			return float64(u), nil
+			return Integer(new(big.Int).SetUint64(u)), nil
 		}
 		if v2Float.MatchString(plain) {
 			if f, err := strconv.ParseFloat(plain, 64); err == nil {

@@ -1,7 +1,8 @@
 // Package yamlvalue is the value model shared by the BOSH deployment packages:
-// YAML 1.1 documents held as nil, bool, int64, float64, string, []any and
-// *Map. Map keeps insertion order like a Ruby Hash, so JSON handed to the
-// Ruby renderer has the key order the director's Hashes would have.
+// YAML 1.1 documents held as nil, bool, int64, BigInt, float64 (±Inf and NaN
+// included), string, Symbol, []any and *Map, one Go type per Ruby class the
+// director's Psych builds. Map keeps insertion order like a Ruby Hash, so
+// the renderer's Hashes have the key order the director's would have.
 // Manifests are typed as the BOSH CLI's go-yaml v2 reads them (Parse), job
 // specs as the director's Psych does (ParsePsych).
 package yamlvalue
@@ -10,10 +11,42 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
+	"math/big"
 	"sort"
+	"strconv"
+	"strings"
 
 	"gopkg.in/yaml.v2"
 )
+
+// Symbol is a Ruby Symbol, which Psych builds from a plain scalar `:name`.
+type Symbol string
+
+// BigInt is an Integer beyond int64 (a Ruby Bignum), in decimal. Integer
+// makes one, so an int64-sized value is never a BigInt.
+type BigInt string
+
+// Integer returns i as the model holds it: int64 when it fits, else BigInt.
+func Integer(i *big.Int) any {
+	if i.IsInt64() {
+		return i.Int64()
+	}
+	return BigInt(i.String())
+}
+
+// MarshalYAML writes the number itself (go-yaml v2 would quote the text).
+func (b BigInt) MarshalYAML() (any, error) {
+	if u, err := strconv.ParseUint(string(b), 10, 64); err == nil {
+		return u, nil
+	}
+	f, _, err := big.ParseFloat(string(b), 10, 64, big.ToNearestEven)
+	if err != nil {
+		return nil, err
+	}
+	v, _ := f.Float64()
+	return v, nil
+}
 
 // Map is an insertion-ordered string-keyed map. The zero value is empty and
 // ready to use. Setting an existing key keeps its position, as in Ruby.
@@ -82,28 +115,133 @@ func (m *Map) Len() int {
 	return len(m.keys)
 }
 
-// MarshalJSON encodes the map as a JSON object in key order.
+// MarshalJSON encodes the map as a JSON object in key order, each value in
+// a form that reads back as the same type (see appendJSON).
 func (m *Map) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
+	return appendJSON(nil, m)
+}
+
+// rubyKey marks a JSON object standing for a value JSON has no form for:
+// {"\u0000": [class, text]} is the Float ±Infinity or NaN, or a Symbol. A
+// Hash whose only key is "\u0000" is wrapped as {"\u0000": ["Hash", {...}]}
+// so the encoding stays unambiguous.
+const rubyKey = "\x00"
+
+// appendJSON encodes v so that ParseJSON returns an equal value of the same
+// types: a Float always has a fraction or exponent (1.0, 1e+21), an Integer
+// never does, whatever its size.
+func appendJSON(b []byte, v any) ([]byte, error) {
+	switch t := v.(type) {
+	case nil:
+		return append(b, "null"...), nil
+	case bool:
+		return strconv.AppendBool(b, t), nil
+	case int64:
+		return strconv.AppendInt(b, t, 10), nil
+	case int:
+		return strconv.AppendInt(b, int64(t), 10), nil
+	case BigInt:
+		return append(b, t...), nil
+	case float64:
+		switch {
+		case math.IsInf(t, 1):
+			return appendTagged(b, "Float", "Infinity")
+		case math.IsInf(t, -1):
+			return appendTagged(b, "Float", "-Infinity")
+		case math.IsNaN(t):
+			return appendTagged(b, "Float", "NaN")
+		}
+		n := len(b)
+		b = strconv.AppendFloat(b, t, 'g', -1, 64)
+		if !bytes.ContainsAny(b[n:], ".e") {
+			b = append(b, ".0"...)
+		}
+		return b, nil
+	case Symbol:
+		return appendTagged(b, "Symbol", string(t))
+	case []any:
+		b = append(b, '[')
+		for i, e := range t {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = appendJSON(b, e); err != nil {
+				return nil, err
+			}
+		}
+		return append(b, ']'), nil
+	case *Map:
+		if t.Len() == 1 && t.keys[0] == rubyKey {
+			b = append(b, `{"\u0000":["Hash",`...)
+			b, err := appendObject(b, t)
+			if err != nil {
+				return nil, err
+			}
+			return append(b, "]}"...), nil
+		}
+		return appendObject(b, t)
+	default:
+		data, err := json.Marshal(v)
+		return append(b, data...), err
+	}
+}
+
+func appendObject(b []byte, m *Map) ([]byte, error) {
+	b = append(b, '{')
 	for i, k := range m.Keys() {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
 		kb, err := json.Marshal(k)
 		if err != nil {
 			return nil, err
 		}
-		b.Write(kb)
-		b.WriteByte(':')
-		vb, err := json.Marshal(m.vals[k])
-		if err != nil {
+		b = append(append(b, kb...), ':')
+		if b, err = appendJSON(b, m.vals[k]); err != nil {
 			return nil, fmt.Errorf("key %q: %w", k, err)
 		}
-		b.Write(vb)
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return append(b, '}'), nil
+}
+
+func appendTagged(b []byte, class, text string) ([]byte, error) {
+	tb, err := json.Marshal(text)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, `{"\u0000":["`...)
+	b = append(b, class...)
+	b = append(b, `",`...)
+	b = append(b, tb...)
+	return append(b, "]}"...), nil
+}
+
+// fromTagged reads what appendTagged and the Hash wrapping wrote.
+func fromTagged(v any) (any, error) {
+	pair, ok := v.([]any)
+	if ok && len(pair) == 2 {
+		switch pair[0] {
+		case "Hash":
+			if m, ok := pair[1].(*Map); ok {
+				return m, nil
+			}
+		case "Symbol":
+			if s, ok := pair[1].(string); ok {
+				return Symbol(s), nil
+			}
+		case "Float":
+			switch pair[1] {
+			case "Infinity":
+				return math.Inf(1), nil
+			case "-Infinity":
+				return math.Inf(-1), nil
+			case "NaN":
+				return math.NaN(), nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("unknown encoded value %v", v)
 }
 
 // MarshalYAML encodes the map as an ordered YAML mapping.
@@ -153,8 +291,13 @@ func decodeJSON(dec *json.Decoder) (any, error) {
 				}
 				m.Set(kt.(string), v)
 			}
-			_, err := dec.Token()
-			return m, err
+			if _, err := dec.Token(); err != nil {
+				return nil, err
+			}
+			if m.Len() == 1 && m.keys[0] == rubyKey {
+				return fromTagged(m.vals[rubyKey])
+			}
+			return m, nil
 		case '[':
 			list := []any{}
 			for dec.More() {
@@ -169,10 +312,14 @@ func decodeJSON(dec *json.Decoder) (any, error) {
 		}
 		return nil, fmt.Errorf("unexpected %v", t)
 	case json.Number:
-		if i, err := t.Int64(); err == nil {
-			return i, nil
+		if strings.ContainsAny(string(t), ".eE") {
+			return t.Float64()
 		}
-		return t.Float64()
+		i, ok := new(big.Int).SetString(string(t), 10)
+		if !ok {
+			return nil, fmt.Errorf("invalid number %s", t)
+		}
+		return Integer(i), nil
 	default:
 		return t, nil
 	}
@@ -272,8 +419,10 @@ func RubyClass(v any) string {
 		return "NilClass"
 	case string:
 		return "String"
-	case int64, int:
+	case int64, int, BigInt:
 		return "Integer"
+	case Symbol:
+		return "Symbol"
 	case float64:
 		return "Float"
 	case []any:
