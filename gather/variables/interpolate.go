@@ -106,6 +106,8 @@ func (in *interpolator) walk(v any) any {
 				key = nk
 			case int64:
 				key = strconv.FormatInt(nk, 10)
+			case yamlvalue.BigInt:
+				key = string(nk)
 			default:
 				in.errs = append(in.errs, fmt.Sprintf("- Failed to substitute variable: Can not replace '%s' in hash key. The value should be a String or an Integer.", k))
 			}
@@ -139,6 +141,8 @@ func (in *interpolator) str(s string) any {
 			return t
 		case int64:
 			return strconv.FormatInt(t, 10)
+		case yamlvalue.BigInt:
+			return string(t)
 		}
 		in.errs = append(in.errs, fmt.Sprintf("- Failed to substitute variable: Can not replace '%s' in '%s'. The value should be a String or an Integer.", ph, s))
 		return ph

@@ -25,7 +25,7 @@ func mustParse(t *testing.T, s string) any {
 }
 
 func t39Source(t *testing.T) Source {
-	return NewMapSource(mustParse(t, `{port: 8443, tls: {ca: A, certificate: C, private_key: K}}`).(*yamlvalue.Map))
+	return NewMapSource(mustParse(t, `{port: 8443, tls: {ca: A, certificate: C, private_key: K}, rate: 1.0, big: 12345678901234567890}`).(*yamlvalue.Map))
 }
 
 // T39 (a)-(e).
@@ -41,6 +41,10 @@ func TestInterpolateT39(t *testing.T) {
 		{`{a: [((tls.certificate)), "((tls.ca))((tls.private_key))"]}`, `{"a":["C","AK"]}`, ""},
 		{`{a: ((tls.zz))}`, "", "- Failed to fetch variable 'tls' from config server: Expected parent 'tls' hash to have key 'zz'"},
 		{`{a: ((tls.ca.x))}`, "", "- Failed to fetch variable 'tls' from config server: Expected parent 'tls.ca' to be a hash"},
+		// Values keep their Ruby class: the Float 1.0, a Bignum (an
+		// Integer, so it may stand inside a string).
+		{`{r: ((rate)), b: ((big)), s: "n-((big))", ((big)): x}`, `{"r":1.0,"b":12345678901234567890,"s":"n-12345678901234567890","12345678901234567890":"x"}`, ""},
+		{`{s: "r-((rate))"}`, "", "- Failed to substitute variable: Can not replace '((rate))' in 'r-((rate))'. The value should be a String or an Integer."},
 		{`{a: ((nope)), b: ((nope)), c: ((other))}`, "", "- Failed to find variable 'nope' from config server\n- Failed to find variable 'other' from config server"},
 	}
 	for _, tc := range tests {

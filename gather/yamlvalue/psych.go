@@ -205,14 +205,14 @@ func resolvePsych(n *yaml3.Node) (any, error) {
 
 // psychSymbol is Psych's Symbol for :name, or for :"name" (and :'name'),
 // whose unanchored /^:(["'])(.*)\1/ takes what lies up to the last
-// matching quote.
+// matching quote, less one leading colon.
 func psychSymbol(s string) Symbol {
 	if q := s[1]; q == '"' || q == '\'' {
 		if end := strings.LastIndexByte(s, q); end > 1 {
 			return Symbol(strings.TrimPrefix(s[2:end], ":"))
 		}
 	}
-	return Symbol(strings.TrimPrefix(s[1:], ":"))
+	return Symbol(s[1:])
 }
 
 // sexagesimalInt is Psych's reading of 1:30:00, including its quirk that

@@ -217,31 +217,88 @@ func appendTagged(b []byte, class, text string) ([]byte, error) {
 	return append(b, "]}"...), nil
 }
 
-// fromTagged reads what appendTagged and the Hash wrapping wrote.
-func fromTagged(v any) (any, error) {
-	pair, ok := v.([]any)
-	if ok && len(pair) == 2 {
-		switch pair[0] {
-		case "Hash":
-			if m, ok := pair[1].(*Map); ok {
-				return m, nil
-			}
-		case "Symbol":
-			if s, ok := pair[1].(string); ok {
-				return Symbol(s), nil
-			}
-		case "Float":
-			switch pair[1] {
-			case "Infinity":
-				return math.Inf(1), nil
-			case "-Infinity":
-				return math.Inf(-1), nil
-			case "NaN":
-				return math.NaN(), nil
-			}
+// decodeObject reads an object's members after its '{'. tags says whether
+// a sole "\u0000" key marks an encoded value (see rubyKey).
+func decodeObject(dec *json.Decoder, tags bool) (any, error) {
+	m := NewMap()
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return nil, err
 		}
+		var v any
+		if tags && m.Len() == 0 && kt == rubyKey {
+			v, err = decodeTagged(dec)
+		} else {
+			v, err = decodeJSON(dec)
+		}
+		if err != nil {
+			return nil, err
+		}
+		m.Set(kt.(string), v)
 	}
-	return nil, fmt.Errorf("unknown encoded value %v", v)
+	if _, err := dec.Token(); err != nil {
+		return nil, err
+	}
+	if tv, ok := m.vals[rubyKey].(tagged); ok {
+		if m.Len() != 1 {
+			return nil, fmt.Errorf("an encoded %s shares its object with other keys", tv.class)
+		}
+		return tv.v, nil
+	}
+	return m, nil
+}
+
+// tagged is a decoded [class, text] pair until its object is known to hold
+// nothing else.
+type tagged struct {
+	class string
+	v     any
+}
+
+// decodeTagged reads what appendTagged and the Hash wrapping wrote.
+func decodeTagged(dec *json.Decoder) (any, error) {
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+		return nil, fmt.Errorf("encoded value: expected [class, value], got %v %v", tok, err)
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	class, _ := tok.(string)
+	var v any
+	switch class {
+	case "Hash":
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+			return nil, fmt.Errorf("encoded Hash: expected an object, got %v %v", tok, err)
+		}
+		v, err = decodeObject(dec, false)
+	case "Symbol", "Float":
+		tok, err = dec.Token()
+		text, _ := tok.(string)
+		switch {
+		case err != nil:
+		case class == "Symbol":
+			v = Symbol(text)
+		case text == "Infinity":
+			v = math.Inf(1)
+		case text == "-Infinity":
+			v = math.Inf(-1)
+		case text == "NaN":
+			v = math.NaN()
+		default:
+			err = fmt.Errorf("unknown encoded Float %q", text)
+		}
+	default:
+		err = fmt.Errorf("unknown encoded class %v", tok)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim(']') {
+		return nil, fmt.Errorf("encoded %s: expected ], got %v %v", class, tok, err)
+	}
+	return tagged{class, v}, nil
 }
 
 // MarshalYAML encodes the map as an ordered YAML mapping.
@@ -279,25 +336,7 @@ func decodeJSON(dec *json.Decoder) (any, error) {
 	case json.Delim:
 		switch t {
 		case '{':
-			m := NewMap()
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, err
-				}
-				v, err := decodeJSON(dec)
-				if err != nil {
-					return nil, err
-				}
-				m.Set(kt.(string), v)
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, err
-			}
-			if m.Len() == 1 && m.keys[0] == rubyKey {
-				return fromTagged(m.vals[rubyKey])
-			}
-			return m, nil
+			return decodeObject(dec, true)
 		case '[':
 			list := []any{}
 			for dec.More() {

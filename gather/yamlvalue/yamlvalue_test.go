@@ -2,6 +2,8 @@ package yamlvalue
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 )
@@ -126,5 +128,86 @@ func TestAliasLimits(t *testing.T) {
 	}
 	if js, _ := json.Marshal(v); string(js) != `{"a":{"k":1},"b":{"k":1},"c":{"k":1}}` {
 		t.Errorf("aliases %s", js)
+	}
+}
+
+// Psych's scalar forms beyond JSON's: each value's Go type is the Ruby
+// class YAML.load builds.
+func TestPsychScalars(t *testing.T) {
+	tests := []struct {
+		in   string
+		want any
+	}{
+		{"1.0", 1.0}, {"0.0", 0.0}, {"-0.0", math.Copysign(0, -1)}, {"1.0e+3", 1000.0}, {"1.e+3", 1000.0}, {"1,000.5", 1000.5},
+		{"12345678901234567890", BigInt("12345678901234567890")}, {"-0x1_0000_0000_0000_0000", BigInt("-18446744073709551616")},
+		{"0b101", int64(5)}, {"017", int64(15)}, {"1,000", int64(1000)},
+		{"1:30", int64(5400)}, {"1:02:03", int64(3723)}, {"-1:30", int64(-1800)}, {"1:30.5", 5430.0},
+		{":sym", Symbol("sym")}, {"::sym", Symbol(":sym")}, {`:"a b"c`, Symbol("a b")}, {":'x'", Symbol("x")},
+		{".Inf", math.Inf(1)}, {"+.inf", math.Inf(1)}, {"-.INF", math.Inf(-1)},
+		{"1e3", "1e3"}, {"0o17", "0o17"}, {"08", "08"}, {"-.", "-."}, {"y", "y"}, {"Off", false}, {"~", nil},
+	}
+	for _, tc := range tests {
+		v, err := ParsePsych([]byte("- " + tc.in))
+		if err != nil {
+			t.Errorf("%s: %v", tc.in, err)
+			continue
+		}
+		got := v.([]any)[0]
+		if fmt.Sprintf("%T %v", got, got) != fmt.Sprintf("%T %v", tc.want, tc.want) || (tc.in == "-0.0" && !math.Signbit(got.(float64))) {
+			t.Errorf("%s: got %T %v, want %T %v", tc.in, got, got, tc.want, tc.want)
+		}
+	}
+	if v, _ := ParsePsych([]byte("- .nan")); !math.IsNaN(v.([]any)[0].(float64)) {
+		t.Errorf(".nan: %v", v)
+	}
+	// YAML.load refuses Date and Time (Psych::DisallowedClass).
+	for _, in := range []string{"2001-12-14", "2001-12-14t21:59:43.10-05:00", "2001-12-14 21:59:43.10"} {
+		if _, err := ParsePsych([]byte("a: " + in)); err == nil || !strings.Contains(err.Error(), "Tried to load unspecified class") {
+			t.Errorf("%s: %v", in, err)
+		}
+	}
+	// The BOSH CLI's go-yaml v2 reads an unsigned 64-bit number in full.
+	if v, _ := Parse([]byte("12345678901234567890")); v != BigInt("12345678901234567890") {
+		t.Errorf("v2 uint64: %T %v", v, v)
+	}
+}
+
+// What the gathering stores in Secrets reads back as the same types.
+func TestJSONKeepsRubyTypes(t *testing.T) {
+	m := NewMap()
+	inner := NewMap()
+	inner.Set("\x00", "looks like a tag")
+	for _, kv := range []struct {
+		k string
+		v any
+	}{
+		{"one", 1.0}, {"int", int64(1)}, {"big", BigInt("-98765432109876543210")}, {"large", 1e21}, {"small", 1.5e-5},
+		{"inf", math.Inf(1)}, {"ninf", math.Inf(-1)}, {"sym", Symbol("s")}, {"str", "1.0"}, {"tagged", inner},
+		{"list", []any{1.0, int64(2), "3", 4.25, nil, true}},
+	} {
+		m.Set(kv.k, kv.v)
+	}
+	js, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"one":1.0,"int":1,"big":-98765432109876543210,"large":1e+21,"small":1.5e-05,` +
+		`"inf":{"\u0000":["Float","Infinity"]},"ninf":{"\u0000":["Float","-Infinity"]},"sym":{"\u0000":["Symbol","s"]},"str":"1.0",` +
+		`"tagged":{"\u0000":["Hash",{"\u0000":"looks like a tag"}]},"list":[1.0,2,"3",4.25,null,true]}`
+	if string(js) != want {
+		t.Fatalf("got  %s\nwant %s", js, want)
+	}
+	back, err := ParseJSON(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !Equal(m, back) {
+		t.Errorf("read back differs: %v", back)
+	}
+	m.Set("nan", math.NaN())
+	js, _ = json.Marshal(m)
+	back, _ = ParseJSON(js)
+	if nan, _ := back.(*Map).Get("nan"); !math.IsNaN(nan.(float64)) {
+		t.Errorf("NaN read back as %v", nan)
 	}
 }
