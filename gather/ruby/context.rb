@@ -93,6 +93,44 @@ module BoshInjector
     end
   end
 
+  # What is derived once from a value of the batch and shared by every
+  # template rendered against it: the batch's specs are never handed to
+  # templates, only copies or frozen views of them, so what one template
+  # mutates never reaches the next (the director renders each template
+  # against a deep copy of the context). Keyed by identity: the instances of
+  # a group share their link contents.
+  DUMPS = {}.compare_by_identity
+  FROZEN_SPECS = {}.compare_by_identity
+  LINK_PARTS = {}.compare_by_identity
+
+  # A fresh deep copy of value, from a Marshal dump taken once.
+  def self.copy(value)
+    case value
+    when nil, true, false, Integer, Float, Symbol then value
+    else Marshal.load(DUMPS[value] ||= Marshal.dump(value)) # rubocop:disable Security/MarshalLoad -- our own dump
+    end
+  end
+
+  # value as nested OpenStructs, built once and frozen: spec.links, which
+  # templates read (links' properties go through link().p, which copies).
+  def self.frozen_spec(value)
+    FROZEN_SPECS[value] ||= deep_freeze(to_spec(value))
+  end
+
+  def self.deep_freeze(value)
+    case value
+    when Spec then value.each_pair { |_, v| deep_freeze(v) }
+    when Array then value.each { |v| deep_freeze(v) }
+    end
+    value.freeze
+  end
+
+  # A link's content without its instances (copied per template, it is
+  # small) and its instances (shared, read through Instance).
+  def self.link_parts(content)
+    LINK_PARTS[content] ||= [content.reject { |k, _| k == "instances" }, content["instances"] || []]
+  end
+
   # Dotted lookup as the director's: Hashes are indexed; a String is
   # "not found" (the reference's substring quirk is not reproduced); other
   # values raise as Ruby's [] would.
@@ -161,8 +199,9 @@ module BoshInjector
     include PropertyHelpers
     attr_reader :name, :id, :index, :az, :address, :bootstrap
 
+    # h is shared by the batch: its Strings are copied.
     def initialize(h)
-      @name, @id, @index, @az, @address, @bootstrap = h.values_at("name", "id", "index", "az", "address", "bootstrap")
+      @name, @id, @index, @az, @address, @bootstrap = h.values_at("name", "id", "index", "az", "address", "bootstrap").map { |v| v.is_a?(String) ? v.dup : v }
     end
 
     private
@@ -176,13 +215,16 @@ module BoshInjector
   class Link
     include PropertyHelpers
 
-    def initialize(name, content)
+    # content is the template's copy of the link without its instances,
+    # instances the batch's shared list.
+    def initialize(name, content, instances)
       @name = name
       @content = content
+      @instances = instances
     end
 
     def instances
-      (@content["instances"] || []).map { |i| Instance.new(i) }
+      @instances.map { |i| Instance.new(i) }
     end
 
     def properties
@@ -219,18 +261,38 @@ module BoshInjector
     end
   end
 
+  # What one template sees. The parts it uses are made on first use: a
+  # template that never reads spec, properties or a link pays nothing for
+  # them, however large.
   class EvaluationContext
     include PropertyHelpers
-    attr_reader :spec, :name, :index, :properties, :raw_properties
+    attr_reader :name, :index, :raw_properties
 
     def initialize(spec)
-      @raw_spec = spec
-      @raw_properties = spec["properties"] || {}
-      @links = spec["links"] || {}
-      @spec = BoshInjector.to_spec(spec)
-      @name = spec["name"]
+      @shared = spec
+      @raw_properties = BoshInjector.copy(spec["properties"]) || {}
+      @name = BoshInjector.copy(spec["name"])
       @index = spec["index"]
-      @properties = BoshInjector.to_spec(@raw_properties)
+      @links = spec["links"] || {}
+      @link_copies = {}
+    end
+
+    def properties
+      @properties ||= BoshInjector.to_spec(@raw_properties)
+    end
+
+    # The spec as nested OpenStructs, sharing the Strings of the template's
+    # copies of name and properties as the director's does; links are a
+    # frozen view.
+    def spec
+      @spec ||= Spec.new(@shared.to_h do |k, v|
+        case k
+        when "properties" then [k, v.nil? ? nil : BoshInjector.to_spec(@raw_properties)]
+        when "name" then [k, @name]
+        when "links" then [k, BoshInjector.frozen_spec(v)]
+        else [k, BoshInjector.to_spec(BoshInjector.copy(v))]
+        end
+      end)
     end
 
     def get_binding
@@ -240,30 +302,35 @@ module BoshInjector
     def link(name)
       content = BoshInjector.lookup(@links, name)
       raise UnknownLink.new(name) unless content.is_a?(Hash) && content.key?("instances")
-      Link.new(name, content)
+      new_link(name, content)
     end
 
     def if_link(name)
       content = BoshInjector.lookup(@links, name)
       return ActiveElseBlock.new(self) unless content.is_a?(Hash) && content.key?("instances")
-      yield Link.new(name, content)
+      yield new_link(name, content)
       InactiveElseBlock.new
     end
 
     private
+
+    # One copy of a link's content per template, as the director's.
+    def new_link(name, content)
+      rest, instances = BoshInjector.link_parts(content)
+      Link.new(name, @link_copies[content.object_id] ||= BoshInjector.copy(rest), instances)
+    end
 
     def property_source
       @raw_properties
     end
   end
 
-  # Renders one template against a fresh deep copy of the spec, so what one
-  # template mutates never leaks into the next.
+  # Compiled once per template source in a batch.
+  ERBS = {}
+
   def self.render(name, source, spec)
-    context = EvaluationContext.new(Marshal.load(Marshal.dump(spec)))
-    erb = ERB.new(source, trim_mode: "-")
-    erb.filename = name
-    { "content" => Base64.strict_encode64(erb.result(context.get_binding).b) }
+    erb = ERBS[[name, source]] ||= ERB.new(source, trim_mode: "-").tap { |e| e.filename = name }
+    { "content" => Base64.strict_encode64(erb.result(EvaluationContext.new(spec).get_binding).b) }
   rescue Exception => e # rubocop:disable Lint/RescueException -- SyntaxError, NotImplementedError included
     raise if e.is_a?(SystemExit) || e.is_a?(Interrupt)
 

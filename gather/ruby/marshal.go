@@ -13,14 +13,20 @@ import (
 // The batch reaches Ruby in Ruby's own Marshal format (version 4.8), which
 // has a form for every class Psych builds: JSON would turn the Float 1.0
 // into the Integer 1, a Bignum into a Float, and has no ±Infinity, NaN or
-// Symbol. Marshal.load is also Ruby's fastest way to build the objects.
+// Symbol. Marshal.load is also Ruby's fastest way to build the objects, and
+// a Map that several specs share (a group's link contents and properties)
+// is written once and arrives as one Hash (context.rb never mutates it).
 type marshaler struct {
 	b       []byte
 	symbols map[string]int
+	// objects counts what Ruby's loader numbers for back-references:
+	// Strings, Floats, Bignums, Arrays and Hashes, in the order they start.
+	objects int
+	maps    map[*yamlvalue.Map]int
 }
 
 func marshalBatch(jobs []Job) ([]byte, error) {
-	m := &marshaler{b: []byte{4, 8}, symbols: map[string]int{}}
+	m := &marshaler{b: []byte{4, 8}, symbols: map[string]int{}, maps: map[*yamlvalue.Map]int{}}
 	// [[spec, [[name, source], ...]], ...]
 	m.array(len(jobs))
 	for _, j := range jobs {
@@ -68,6 +74,12 @@ func (m *marshaler) value(v any) error {
 			}
 		}
 	case *yamlvalue.Map:
+		if n, ok := m.maps[t]; ok {
+			m.b = append(m.b, '@')
+			m.long(int64(n))
+			return nil
+		}
+		m.maps[t] = m.objects
 		m.hash(t.Len())
 		for _, k := range t.Keys() {
 			m.str(k)
@@ -103,6 +115,7 @@ func (m *marshaler) integer(i int64) {
 // bignum is 'l', the sign, the length in 16-bit words and the magnitude's
 // bytes, least significant first.
 func (m *marshaler) bignum(i *big.Int) {
+	m.objects++
 	sign := byte('+')
 	if i.Sign() < 0 {
 		sign = '-'
@@ -121,6 +134,7 @@ func (m *marshaler) bignum(i *big.Int) {
 // float is 'f' and the text Ruby's loader reads with strtod, or inf, -inf
 // and nan.
 func (m *marshaler) float(f float64) {
+	m.objects++
 	var s string
 	switch {
 	case math.IsInf(f, 1):
@@ -139,6 +153,7 @@ func (m *marshaler) float(f float64) {
 // str is a UTF-8 String: the raw bytes with the instance variable E = true
 // that marks their encoding.
 func (m *marshaler) str(s string) {
+	m.objects++
 	m.b = append(m.b, 'I', '"')
 	m.bytes(s)
 	m.long(1)
@@ -177,11 +192,13 @@ func ascii(s string) bool {
 }
 
 func (m *marshaler) array(n int) {
+	m.objects++
 	m.b = append(m.b, '[')
 	m.long(int64(n))
 }
 
 func (m *marshaler) hash(n int) {
+	m.objects++
 	m.b = append(m.b, '{')
 	m.long(int64(n))
 }

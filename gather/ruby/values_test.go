@@ -1,8 +1,10 @@
 package ruby_test
 
 import (
+	"context"
 	"math"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -88,6 +90,48 @@ func TestParsePsychAgreesWithRubysPsych(t *testing.T) {
 	for i, s := range scalars {
 		if gotLines[i] != wantLines[i] {
 			t.Errorf("%s: got %s, Psych %s", s, gotLines[i], wantLines[i])
+		}
+	}
+}
+
+// A Map shared by several specs is sent once; each job still sees its own
+// values, and what a template mutates stays in that template.
+func TestSharedMapsAreSentOnceAndCopied(t *testing.T) {
+	shared, err := yamlvalue.ParseJSON([]byte(`{"f":1.5,"big":123456789012345678901234,"s":"x","list":[0.5,"y",{"k":"v"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	links := yamlvalue.NewMap()
+	links.Set("db", yamlvalue.NewMap())
+	db, _ := links.Get("db")
+	db.(*yamlvalue.Map).Set("instances", []any{shared})
+	db.(*yamlvalue.Map).Set("properties", shared)
+	var jobs []ruby.Job
+	for i := range 3 {
+		s := spec("{}", "")
+		props := yamlvalue.NewMap()
+		props.Set("own", float64(i))
+		props.Set("shared", shared)
+		s.Set("properties", props)
+		s.Set("links", links)
+		jobs = append(jobs, ruby.Job{Spec: s, Templates: []ruby.Template{
+			{Name: "a.erb", Source: `<% p("shared.list")[2]["k"] << "!"; link("db").p("list") << 1 %><%= p("own") %> <%= p("shared").to_json %> <%= link("db").p("list").size %>`},
+			{Name: "b.erb", Source: `<%= p("shared.list")[2]["k"] %> <%= link("db").p("list").size %> <%= spec.links.db.instances[0].big %> <%= spec.properties.shared.f %>`},
+		}})
+	}
+	out, err := ruby.Render(context.Background(), jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, job := range out {
+		want := []string{
+			strconv.Itoa(i) + `.0 {"f":1.5,"big":123456789012345678901234,"s":"x","list":[0.5,"y",{"k":"v!"}]} 4`,
+			"v 3 123456789012345678901234 1.5",
+		}
+		for k, o := range job {
+			if string(o.Content) != want[k] || o.Error != "" {
+				t.Errorf("job %d template %d: got %q (%s), want %q", i, k, o.Content, o.Error, want[k])
+			}
 		}
 	}
 }
