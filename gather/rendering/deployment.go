@@ -9,7 +9,6 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/resolved"
 	"github.com/bosh-injector/bosh-injector/gather/ruby"
-	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
 )
 
 // InstanceJobs are the rendered jobs of one instance.
@@ -40,9 +39,7 @@ func Deployment(ctx context.Context, d *deployment.Deployment, ip string, keep f
 			}
 			out = append(out, InstanceJobs{Group: g.Manifest.Name, Index: inst.Index})
 			for ji, j := range g.Jobs {
-				spec := yamlvalue.Clone(inst.Specs[ji]).(*yamlvalue.Map)
-				resolved.SetIP(spec, ip)
-				p := Prepare(j.Name, j.Spec, spec)
+				p := Prepare(j.Name, j.Spec, resolved.WithIP(inst.Specs[ji], ip))
 				prepared = append(prepared, p)
 				batch = append(batch, p.Job)
 			}

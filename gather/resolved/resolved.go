@@ -80,19 +80,26 @@ func (g *Group) Instance(namespace string, index int, podIP string) (instance.In
 			Links:          j.Links,
 			Release:        instance.JobRef{Name: j.Release, Version: j.ReleaseVersion},
 		})
-		SetIP(s, podIP)
-		specs[i] = s
+		specs[i] = WithIP(s, podIP)
 	}
 	return inst, specs, nil
 }
 
-// SetIP fills the pod's IP into a template spec: `spec.ip` and the default
-// network's ip, which only the running pod knows.
-func SetIP(spec *yamlvalue.Map, ip string) {
-	spec.Set("ip", ip)
-	if nets, ok := spec.Get("networks"); ok {
-		if def, ok := nets.(*yamlvalue.Map).Get("default"); ok {
-			def.(*yamlvalue.Map).Set("ip", ip)
+// WithIP returns a template spec with the pod's IP filled in: `spec.ip`
+// and the default network's ip, which only the running pod knows. Only the
+// maps on those paths are copied: the rest (properties, links) stays shared
+// with spec, so the renderer sends it once for all instances.
+func WithIP(spec *yamlvalue.Map, ip string) *yamlvalue.Map {
+	out := spec.ShallowCopy()
+	out.Set("ip", ip)
+	if nets, ok := out.Get("networks"); ok {
+		nets := nets.(*yamlvalue.Map).ShallowCopy()
+		out.Set("networks", nets)
+		if def, ok := nets.Get("default"); ok {
+			def := def.(*yamlvalue.Map).ShallowCopy()
+			def.Set("ip", ip)
+			nets.Set("default", def)
 		}
 	}
+	return out
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/instance"
 	"github.com/bosh-injector/bosh-injector/gather/resolved"
 	"github.com/bosh-injector/bosh-injector/gather/variables"
-	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
 )
 
 // The render step rebuilds every instance's template specs from the Secret's
@@ -55,9 +54,11 @@ func TestInstanceSpecsRoundTrip(t *testing.T) {
 				t.Errorf("%s/%d: instance %+v, want %+v", g.Manifest.Name, want.Index, inst, want.Instance)
 			}
 			for ji, spec := range want.Specs {
-				spec = yamlvalue.Clone(spec).(*yamlvalue.Map)
-				resolved.SetIP(spec, "10.1.2.3")
-				w, _ := json.Marshal(spec)
+				before, _ := json.Marshal(spec)
+				w, _ := json.Marshal(resolved.WithIP(spec, "10.1.2.3"))
+				if after, _ := json.Marshal(spec); string(after) != string(before) {
+					t.Errorf("WithIP changed the model's spec")
+				}
 				gotJSON, _ := json.Marshal(got[ji])
 				if string(gotJSON) != string(w) {
 					t.Errorf("%s/%d job %s: spec\n%s\nwant\n%s", g.Manifest.Name, want.Index, g.Jobs[ji].Name, gotJSON, w)

@@ -418,6 +418,16 @@ func Clone(v any) any {
 	}
 }
 
+// ShallowCopy returns a copy of m whose nested values are m's own, for
+// edits of m's top level that must not reach m.
+func (m *Map) ShallowCopy() *Map {
+	out := &Map{keys: append([]string(nil), m.keys...), vals: make(map[string]any, len(m.vals))}
+	for k, v := range m.vals {
+		out.vals[k] = v
+	}
+	return out
+}
+
 // Equal reports whether two values are deeply equal, map order ignored
 // (as Ruby's Hash#==).
 func Equal(a, b any) bool {
