@@ -129,7 +129,8 @@ instance_groups:
 
 // What the director's templates print (Ruby's Float#to_s and inspect,
 // Integer of any size, Psych's to_yaml, json's refusal of non-finite
-// Floats); each line is "name: to_s | inspect | class | to_json | to_yaml".
+// Floats). The rows d.one, d.zero, m.float, m.list, d.big, d.inf, d.neg_inf
+// and d.nan are issue 19's table, director column. Each line is "name: to_s | inspect | class | to_json | to_yaml".
 const valuesWant = `d.one: 1.0 | 1.0 | Float | 1.0 | "--- 1.0\n"
 d.zero: 0.0 | 0.0 | Float | 0.0 | "--- 0.0\n"
 d.big: 12345678901234567890 | 12345678901234567890 | Integer | 12345678901234567890 | "--- 12345678901234567890\n"
@@ -202,8 +203,10 @@ func TestValuesReachTemplatesAsTheDirectorsRubyObjects(t *testing.T) {
 		for _, f := range out[0].Jobs[1].Files {
 			if f.Path == "values.txt" {
 				checkValues(t, string(f.Content))
+				return
 			}
 		}
+		t.Fatal("values.txt not rendered")
 	})
 
 	t.Run("gather, Secret, render", func(t *testing.T) {

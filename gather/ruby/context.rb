@@ -277,21 +277,19 @@ module BoshInjector
       @link_copies = {}
     end
 
+    # properties and spec are OpenStruct snapshots of the spec as it was
+    # when the template started, as the director's (built before it runs):
+    # what the template changes in raw_properties or p()'s values does not
+    # show in them. Made from their own copies, they share no Strings with
+    # raw_properties, which only in-place String edits could tell.
     def properties
-      @properties ||= BoshInjector.to_spec(@raw_properties)
+      @properties ||= BoshInjector.to_spec(BoshInjector.copy(@shared["properties"]) || {})
     end
 
-    # The spec as nested OpenStructs, sharing the Strings of the template's
-    # copies of name and properties as the director's does; links are a
-    # frozen view.
+    # Links are a frozen view, shared by the batch.
     def spec
       @spec ||= Spec.new(@shared.to_h do |k, v|
-        case k
-        when "properties" then [k, v.nil? ? nil : BoshInjector.to_spec(@raw_properties)]
-        when "name" then [k, @name]
-        when "links" then [k, BoshInjector.frozen_spec(v)]
-        else [k, BoshInjector.to_spec(BoshInjector.copy(v))]
-        end
+        [k, k == "links" ? BoshInjector.frozen_spec(v) : BoshInjector.to_spec(BoshInjector.copy(v))]
       end)
     end
 

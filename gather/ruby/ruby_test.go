@@ -200,3 +200,14 @@ func TestMissingRuby(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// spec and properties are snapshots taken before the template runs, as the
+// director's; links in spec are read-only.
+func TestSpecIsASnapshot(t *testing.T) {
+	got := render(t, spec(propsP(nil), dbLink), ruby.Template{Name: "tpl.erb", Source: `<% p("opts")["extra"] = 1; raw_properties["port"] = 1 -%>
+<%= spec.properties.opts.respond_to?(:extra) %> <%= properties.port %> <%= spec.properties.port %> <%= p("port") %> <%= spec.links.db.instances.size %>
+<% begin; spec.links.db.properties.port = 1; rescue FrozenError; %>frozen<% end %>`})[0]
+	if want := "false 8080 8080 1 2\nfrozen"; string(got.Content) != want || got.Error != "" {
+		t.Errorf("got %q (%s), want %q", got.Content, got.Error, want)
+	}
+}
