@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
+	"github.com/bosh-injector/bosh-injector/gather/gathering"
 	"github.com/bosh-injector/bosh-injector/gather/instance"
 	"github.com/bosh-injector/bosh-injector/gather/rendering"
 	"github.com/bosh-injector/bosh-injector/gather/resolved"
@@ -38,6 +39,7 @@ properties:
 name: printer
 templates:
   values.erb: values.txt
+  bpm.yml.erb: config/bpm.yml
 consumes:
 - name: vals
   type: vals
@@ -76,6 +78,14 @@ properties:
   m.octal: {}
   m.yy: {}
   m.colon: {}
+`,
+	"jobs/printer/templates/bpm.yml.erb": `processes:
+- name: printer
+  executable: /bin/printer
+  env:
+    RATE: "<%= p('d.one') %>"
+    BIG: "<%= p('d.big') %>"
+    LINK_INF: "<%= link('vals').p('l.inf') %>"
 `,
 	"jobs/provider/monit": "",
 	"jobs/printer/monit":  "",
@@ -209,6 +219,17 @@ func TestValuesReachTemplatesAsTheDirectorsRubyObjects(t *testing.T) {
 		t.Fatal("values.txt not rendered")
 	})
 
+	t.Run("BPM in the gathering", func(t *testing.T) {
+		bpms, err := gathering.NewRenderBPM(context.Background())(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := bpms[0][0].Jobs["printer"].Processes[0].Env
+		if env["RATE"] != "1.0" || env["BIG"] != "12345678901234567890" || env["LINK_INF"] != "-Infinity" {
+			t.Errorf("bpm env %v", env)
+		}
+	})
+
 	t.Run("gather, Secret, render", func(t *testing.T) {
 		enc, err := secretdata.Encode(resolved.FromDeployment(d, &d.Groups[0], net.ClusterDomain))
 		if err != nil {
@@ -232,8 +253,10 @@ func TestValuesReachTemplatesAsTheDirectorsRubyObjects(t *testing.T) {
 				t.Fatal(err)
 			}
 			if job == "printer" {
-				if err := os.WriteFile(filepath.Join(dir, "templates", "values.erb"), []byte(valuesRelease["jobs/printer/templates/values.erb"]), 0o644); err != nil {
-					t.Fatal(err)
+				for _, tpl := range []string{"values.erb", "bpm.yml.erb"} {
+					if err := os.WriteFile(filepath.Join(dir, "templates", tpl), []byte(valuesRelease["jobs/printer/templates/"+tpl]), 0o644); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
 		}
