@@ -62,6 +62,8 @@ func TestParsePsychAgreesWithRubysPsych(t *testing.T) {
 		":sym", "::sym", ":\"a b\"", ":'x'", ":1",
 		"y", "n", "yes", "No", "ON", "off", "true", "FALSE", "~", "null", "Null", "nil",
 		"abc", "a1", "1a", "-", ".", "-.", "+", "0", "-0", "+12", "00", "1__0",
+		"!!float 1", `!!float "2"`, "!!float 1e3", "!!float .inf", `!!int "3"`, "!!int 0x10", "!!bool yes", `!!null ""`, "!!str 1", "!foo bar", "!foo 1.0",
+		"!ruby/sym abc",
 	}
 	doc := ""
 	for _, s := range scalars {

@@ -16,12 +16,12 @@ import (
 // manifests pass through the BOSH CLI's go-yaml v2 first, so Parse is right
 // for them. The two differ on plain scalars: Psych reads `y`/`n` and `1e3`
 // as strings, go-yaml v2 as true/false and 1000.
-func ParsePsych(data []byte) (any, error) { return parse(data, resolvePsych) }
+func ParsePsych(data []byte) (any, error) { return parse(data, resolvePsych, psychTagged) }
 
 // parse walks the YAML node tree (go-yaml v3 keeps order, anchors and
 // styles) and types plain scalars with the given resolver. go-yaml v2 is not
 // used to decode: it loses keys merged with `<<` when keeping order.
-func parse(data []byte, resolve resolver) (any, error) {
+func parse(data []byte, resolve, tagged resolver) (any, error) {
 	var doc yaml3.Node
 	if err := yaml3.Unmarshal(data, &doc); err != nil {
 		return nil, err
@@ -29,7 +29,7 @@ func parse(data []byte, resolve resolver) (any, error) {
 	if doc.Kind == 0 {
 		return nil, nil
 	}
-	w := walker{resolve: resolve, budget: maxValues, active: map[*yaml3.Node]bool{}}
+	w := walker{resolve: resolve, tagged: tagged, budget: maxValues, active: map[*yaml3.Node]bool{}}
 	return w.walk(&doc)
 }
 
@@ -42,7 +42,9 @@ type resolver func(*yaml3.Node) (any, error)
 // walker builds values from nodes, expanding aliases into copies.
 type walker struct {
 	resolve resolver
-	budget  int
+	// tagged, when set, types scalars with an explicit tag.
+	tagged resolver
+	budget int
 	// active holds the anchored nodes being built, to refuse an alias to
 	// its own ancestor.
 	active map[*yaml3.Node]bool
@@ -99,6 +101,9 @@ func (w *walker) walk(n *yaml3.Node) (any, error) {
 		}
 		return m, nil
 	case yaml3.ScalarNode:
+		if w.tagged != nil && n.Style&yaml3.TaggedStyle != 0 {
+			return w.tagged(n)
+		}
 		if n.Style&(yaml3.DoubleQuotedStyle|yaml3.SingleQuotedStyle|yaml3.LiteralStyle|yaml3.FoldedStyle) != 0 ||
 			(n.Style&yaml3.TaggedStyle != 0 && n.Tag == "!!str") {
 			return n.Value, nil
@@ -213,6 +218,40 @@ func psychSymbol(s string) Symbol {
 		}
 	}
 	return Symbol(s[1:])
+}
+
+// psychTagged types a scalar with an explicit tag as Psych's ToRuby does,
+// quoted or not: !!str is the text, !!float is Float() of the text typed as
+// a plain scalar, !ruby/sym a Symbol; any other tag (!!int, !!bool, !!null,
+// a local !tag) types the text as a plain scalar. !!binary keeps its text
+// (Psych decodes it to a binary String, which templates do not get here).
+func psychTagged(n *yaml3.Node) (any, error) {
+	switch n.Tag {
+	case "!!str", "!str", "!ruby/string", "!!binary", "!binary":
+		return n.Value, nil
+	case "!ruby/sym", "!ruby/symbol":
+		return Symbol(n.Value), nil
+	case "!!float", "!float":
+		v, err := resolvePsych(n)
+		if err != nil {
+			return nil, err
+		}
+		switch t := v.(type) {
+		case float64:
+			return t, nil
+		case int64:
+			return float64(t), nil
+		case BigInt:
+			f, _ := strconv.ParseFloat(string(t), 64)
+			return f, nil
+		case string:
+			if f, err := strconv.ParseFloat(t, 64); err == nil && !strings.ContainsAny(t, "xXpP_iInN") {
+				return f, nil
+			}
+		}
+		return nil, fmt.Errorf("line %d: invalid value for Float(): %q", n.Line, n.Value)
+	}
+	return resolvePsych(n)
 }
 
 // sexagesimalInt is Psych's reading of 1:30:00, including its quirk that

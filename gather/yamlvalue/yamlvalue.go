@@ -375,7 +375,7 @@ func ParseJSON(data []byte) (any, error) {
 // which is what a director receives for manifests: yes/no/on/off and y/n
 // booleans, ~ and null as nil, 0777 octal, 1e3 a float, the bare word nil
 // a string. An empty document is nil.
-func Parse(data []byte) (any, error) { return parse(data, resolveV2) }
+func Parse(data []byte) (any, error) { return parse(data, resolveV2, nil) }
 
 // keyString turns a YAML key into the string key JSON needs. Non-string keys
 // (1, true) keep their YAML text; BOSH manifests use string keys.
