@@ -46,10 +46,17 @@ type Options struct {
 	// DiskSizes gives the size of a persistent_disk_type, which the cloud
 	// config defines.
 	DiskSizes map[string]resource.Quantity
-	// Containers names, per instance group, the pod template's container;
-	// by default `<first job>-<first job>`, the container the webhook
+	// Containers gives, per instance group, the pod template's container;
+	// by default the first job's `<job>-<job>`, the container the webhook
 	// makes of a job's process named like the job.
-	Containers map[string]string
+	Containers map[string]Container
+}
+
+// Container is the one container of a pod template: the webhook completes
+// the container of that name, a BPM process's `<job>-<process>` or an
+// errand's `<job>-run`, in the release image of Job.
+type Container struct {
+	Job, Name string
 }
 
 // Result is the objects in apply order and what of the manifest they could
@@ -196,24 +203,27 @@ func (b *builder) job(name string, t corev1.PodTemplateSpec, n int) client.Objec
 	}
 }
 
-// podTemplate is the labels and the one container the webhook completes:
-// named for the first job's process, in that job's release image.
+// podTemplate is the labels and the one container the webhook completes, in
+// its job's release image.
 func (b *builder) podTemplate(g *manifest.InstanceGroup) (corev1.PodTemplateSpec, error) {
-	first := g.Jobs[0]
-	image, err := b.m.ReleaseImage(first.Release)
-	if err != nil {
-		return corev1.PodTemplateSpec{}, fmt.Errorf("instance group '%s', job '%s': %w", g.Name, first.Name, err)
+	c, ok := b.opts.Containers[g.Name]
+	if !ok {
+		c = Container{Job: g.Jobs[0].Name, Name: names.DNS1123LabelMax(g.Jobs[0].Name+"-"+g.Jobs[0].Name, 63)}
 	}
-	container := b.opts.Containers[g.Name]
-	if container == "" {
-		container = names.DNS1123LabelMax(first.Name+"-"+first.Name, 63)
+	i := slices.IndexFunc(g.Jobs, func(j manifest.Job) bool { return j.Name == c.Job })
+	if i < 0 {
+		return corev1.PodTemplateSpec{}, fmt.Errorf("instance group '%s' has no job '%s' for container '%s'", g.Name, c.Job, c.Name)
+	}
+	image, err := b.m.ReleaseImage(g.Jobs[i].Release)
+	if err != nil {
+		return corev1.PodTemplateSpec{}, fmt.Errorf("instance group '%s', job '%s': %w", g.Name, c.Job, err)
 	}
 	t := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
 			names.LabelDeployment:    names.LabelValue(b.m.Name),
 			names.LabelInstanceGroup: names.LabelValue(g.Name),
 		}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: container, Image: image}}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: c.Name, Image: image}}},
 	}
 	t.Spec.Resources, err = b.resources(g)
 	return t, err

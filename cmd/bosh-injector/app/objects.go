@@ -1,21 +1,27 @@
 package app
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
+	"github.com/bosh-injector/bosh-injector/gather/gathering"
+	"github.com/bosh-injector/bosh-injector/gather/instance"
+	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/objects"
+	"github.com/bosh-injector/bosh-injector/gather/variables"
 )
 
 type objectsOptions struct {
 	manifest, output      string
-	opsFiles              []string
+	opsFiles, releases    []string
 	storageClasses, sizes []string
 	opts                  objects.Options
 }
@@ -43,6 +49,7 @@ warning on stderr. The objects are yours to edit; the webhook adds the rest.`,
 		f.StringVar(&o.output, "output", "", "write one file per object into this directory instead of printing")
 		f.StringArrayVar(&o.storageClasses, "storage-class-map", nil, "TYPE=CLASS: the StorageClass of persistent_disk_type TYPE (repeatable)")
 		f.StringArrayVar(&o.sizes, "disk-size", nil, "TYPE=SIZE: the size of persistent_disk_type TYPE, e.g. large=10Gi (repeatable)")
+		f.StringArrayVar(&o.releases, "release", nil, "NAME=DIR: release sources as for template; their bpm.yml names each group's container after its first process (repeatable; needs ruby)")
 		return cmd
 	})
 }
@@ -74,6 +81,11 @@ func (o *objectsOptions) run(cmd *cobra.Command) error {
 		}
 		o.opts.DiskSizes[k] = q
 	}
+	if len(o.releases) > 0 {
+		if o.opts.Containers, err = o.containers(cmd, data, ops); err != nil {
+			return err
+		}
+	}
 	res, err := objects.Build(data, ops, o.opts)
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.manifest, err)
@@ -103,6 +115,48 @@ func (o *objectsOptions) run(cmd *cobra.Command) error {
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d objects to %s\n", len(res.Objects), o.output)
 	return nil
+}
+
+// containers renders the deployment's bpm.yml as gather does (variables
+// generated and discarded) and names each group's container after the first
+// BPM process of its jobs, or an errand's bin/run.
+func (o *objectsOptions) containers(cmd *cobra.Command, data []byte, ops []deployment.OpsFile) (map[string]objects.Container, error) {
+	specs, err := releaseSpecs(o.releases)
+	if err != nil {
+		return nil, err
+	}
+	vars := variables.NewMapSource(nil)
+	m, err := deployment.Load(data, ops, vars, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	network := instance.Network{Namespace: cmp.Or(o.opts.Namespace, "default"), ClusterDomain: "cluster.local"}
+	d, err := deployment.Resolve(deployment.Input{Manifest: m, Specs: specs, Variables: vars, Network: network})
+	if err != nil {
+		return nil, err
+	}
+	bpms, err := gathering.NewRenderBPM(cmd.Context())(d)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]objects.Container{}
+	for gi, g := range d.Groups {
+		if len(bpms[gi]) == 0 {
+			continue
+		}
+		configs := bpms[gi][0].Jobs
+		for _, j := range g.Jobs {
+			if procs := configs[j.Name].Processes; len(procs) > 0 {
+				out[g.Manifest.Name] = objects.Container{Job: j.Name, Name: names.DNS1123LabelMax(j.Name+"-"+procs[0].Name, 63)}
+				break
+			}
+			if g.Manifest.Lifecycle == "errand" && j.Spec.IsErrand() {
+				out[g.Manifest.Name] = objects.Container{Job: j.Name, Name: names.DNS1123LabelMax(j.Name+"-run", 63)}
+				break
+			}
+		}
+	}
+	return out, nil
 }
 
 // readOpsFiles reads ops files, named by their paths.

@@ -70,3 +70,33 @@ func TestObjectsFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestObjectsNamesContainersFromBPM: with --release the container is the
+// first BPM process's, whatever its name.
+func TestObjectsNamesContainersFromBPM(t *testing.T) {
+	shopRelease := filepath.Join(t.TempDir(), "shop")
+	if err := os.CopyFS(shopRelease, os.DirFS(filepath.Join(fixtures, "releases", "shop"))); err != nil {
+		t.Fatal(err)
+	}
+	bpmFile := filepath.Join(shopRelease, "jobs", "storefront", "templates", "bpm.yml.erb")
+	data, err := os.ReadFile(bpmFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bpmFile, []byte(strings.Replace(string(data), "- name: storefront", "- name: server", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"objects", "--manifest", filepath.Join(fixtures, "deployments", "shop.yml")}, shopReleases[:4]...)
+	code, out, errOut := run(append(args, "--release", "shop="+shopRelease)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"name: storefront-server", "name: bus-bus", "name: pgstore-pgstore", "name: smoke-tests-smoke-tests"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "storefront-storefront") {
+		t.Error("output still names the container storefront-storefront")
+	}
+}

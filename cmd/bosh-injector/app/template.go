@@ -239,9 +239,14 @@ func (o *templateOptions) variables() (variables.Source, error) {
 // specSource reads each --release from a source tree or a jobs directory;
 // a job not found names the directory and file looked for.
 func (o *templateOptions) specSource() (deployment.SpecSource, error) {
+	return releaseSpecs(o.releases)
+}
+
+// releaseSpecs reads each NAME=DIR of --release.
+func releaseSpecs(releases []string) (deployment.SpecSource, error) {
 	trees := map[string]string{}
 	jobsDirs := map[string]string{}
-	for _, r := range o.releases {
+	for _, r := range releases {
 		name, dir, ok := strings.Cut(r, "=")
 		if !ok {
 			return nil, fmt.Errorf("--release %q: expected NAME=DIR", r)
