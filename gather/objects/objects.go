@@ -361,7 +361,12 @@ func (b *builder) updateStrategy(g *manifest.InstanceGroup) appsv1.StatefulSetUp
 	case int64:
 		max = ptr.To(intstr.FromInt32(int32(t)))
 	case string:
-		max = ptr.To(intstr.FromString(t))
+		// "25%" stays a percentage; "2" is a number as BOSH reads it.
+		if n, err := strconv.Atoi(t); err == nil {
+			max = ptr.To(intstr.FromInt32(int32(n)))
+		} else {
+			max = ptr.To(intstr.FromString(t))
+		}
 	}
 	if max == nil || g.Lifecycle == "errand" {
 		return appsv1.StatefulSetUpdateStrategy{}
