@@ -87,7 +87,7 @@ func TestTemplateWithoutVarsStoreWarnsAndSummarizes(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s%s", code, out, errOut)
 	}
-	if want := "Warning: no --vars-store: credentials generated for this render are discarded"; !strings.Contains(errOut, want) {
+	if want := "Warning: no --vars-store: credentials generated for this render (variables: bus_password, db_password, session_secret, bus_ca, bus_tls) are discarded"; !strings.Contains(errOut, want) {
 		t.Errorf("stderr does not warn %q:\n%s", want, errOut)
 	}
 	if want := "Rendered 1 instance group, 1 instance, "; !strings.HasPrefix(out, want) || !strings.HasSuffix(out, " files into "+output+"\n") {

@@ -88,12 +88,12 @@ func (o *templateOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if o.varsStore == "" {
-		fmt.Fprintln(cmd.ErrOrStderr(), "Warning: no --vars-store: credentials generated for this render are discarded; give --vars-store FILE to keep them and render the same values again")
-	}
 	m, err := deployment.Load(data, ops, vars, time.Now())
 	if err != nil {
 		return err
+	}
+	if o.varsStore == "" && len(m.Variables) > 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "Warning: no --vars-store: credentials generated for this render (variables: %s) are discarded; give --vars-store FILE to keep them and render the same values again\n", variableNames(m))
 	}
 	if err := o.checkSelection(m); err != nil {
 		return err
@@ -151,6 +151,14 @@ func (o *templateOptions) run(cmd *cobra.Command) error {
 	fmt.Fprintf(cmd.OutOrStdout(), "Rendered %s, %s, %s into %s\n",
 		plural(len(groups), "instance group"), plural(len(rendered), "instance"), plural(files, "file"), o.output)
 	return nil
+}
+
+func variableNames(m *manifest.Manifest) string {
+	var out []string
+	for _, v := range m.Variables {
+		out = append(out, v.Name)
+	}
+	return strings.Join(out, ", ")
 }
 
 func plural(n int, what string) string {
