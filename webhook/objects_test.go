@@ -42,7 +42,23 @@ var _ = Describe("the objects `bosh-injector objects` prints", func() {
 		}
 
 		want := map[string]int{"bus": 3, "db": 1, "web": 2, "smoke-tests": 1}
-		Eventually(pods(ns, client.MatchingLabels{names.LabelDeployment: "shop"})).WithTimeout(time.Minute).Should(HaveLen(7))
+		podNames := func() ([]string, error) {
+			list, err := pods(ns, client.MatchingLabels{names.LabelDeployment: "shop"})()
+			var out []string
+			for _, p := range list {
+				out = append(out, p.Name)
+			}
+			return out, err
+		}
+		Eventually(podNames).WithTimeout(time.Minute).Should(HaveLen(7), func() string {
+			var events corev1.EventList
+			_ = cp.Client.List(ctx, &events, client.InNamespace(ns))
+			var msgs []string
+			for _, e := range events.Items {
+				msgs = append(msgs, e.InvolvedObject.Name+": "+e.Reason+": "+e.Message)
+			}
+			return fmt.Sprint(msgs)
+		})
 		list, err := pods(ns, client.MatchingLabels{names.LabelDeployment: "shop"})()
 		Expect(err).NotTo(HaveOccurred())
 		indexes := map[string][]string{}

@@ -170,11 +170,15 @@ func (b *builder) group(g *manifest.InstanceGroup) error {
 			TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
 			ObjectMeta: b.meta(name),
 			Spec: appsv1.StatefulSetSpec{
-				Replicas:       ptr.To(int32(n)),
-				ServiceName:    instance.GroupServiceName(b.m.Name, g.Name),
-				Selector:       &metav1.LabelSelector{MatchLabels: labels},
-				Template:       t,
-				UpdateStrategy: strategy,
+				Replicas: ptr.To(int32(n)),
+				// A director creates a group's instances together; with
+				// OrderedReady, a cluster whose members are ready only
+				// with a quorum would never get its second pod.
+				PodManagementPolicy: appsv1.ParallelPodManagement,
+				ServiceName:         instance.GroupServiceName(b.m.Name, g.Name),
+				Selector:            &metav1.LabelSelector{MatchLabels: labels},
+				Template:            t,
+				UpdateStrategy:      strategy,
 			},
 		}
 		if claim != nil {
