@@ -17,7 +17,10 @@ COPY gather gather
 COPY inject inject
 COPY webhook webhook
 ARG VERSION=dev
-RUN go build -trimpath -ldflags "-s -w -X github.com/bosh-injector/bosh-injector/cmd/bosh-injector/app.version=${VERSION}" \
+# The build context has no .git, so the commit comes in as an argument.
+ARG COMMIT=unknown
+RUN go build -trimpath -ldflags "-s -w -X github.com/bosh-injector/bosh-injector/cmd/bosh-injector/app.version=${VERSION} \
+      -X github.com/bosh-injector/bosh-injector/cmd/bosh-injector/app.commit=${COMMIT}" \
       -o /out/bosh-injector ./cmd/bosh-injector
 
 FROM ${BASE_IMAGE}

@@ -112,7 +112,9 @@ go-image: base-image
 	fi
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X github.com/bosh-injector/bosh-injector/cmd/bosh-injector/app.version=$(VERSION)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -s -w -X github.com/bosh-injector/bosh-injector/cmd/bosh-injector/app.version=$(VERSION) \
+	-X github.com/bosh-injector/bosh-injector/cmd/bosh-injector/app.commit=$(COMMIT)
 
 .PHONY: build
 build: ## Build bin/bosh-injector (static)
@@ -164,7 +166,7 @@ help: ## List the targets
 IMAGE ?= localhost/bosh-injector:dev
 .PHONY: image
 image: go-image ## Build the operator image from the Dockerfile with podman
-	podman build --network=host --build-arg GO_IMAGE=$(GO_IMAGE) --build-arg VERSION=$(VERSION) \
+	podman build --network=host --build-arg GO_IMAGE=$(GO_IMAGE) --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) \
 		-v $$($(GO) env GOMODCACHE):/root/go/pkg/mod -v $$($(GO) env GOCACHE):/root/.cache/go-build \
 		-v /etc/ssl/certs/ca-certificates.crt:/etc/bosh-injector-build-ca.crt:ro --build-arg SSL_CERT_FILE=/etc/bosh-injector-build-ca.crt \
 		-t $(IMAGE) .

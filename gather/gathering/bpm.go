@@ -34,9 +34,13 @@ func NewRenderBPM(ctx context.Context) RenderBPM {
 				}
 			}
 		}
-		outputs, err := ruby.Render(ctx, jobs)
-		if err != nil {
-			return nil, err
+		// A deployment without bpm.yml templates needs no Ruby process.
+		var outputs [][]ruby.Output
+		if len(jobs) > 0 {
+			var err error
+			if outputs, err = ruby.Render(ctx, jobs); err != nil {
+				return nil, err
+			}
 		}
 		configs := make([][]map[string]bpm.Config, len(d.Groups))
 		errs := make([][]ruby.JobErrors, len(d.Groups))

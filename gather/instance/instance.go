@@ -43,6 +43,23 @@ func Index(ordinal, azIndex, azCount int) int {
 	return ordinal*azCount + azIndex - 1
 }
 
+// Replicas is, per AZ index (0-based), how many instances of a group of
+// count instances over azCount AZs run in that AZ: exactly the ordinals
+// 0..replicas-1 of each AZ give every Index below count once. It is the
+// director's distribution for a fresh deployment (least-used AZ first, ties
+// to the first AZ), so the first count mod azCount AZs get one more.
+func Replicas(count, azCount int) []int {
+	azCount = max(azCount, 1)
+	out := make([]int, azCount)
+	for a := range out {
+		out[a] = count / azCount
+		if a < count%azCount {
+			out[a]++
+		}
+	}
+	return out
+}
+
 // ID is the instance's stable UUID, derived from deployment, group and index.
 func ID(deployment, group string, index int) string {
 	return uuid.NewSHA1(idNamespace, []byte(deployment+"/"+group+"/"+strconv.Itoa(index))).String()

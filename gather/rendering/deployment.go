@@ -45,6 +45,10 @@ func Deployment(ctx context.Context, d *deployment.Deployment, ip string, keep f
 			}
 		}
 	}
+	// An empty selection renders nothing and starts no Ruby process.
+	if len(batch) == 0 {
+		return out, nil
+	}
 	outputs, err := ruby.Render(ctx, batch)
 	if err != nil {
 		return nil, err

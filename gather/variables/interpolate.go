@@ -21,6 +21,22 @@ type Source interface {
 	Put(name string, value any) error
 }
 
+// Described is a Source that names itself in errors, as the director names
+// its config server.
+type Described interface {
+	Describe() string
+}
+
+const configServer = "config server"
+
+// where names src in errors.
+func where(src Source) string {
+	if d, ok := src.(Described); ok {
+		return d.Describe()
+	}
+	return configServer
+}
+
 // placeholder matches one `((name))`; the CLI tolerates one space inside.
 var placeholder = regexp.MustCompile(`\(\( ?(!?[-/.\w]+) ?\)\)`)
 
@@ -168,22 +184,23 @@ func (in *interpolator) fetch(ref string) (any, bool) {
 // lookup fetches a variable and indexes into it along dotted keys.
 func lookup(src Source, ref string) (any, error) {
 	parts := strings.Split(ref, ".")
+	from := where(src)
 	v, found, err := src.Get(parts[0])
 	if err != nil {
-		return nil, fmt.Errorf("Failed to fetch variable '%s' from config server: %v", parts[0], err)
+		return nil, fmt.Errorf("Failed to fetch variable '%s' from %s: %v", parts[0], from, err)
 	}
 	if !found {
-		return nil, fmt.Errorf("Failed to find variable '%s' from config server", parts[0])
+		return nil, fmt.Errorf("Failed to find variable '%s' from %s", parts[0], from)
 	}
 	parent := parts[0]
 	for _, key := range parts[1:] {
 		m, ok := v.(*yamlvalue.Map)
 		if !ok {
-			return nil, fmt.Errorf("Failed to fetch variable '%s' from config server: Expected parent '%s' to be a hash", parts[0], parent)
+			return nil, fmt.Errorf("Failed to fetch variable '%s' from %s: Expected parent '%s' to be a hash", parts[0], from, parent)
 		}
 		next, ok := m.Get(key)
 		if !ok {
-			return nil, fmt.Errorf("Failed to fetch variable '%s' from config server: Expected parent '%s' hash to have key '%s'", parts[0], parent, key)
+			return nil, fmt.Errorf("Failed to fetch variable '%s' from %s: Expected parent '%s' hash to have key '%s'", parts[0], from, parent, key)
 		}
 		v = next
 		parent += "." + key

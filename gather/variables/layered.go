@@ -6,6 +6,17 @@ package variables
 type Layered struct {
 	Given Source
 	Store Source
+	// Where names the sources in errors; "" keeps the director's "config
+	// server".
+	Where string
+}
+
+// Describe implements Described.
+func (l Layered) Describe() string {
+	if l.Where == "" {
+		return configServer
+	}
+	return l.Where
 }
 
 // Get implements Source.

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/go-logr/logr"
@@ -56,6 +58,9 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		Short:         "Run BOSH releases on Kubernetes without a BOSH director",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Flags are checked before any command runs, so a typo is an
+		// error even for commands that log little.
+		PersistentPreRunE: func(*cobra.Command, []string) error { return opts.validate() },
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -73,8 +78,24 @@ var subcommands []func(*globalOptions) *cobra.Command
 
 func register(f func(*globalOptions) *cobra.Command) { subcommands = append(subcommands, f) }
 
+// logLevels are the values of --log-level.
+var logLevels = []string{"debug", "info", "warn", "error"}
+
+func (o *globalOptions) validate() error {
+	if !slices.Contains(logLevels, o.logLevel) {
+		return fmt.Errorf("--log-level: want one of %s, got %q", strings.Join(logLevels, ", "), o.logLevel)
+	}
+	if o.logFormat != "json" && o.logFormat != "console" {
+		return fmt.Errorf("--log-format: want json or console, got %q", o.logFormat)
+	}
+	return nil
+}
+
 // logger builds the zap-backed logr.Logger every long-running command uses.
 func (o *globalOptions) logger(w io.Writer) (logr.Logger, error) {
+	if err := o.validate(); err != nil {
+		return logr.Discard(), err
+	}
 	var level zapcore.Level
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return logr.Discard(), fmt.Errorf("--log-level: %w", err)
@@ -85,10 +106,8 @@ func (o *globalOptions) logger(w io.Writer) (logr.Logger, error) {
 	switch o.logFormat {
 	case "json":
 		enc = zapcore.NewJSONEncoder(encCfg)
-	case "console":
+	default: // console, as validate allows no other
 		enc = zapcore.NewConsoleEncoder(encCfg)
-	default:
-		return logr.Discard(), fmt.Errorf("--log-format: want json or console, got %q", o.logFormat)
 	}
 	core := zapcore.NewCore(enc, zapcore.AddSync(w), level)
 	return zapr.NewLogger(zap.New(core)), nil

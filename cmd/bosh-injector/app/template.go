@@ -2,9 +2,12 @@ package app
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
 	"github.com/bosh-injector/bosh-injector/gather/instance"
 	"github.com/bosh-injector/bosh-injector/gather/jobspec"
+	"github.com/bosh-injector/bosh-injector/gather/manifest"
 	"github.com/bosh-injector/bosh-injector/gather/rendering"
 	"github.com/bosh-injector/bosh-injector/gather/ruby"
 	"github.com/bosh-injector/bosh-injector/gather/variables"
@@ -72,13 +76,9 @@ func (o *templateOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	var ops []deployment.OpsFile
-	for _, path := range o.opsFiles {
-		d, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		ops = append(ops, deployment.OpsFile{Name: path, Data: d})
+	ops, err := readOpsFiles(o.opsFiles)
+	if err != nil {
+		return err
 	}
 	vars, err := o.variables()
 	if err != nil {
@@ -90,6 +90,12 @@ func (o *templateOptions) run(cmd *cobra.Command) error {
 	}
 	m, err := deployment.Load(data, ops, vars, time.Now())
 	if err != nil {
+		return err
+	}
+	if o.varsStore == "" && len(m.Variables) > 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "Warning: no --vars-store: credentials generated for this render (variables: %s) are discarded; give --vars-store FILE to keep them and render the same values again\n", variableNames(m))
+	}
+	if err := o.checkSelection(m); err != nil {
 		return err
 	}
 	d, err := deployment.Resolve(deployment.Input{Manifest: m, Specs: specs, Variables: vars, Network: o.network})
@@ -107,12 +113,14 @@ func (o *templateOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomically(o.output, func(dir string) error {
+	files := 0
+	err = writeAtomically(o.output, func(dir string) error {
 		for _, inst := range rendered {
 			for _, j := range inst.Jobs {
 				if err := ruby.WriteJob(filepath.Join(dir, inst.Group, fmt.Sprint(inst.Index), j.Name), j.Files); err != nil {
 					return err
 				}
+				files += len(j.Files)
 			}
 		}
 		for gi, g := range d.Groups {
@@ -129,9 +137,72 @@ func (o *templateOptions) run(cmd *cobra.Command) error {
 			if err := os.WriteFile(filepath.Join(dir, g.Manifest.Name, "bpm.json"), append(data, '\n'), 0o644); err != nil {
 				return err
 			}
+			files++
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	groups := map[string]bool{}
+	for _, inst := range rendered {
+		groups[inst.Group] = true
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "Rendered %s, %s, %s into %s\n",
+		plural(len(groups), "instance group"), plural(len(rendered), "instance"), plural(files, "file"), o.output)
+	return nil
+}
+
+func variableNames(m *manifest.Manifest) string {
+	var out []string
+	for _, v := range m.Variables {
+		out = append(out, v.Name)
+	}
+	return strings.Join(out, ", ")
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// checkSelection fails, naming the flag or manifest key, when the manifest
+// and --instance-group/--index select no instance to render.
+func (o *templateOptions) checkSelection(m *manifest.Manifest) error {
+	if len(m.InstanceGroups) == 0 {
+		for _, k := range m.Raw.Keys() {
+			if k != "instance_groups" && strings.HasPrefix(k, "instance_group") {
+				return fmt.Errorf("%s: no instance groups: the manifest has key '%s'; did you mean 'instance_groups'?", o.manifest, k)
+			}
+		}
+		return fmt.Errorf("%s: no instance groups: the key 'instance_groups' is missing or empty", o.manifest)
+	}
+	groups := m.InstanceGroups
+	if o.group != "" {
+		g := m.InstanceGroup(o.group)
+		if g == nil {
+			var known []string
+			for _, g := range m.InstanceGroups {
+				known = append(known, g.Name)
+			}
+			return fmt.Errorf("--instance-group '%s': deployment '%s' has no such instance group; its instance groups are %s", o.group, m.Name, strings.Join(known, ", "))
+		}
+		groups = []manifest.InstanceGroup{*g}
+	}
+	most := slices.MaxFunc(groups, func(a, b manifest.InstanceGroup) int { return a.Instances - b.Instances })
+	switch {
+	case most.Instances == 0 && o.group != "":
+		return fmt.Errorf("--instance-group '%s': the instance group has 0 instances: nothing to render", o.group)
+	case most.Instances == 0:
+		return fmt.Errorf("%s: every instance group has 0 instances: nothing to render", o.manifest)
+	case o.index >= most.Instances && o.group != "":
+		return fmt.Errorf("--index %d: instance group '%s' has %d instances, indexes 0 to %d", o.index, o.group, most.Instances, most.Instances-1)
+	case o.index >= most.Instances:
+		return fmt.Errorf("--index %d: no instance group has that many instances; the largest, '%s', has %d, indexes 0 to %d", o.index, most.Name, most.Instances, most.Instances-1)
+	}
+	return nil
 }
 
 // variables layers --vars-file and --var over the vars store (or memory).
@@ -170,14 +241,20 @@ func (o *templateOptions) variables() (variables.Source, error) {
 		}
 		store = s
 	}
-	return variables.Layered{Given: given, Store: store}, nil
+	return variables.Layered{Given: given, Store: store, Where: "--var, --vars-file or --vars-store"}, nil
 }
 
-// specSource reads each --release from a source tree or a jobs directory.
+// specSource reads each --release from a source tree or a jobs directory;
+// a job not found names the directory and file looked for.
 func (o *templateOptions) specSource() (deployment.SpecSource, error) {
+	return releaseSpecs(o.releases)
+}
+
+// releaseSpecs reads each NAME=DIR of --release.
+func releaseSpecs(releases []string) (deployment.SpecSource, error) {
 	trees := map[string]string{}
 	jobsDirs := map[string]string{}
-	for _, r := range o.releases {
+	for _, r := range releases {
 		name, dir, ok := strings.Cut(r, "=")
 		if !ok {
 			return nil, fmt.Errorf("--release %q: expected NAME=DIR", r)
@@ -190,10 +267,22 @@ func (o *templateOptions) specSource() (deployment.SpecSource, error) {
 	}
 	fromTrees := deployment.SourceTreeSpecs(trees)
 	return func(release, job string) (*jobspec.Spec, error) {
+		var s *jobspec.Spec
+		var err error
+		var looked string
 		if dir, ok := jobsDirs[release]; ok {
-			return jobspec.LoadImageLayout(dir, job)
+			looked = filepath.Join(dir, job, "job.MF")
+			s, err = jobspec.LoadImageLayout(dir, job)
+		} else if dir, ok := trees[release]; ok {
+			looked = filepath.Join(dir, "jobs", job, "spec")
+			s, err = fromTrees(release, job)
+		} else {
+			return nil, fmt.Errorf("no directory given for release '%s': add --release %s=DIR, a release source tree (DIR/jobs/%s/spec) or a jobs directory (DIR/%s/job.MF)", release, release, job, job)
 		}
-		return fromTrees(release, job)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("job '%s' not found in release '%s': no %s; check --release %s=DIR", job, release, looked, release)
+		}
+		return s, err
 	}, nil
 }
 

@@ -1,0 +1,186 @@
+package app
+
+import (
+	"cmp"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/bosh-injector/bosh-injector/gather/deployment"
+	"github.com/bosh-injector/bosh-injector/gather/gathering"
+	"github.com/bosh-injector/bosh-injector/gather/instance"
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/objects"
+	"github.com/bosh-injector/bosh-injector/gather/variables"
+)
+
+type objectsOptions struct {
+	manifest, output      string
+	opsFiles, releases    []string
+	storageClasses, sizes []string
+	opts                  objects.Options
+}
+
+func init() {
+	register(func(*globalOptions) *cobra.Command {
+		o := &objectsOptions{}
+		cmd := &cobra.Command{
+			Use:   "objects",
+			Short: "Print the Kubernetes objects that run a deployment",
+			Long: `objects prints what kubectl apply needs to run a BOSH deployment with
+bosh-injector: the manifest Secret with its ops files, per instance group and AZ a
+StatefulSet labelled for the webhook (an Indexed Job for errands), with the
+director's instance-to-AZ distribution, a "store" volumeClaimTemplate for the
+persistent disk, pod resources from vm_resources and a rolling update from
+max_in_flight. What the manifest says that Kubernetes cannot is printed as a
+warning on stderr. The objects are yours to edit; the webhook adds the rest.`,
+			Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
+		}
+		f := cmd.Flags()
+		f.StringVar(&o.manifest, "manifest", "", "deployment manifest (required)")
+		f.StringArrayVar(&o.opsFiles, "ops-file", nil, "ops file, applied in order and stored in the manifest Secret (repeatable)")
+		f.StringVar(&o.opts.Namespace, "namespace", "", "namespace of the objects (default: none, for kubectl -n)")
+		f.StringVar(&o.output, "output", "", "write one file per object into this directory instead of printing")
+		f.StringArrayVar(&o.storageClasses, "storage-class-map", nil, "TYPE=CLASS: the StorageClass of persistent_disk_type TYPE (repeatable)")
+		f.StringArrayVar(&o.sizes, "disk-size", nil, "TYPE=SIZE: the size of persistent_disk_type TYPE, e.g. large=10Gi (repeatable)")
+		f.StringArrayVar(&o.releases, "release", nil, "NAME=DIR: release sources as for template; their bpm.yml names each group's container after its first process (repeatable; needs ruby)")
+		return cmd
+	})
+}
+
+func (o *objectsOptions) run(cmd *cobra.Command) error {
+	if o.manifest == "" {
+		return fmt.Errorf("--manifest is required")
+	}
+	data, err := os.ReadFile(o.manifest)
+	if err != nil {
+		return err
+	}
+	ops, err := readOpsFiles(o.opsFiles)
+	if err != nil {
+		return err
+	}
+	if o.opts.StorageClasses, err = pairs("--storage-class-map", "TYPE=CLASS", o.storageClasses); err != nil {
+		return err
+	}
+	sizes, err := pairs("--disk-size", "TYPE=SIZE", o.sizes)
+	if err != nil {
+		return err
+	}
+	o.opts.DiskSizes = map[string]resource.Quantity{}
+	for k, v := range sizes {
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return fmt.Errorf("--disk-size %s=%s: %w", k, v, err)
+		}
+		o.opts.DiskSizes[k] = q
+	}
+	if len(o.releases) > 0 {
+		if o.opts.Containers, err = o.containers(cmd, data, ops); err != nil {
+			return err
+		}
+	}
+	res, err := objects.Build(data, ops, o.opts)
+	if err != nil {
+		return fmt.Errorf("%s: %w", o.manifest, err)
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintln(cmd.ErrOrStderr(), "Warning:", w)
+	}
+	if o.output == "" {
+		out, err := objects.EncodeAll(res.Objects)
+		if err != nil {
+			return err
+		}
+		_, err = cmd.OutOrStdout().Write(out)
+		return err
+	}
+	if err := os.MkdirAll(o.output, 0o755); err != nil {
+		return err
+	}
+	for _, obj := range res.Objects {
+		out, err := objects.Encode(obj)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(o.output, objects.FileName(obj)), out, 0o644); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d objects to %s\n", len(res.Objects), o.output)
+	return nil
+}
+
+// containers renders the deployment's bpm.yml as gather does (variables
+// generated and discarded) and names each group's container after the first
+// BPM process of its jobs, or an errand's bin/run.
+func (o *objectsOptions) containers(cmd *cobra.Command, data []byte, ops []deployment.OpsFile) (map[string]objects.Container, error) {
+	specs, err := releaseSpecs(o.releases)
+	if err != nil {
+		return nil, err
+	}
+	vars := variables.NewMapSource(nil)
+	m, err := deployment.Load(data, ops, vars, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	network := instance.Network{Namespace: cmp.Or(o.opts.Namespace, "default"), ClusterDomain: "cluster.local"}
+	d, err := deployment.Resolve(deployment.Input{Manifest: m, Specs: specs, Variables: vars, Network: network})
+	if err != nil {
+		return nil, err
+	}
+	bpms, err := gathering.NewRenderBPM(cmd.Context())(d)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]objects.Container{}
+	for gi, g := range d.Groups {
+		if len(bpms[gi]) == 0 {
+			continue
+		}
+		configs := bpms[gi][0].Jobs
+		for _, j := range g.Jobs {
+			if procs := configs[j.Name].Processes; len(procs) > 0 {
+				out[g.Manifest.Name] = objects.Container{Job: j.Name, Name: names.DNS1123LabelMax(j.Name+"-"+procs[0].Name, 63)}
+				break
+			}
+			if g.Manifest.Lifecycle == "errand" && j.Spec.IsErrand() {
+				out[g.Manifest.Name] = objects.Container{Job: j.Name, Name: names.DNS1123LabelMax(j.Name+"-run", 63)}
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// readOpsFiles reads ops files, named by their paths.
+func readOpsFiles(paths []string) ([]deployment.OpsFile, error) {
+	var ops []deployment.OpsFile
+	for _, path := range paths {
+		d, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, deployment.OpsFile{Name: path, Data: d})
+	}
+	return ops, nil
+}
+
+// pairs reads repeated KEY=VALUE flags.
+func pairs(flag, form string, values []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, kv := range values {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || v == "" {
+			return nil, fmt.Errorf("%s %q: expected %s", flag, kv, form)
+		}
+		out[k] = v
+	}
+	return out, nil
+}

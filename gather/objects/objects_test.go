@@ -1,0 +1,207 @@
+package objects_test
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/bosh-injector/bosh-injector/gather/deployment"
+	"github.com/bosh-injector/bosh-injector/gather/instance"
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/objects"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+var deployments = filepath.Join("..", "..", "test", "fixtures", "deployments")
+
+func read(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// golden is the warnings as comments followed by the YAML stream.
+func golden(t *testing.T, res objects.Result) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	for _, w := range res.Warnings {
+		fmt.Fprintf(&out, "# warning: %s\n", w)
+	}
+	data, err := objects.EncodeAll(res.Objects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Write(data)
+	return out.Bytes()
+}
+
+// TestGolden builds every fixture deployment, with each of its ops files,
+// and a manifest using every mapping; the output must be stable.
+func TestGolden(t *testing.T) {
+	type tc struct {
+		name, manifest string
+		ops            []string
+		opts           objects.Options
+	}
+	cases := []tc{{name: "shop", manifest: filepath.Join(deployments, "shop.yml"), opts: objects.Options{Namespace: "shop"}}}
+	opsFiles, err := filepath.Glob(filepath.Join(deployments, "ops", "*.yml"))
+	if err != nil || len(opsFiles) == 0 {
+		t.Fatalf("no ops fixtures: %v", err)
+	}
+	for _, op := range opsFiles {
+		cases = append(cases, tc{name: "shop+" + strings.TrimSuffix(filepath.Base(op), ".yml"), manifest: filepath.Join(deployments, "shop.yml"), ops: []string{op}})
+	}
+	cases = append(cases, tc{name: "features", manifest: filepath.Join("testdata", "features.yml"), opts: objects.Options{
+		StorageClasses: map[string]string{"fast": "ssd"},
+		DiskSizes:      map[string]resource.Quantity{"fast": resource.MustParse("20Gi"), "medium": resource.MustParse("5Gi")},
+	}})
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var ops []deployment.OpsFile
+			for _, p := range c.ops {
+				ops = append(ops, deployment.OpsFile{Name: p, Data: read(t, p)})
+			}
+			res, err := objects.Build(read(t, c.manifest), ops, c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := golden(t, res)
+			again, err := objects.Build(read(t, c.manifest), ops, c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(golden(t, again), got) {
+				t.Fatal("two builds of the same input differ")
+			}
+			path := filepath.Join("testdata", c.name+".golden")
+			if *update {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if want := read(t, path); !bytes.Equal(got, want) {
+				t.Errorf("output differs from %s (run with -update):\n%s", path, got)
+			}
+		})
+	}
+}
+
+// directorPlacement is the BOSH director's AZ placement for a fresh
+// deployment (PlacementPlanner::AvailabilityZonePicker with the Balancer's
+// MinWins tie strategy): each new instance goes to the AZ with the fewest
+// instances so far, ties to the least AZ name, and new instances get the
+// indexes 0, 1, … in placement order. It returns each index's AZ.
+func directorPlacement(instances int, azs []string) []string {
+	placed := map[string]int{}
+	out := make([]string, instances)
+	for i := range out {
+		best := ""
+		for _, az := range azs {
+			if best == "" || placed[az] < placed[best] || placed[az] == placed[best] && az < best {
+				best = az
+			}
+		}
+		placed[best]++
+		out[i] = best
+	}
+	return out
+}
+
+func TestReplicasMatchDirectorPlacement(t *testing.T) {
+	for azCount := 1; azCount <= 3; azCount++ {
+		for n := 1; n <= 7; n++ {
+			azs := []string{"z1", "z2", "z3"}[:azCount]
+			t.Run(fmt.Sprintf("%d instances over %d AZs", n, azCount), func(t *testing.T) {
+				m := fmt.Sprintf("name: d\nreleases: [{name: r, version: '1', image: img}]\ninstance_groups:\n- {name: g, azs: [%s], instances: %d, jobs: [{name: j, release: r}]}\n",
+					strings.Join(azs, ", "), n)
+				res, err := objects.Build([]byte(m), nil, objects.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := directorPlacement(n, azs)
+				seen := make([]int, n)
+				for _, o := range res.Objects {
+					sts, ok := o.(*appsv1.StatefulSet)
+					if !ok {
+						continue
+					}
+					azIndex, err := strconv.Atoi(sts.Spec.Template.Labels[names.LabelAZIndex])
+					if err != nil {
+						t.Fatal(err)
+					}
+					for ordinal := range int(*sts.Spec.Replicas) {
+						index := instance.Index(ordinal, azIndex, azCount)
+						if index >= n {
+							t.Fatalf("%s pod %d would be index %d of %d", sts.Name, ordinal, index, n)
+						}
+						seen[index]++
+						if az := azs[azIndex-1]; az != want[index] {
+							t.Errorf("index %d runs in %s; the director places it in %s", index, az, want[index])
+						}
+					}
+				}
+				for i, c := range seen {
+					if c != 1 {
+						t.Errorf("index %d exists %d times", i, c)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestErrandsBecomeIndexedJobs(t *testing.T) {
+	res, err := objects.Build(read(t, filepath.Join("testdata", "features.yml")), nil, objects.Options{
+		DiskSizes: map[string]resource.Quantity{"fast": resource.MustParse("1Gi"), "medium": resource.MustParse("1Gi")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var completions []int32
+	for _, o := range res.Objects {
+		if j, ok := o.(*batchv1.Job); ok {
+			if *j.Spec.CompletionMode != batchv1.IndexedCompletion || j.Spec.Template.Labels[names.LabelInstanceGroup] != "migrate" {
+				t.Errorf("job %s: %+v", j.Name, j.Spec)
+			}
+			completions = append(completions, *j.Spec.Completions)
+		}
+		if s, ok := o.(*appsv1.StatefulSet); ok && s.Spec.Template.Labels[names.LabelInstanceGroup] == "migrate" {
+			t.Errorf("errand group has StatefulSet %s", s.Name)
+		}
+	}
+	if !slices.Equal(completions, []int32{2, 1}) {
+		t.Errorf("errand Jobs' completions %v, want [2 1]", completions)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	for _, c := range []struct{ name, manifest, want string }{
+		{"no instance groups", "name: d\n", "manifest 'd' has no instance groups"},
+		{"typo", "name: d\ninstance_group: []\n", "is the key spelled 'instance_groups'?"},
+		{"disk type without size", "name: d\nreleases: [{name: r, version: '1', image: i}]\ninstance_groups:\n- {name: g, instances: 1, persistent_disk_type: big, jobs: [{name: j, release: r}]}\n",
+			"instance group 'g': persistent_disk_type 'big' is sized by the cloud config, which bosh-injector does not read: give its size with --disk-size big=10Gi"},
+		{"no image", "name: d\nreleases: [{name: r, version: '1'}]\ninstance_groups:\n- {name: g, instances: 1, jobs: [{name: j, release: r}]}\n",
+			"instance group 'g', job 'j': cannot derive the image of release 'r'"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := objects.Build([]byte(c.manifest), nil, objects.Options{})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want it to contain %q", err, c.want)
+			}
+		})
+	}
+}
