@@ -3,6 +3,7 @@ package charts_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -11,7 +12,15 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 )
+
+func mustYAML(o any) string {
+	GinkgoHelper()
+	b, err := yaml.Marshal(o)
+	Expect(err).NotTo(HaveOccurred())
+	return string(b)
+}
 
 const (
 	chartDir  = "bosh-injector"
@@ -41,6 +50,49 @@ var _ = Describe("the bosh-injector chart", func() {
 		}
 		Expect(cmdErr("template", "x", chartDir, "--set", "webhook.failurePolicy=Sometimes")).To(MatchError(ContainSubstring("failurePolicy")))
 		Expect(cmdErr("template", "x", chartDir, "--set", "replicaCount=0")).To(MatchError(ContainSubstring("replicaCount")))
+		Expect(cmdErr("template", "x", chartDir, "--set", "logFormat=xml")).To(MatchError(ContainSubstring("logFormat")))
+		Expect(cmdErr("template", "x", chartDir, "--set", "serviceAccount.create=false")).To(MatchError(ContainSubstring("serviceAccount.name is required")))
+	})
+
+	It("renders the operator's pod conventions from values", func() {
+		out := helm("template", "bosh-injector", chartDir, "--namespace", namespace,
+			"--set", "serviceAccount.create=false", "--set", "serviceAccount.name=ops",
+			"--set", "priorityClassName=system-cluster-critical",
+			"--set", "extraArgs={--leader-elect-extra}", "--set", "extraEnv[0].name=HTTPS_PROXY", "--set", "extraEnv[0].value=http://proxy:3128",
+			"--set", "podLabels.team=bosh", "--set", "logFormat=console",
+			"--set", "metrics.scrapeAnnotations=true", "--set", "networkPolicy.enabled=true",
+			"--set", "podDisruptionBudget.maxUnavailable=1",
+			"--set", "topologySpreadConstraints[0].maxSkew=1", "--set", "topologySpreadConstraints[0].topologyKey=topology.kubernetes.io/zone",
+			"--set", "topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway",
+			"--set", "securityContext.readOnlyRootFilesystem=false")
+		objects := map[string]map[string]any{}
+		for _, doc := range strings.Split(out, "\n---\n") {
+			var o map[string]any
+			Expect(yaml.Unmarshal([]byte(doc), &o)).To(Succeed())
+			if o != nil {
+				objects[o["kind"].(string)] = o
+			}
+		}
+		Expect(objects).NotTo(HaveKey("ServiceAccount"))
+		Expect(objects).To(HaveKey("NetworkPolicy"))
+		Expect(objects["PodDisruptionBudget"]).To(HaveKeyWithValue("spec", HaveKeyWithValue("maxUnavailable", BeEquivalentTo(1))))
+		Expect(objects["PodDisruptionBudget"]["spec"]).NotTo(HaveKey("minAvailable"))
+		Expect(objects["Service"]["spec"]).To(HaveKeyWithValue("ports", ContainElement(HaveKeyWithValue("name", "metrics"))))
+
+		var deploy appsv1.Deployment
+		Expect(yaml.Unmarshal([]byte(mustYAML(objects["Deployment"])), &deploy)).To(Succeed())
+		pod := deploy.Spec.Template
+		Expect(pod.Labels).To(HaveKeyWithValue("team", "bosh"))
+		Expect(pod.Annotations).To(HaveKeyWithValue("prometheus.io/scrape", "true"))
+		Expect(pod.Spec.ServiceAccountName).To(Equal("ops"))
+		Expect(pod.Spec.PriorityClassName).To(Equal("system-cluster-critical"))
+		Expect(pod.Spec.TopologySpreadConstraints).To(HaveLen(1))
+		c := pod.Spec.Containers[0]
+		Expect(c.Args).To(ContainElements("--log-format=console", "--leader-elect-extra"))
+		Expect(c.Env).To(ContainElement(corev1.EnvVar{Name: "HTTPS_PROXY", Value: "http://proxy:3128"}))
+		Expect(*c.SecurityContext.ReadOnlyRootFilesystem).To(BeFalse())
+		Expect(*c.SecurityContext.AllowPrivilegeEscalation).To(BeFalse(), "the hardened defaults stay")
+		Expect(*pod.Spec.SecurityContext.RunAsNonRoot).To(BeTrue())
 	})
 
 	It("installs: cert-manager issues the serving certificate and cainjector fills the webhook's caBundle", func() {

@@ -2,6 +2,7 @@ package charts_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -22,6 +23,8 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/secretdata"
 	"github.com/bosh-injector/bosh-injector/gather/versions"
+	"github.com/bosh-injector/bosh-injector/test/podman"
+	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 	"github.com/bosh-injector/bosh-injector/webhook"
 )
 
@@ -32,7 +35,13 @@ import (
 var _ = Describe("the chart's webhook with cert-manager's certificate", func() {
 	It("injects a labelled StatefulSet's pods", func() {
 		const ns = "chart-webhook"
-		helm("install", "hooked", chartDir, "--namespace", ns, "--create-namespace", "--set", "certificate.extraDNSNames={localhost}")
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		Expect(err).NotTo(HaveOccurred())
+		port := l.Addr().(*net.TCPAddr).Port
+		Expect(l.Close()).To(Succeed())
+		url := "https://localhost:" + strconv.Itoa(port) + webhook.Path
+		helm("install", "hooked", chartDir, "--namespace", ns, "--create-namespace", "--set", "certificate.extraDNSNames={localhost}",
+			"--set", "image.tag=dev", "--set", "test.webhookURL="+url)
 
 		var serving corev1.Secret
 		Eventually(func() error {
@@ -42,10 +51,6 @@ var _ = Describe("the chart's webhook with cert-manager's certificate", func() {
 		for _, k := range []string{"tls.crt", "tls.key"} {
 			Expect(os.WriteFile(filepath.Join(certDir, k), serving.Data[k], 0o600)).To(Succeed())
 		}
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		Expect(err).NotTo(HaveOccurred())
-		port := l.Addr().(*net.TCPAddr).Port
-		Expect(l.Close()).To(Succeed())
 		mgr, err := webhook.NewManager(cp.Config, webhook.Options{Namespace: ns, OperatorImage: "localhost/bosh-injector:dev",
 			ClusterDomain: "cluster.local", Host: "127.0.0.1", Port: port, CertDir: certDir, Webhook: true}, GinkgoLogr)
 		Expect(err).NotTo(HaveOccurred())
@@ -63,7 +68,7 @@ var _ = Describe("the chart's webhook with cert-manager's certificate", func() {
 			return hook.Webhooks[0].ClientConfig.CABundle, err
 		}).WithTimeout(30 * time.Second).Should(Equal(serving.Data["ca.crt"]))
 		hook.Webhooks[0].ClientConfig.Service = nil
-		hook.Webhooks[0].ClientConfig.URL = ptr.To("https://localhost:" + strconv.Itoa(port) + webhook.Path)
+		hook.Webhooks[0].ClientConfig.URL = ptr.To(url)
 		Expect(cp.Client.Update(ctx, &hook)).To(Succeed())
 
 		const app = "shop-app"
@@ -99,6 +104,31 @@ var _ = Describe("the chart's webhook with cert-manager's certificate", func() {
 			}
 			return indexes, err
 		}).WithTimeout(30 * time.Second).Should(ConsistOf("0", "1"))
+
+		By("helm test: the chart's test pod, run under podman, checks that the webhook answers")
+		Expect(podman.Check(walkthrough.BaseImage)).To(Succeed())
+		tested := make(chan error, 1)
+		go func() {
+			_, err := helmErr("test", "hooked", "--namespace", ns, "--timeout", "2m")
+			tested <- err
+		}()
+		var testPod corev1.Pod
+		Eventually(func() error {
+			return cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hooked-bosh-injector-test-webhook"}, &testPod)
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		kubelet := &podman.Kubelet{Client: cp.Client, Dir: GinkgoT().TempDir(), Prefix: fmt.Sprintf("chart%d-", os.Getpid())}
+		// The kubeconfig gives the pod host networking, where the webhook
+		// of this process listens.
+		run, err := kubelet.Start(ctx, &testPod, kubeconfig)
+		if run != nil {
+			DeferCleanup(run.Remove)
+		}
+		Expect(err).NotTo(HaveOccurred())
+		results, err := run.Wait(ctx, time.Minute)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(run.Report(ctx, cp.Client, results)).To(Succeed())
+		Expect(results).To(ContainElement(And(HaveField("Name", "check-webhook"), HaveField("ExitCode", 0))), "%+v", results)
+		Eventually(tested).WithTimeout(time.Minute).Should(Receive(BeNil()))
 		helm("uninstall", "hooked", "--namespace", ns)
 	})
 })

@@ -36,3 +36,21 @@ func (d *Denial) Error() string { return fmt.Sprintf("%s: %s", d.Reason, d.Messa
 func deny(r Reason, format string, args ...any) *Denial {
 	return &Denial{Reason: r, Message: fmt.Sprintf(format, args...)}
 }
+
+// codes are the reasons' stable CamelCase values for metric labels, where
+// readable text with spaces and quotes does not belong; the text may be
+// reworded, the code stays.
+var codes = map[Reason]string{
+	ReasonNotLabelled:         "NotLabelled",
+	ReasonOperatorNamespace:   "OperatorNamespace",
+	ReasonNotGathered:         "NotGathered",
+	ReasonUnknownGroup:        "UnknownGroup",
+	ReasonIndexBeyond:         "IndexBeyond",
+	ReasonBadAZIndex:          "BadAZIndex",
+	ReasonNoPersistentDisk:    "NoPersistentDisk",
+	ReasonReleaseImageUnknown: "ReleaseImageUnknown",
+	ReasonInvalidPod:          "InvalidPod",
+}
+
+// Code is the reason's CamelCase value for metrics.
+func (r Reason) Code() string { return codes[r] }

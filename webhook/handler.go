@@ -35,7 +35,7 @@ var (
 		Name: "bosh_injector_admission_requests_total", Help: "Pod admission requests by result (injected, skipped, denied, error).",
 	}, []string{"result"})
 	denials = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "bosh_injector_denials_total", Help: "Denied pods by reason.",
+		Name: "bosh_injector_denials_total", Help: "Denied pods by reason (a stable CamelCase code).",
 	}, []string{"reason"})
 	latency = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "bosh_injector_admission_duration_seconds", Help: "Time to handle a pod admission request.",
@@ -90,7 +90,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	var denial *inject.Denial
 	if errors.As(err, &denial) {
 		requests.WithLabelValues("denied").Inc()
-		denials.WithLabelValues(string(denial.Reason)).Inc()
+		denials.WithLabelValues(denial.Reason.Code()).Inc()
 		log.Info("denied", "reason", denial.Reason, "message", denial.Message)
 		return admission.Denied(denial.Error())
 	}

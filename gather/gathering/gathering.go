@@ -37,6 +37,25 @@ type Config struct {
 	// them: <JobsDir>/<release>/<job>/job.MF.
 	JobsDir       string
 	ClusterDomain string
+	// Progress, when set, is told of each stage of a long gathering (one
+	// of the Stage reasons, and a message naming no value).
+	Progress Progress
+}
+
+// Progress reports a gathering stage on the manifest Secret.
+type Progress func(manifest *corev1.Secret, reason, message string)
+
+// Stage reasons of Progress.
+const (
+	StageVariables = "GatherVariables"
+	StageLinks     = "GatherLinks"
+	StageRendered  = "GatherRendered"
+)
+
+func (cfg *Config) progress(manifest *corev1.Secret, reason, format string, args ...any) {
+	if cfg.Progress != nil {
+		cfg.Progress(manifest, reason, fmt.Sprintf(format, args...))
+	}
 }
 
 // RenderBPM renders bpm.yml of every instance of every group of d and
@@ -92,14 +111,19 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 	if m.Name != "" && names.LabelValue(m.Name) != names.LabelValue(dep) {
 		return nil, fmt.Errorf("manifest Secret %s is labelled for deployment '%s' but the manifest's name is '%s'", cfg.ManifestSecret, dep, m.Name)
 	}
+	cfg.progress(&secret, StageVariables, "manifest loaded with %d ops files; %d variables generated or read", len(ops), len(m.Variables))
 	network := instance.Network{Namespace: cfg.Namespace, ClusterDomain: cfg.ClusterDomain}
 	d, err := deployment.Resolve(deployment.Input{Manifest: m, Specs: deployment.ImageLayoutSpecs(cfg.JobsDir), Variables: vars, Network: network})
 	if err != nil {
 		return nil, err
 	}
+	cfg.progress(&secret, StageLinks, "properties bound and links resolved for %d instance groups", len(d.Groups))
 	bpms, err := renderBPM(d)
 	if err != nil {
 		return nil, err
+	}
+	for gi := range d.Groups {
+		cfg.progress(&secret, StageRendered, "instance group '%s': bpm.yml rendered for %d instances, %d distinct", d.Groups[gi].Manifest.Name, len(d.Groups[gi].Instances), len(bpms[gi]))
 	}
 
 	// Encode every group before writing anything: a group too large is an

@@ -24,6 +24,9 @@ const (
 	LabelInstanceIndex = Prefix + "instance-index"
 	LabelSecretKind    = Prefix + "secret-kind"
 	LabelVersion       = Prefix + "version"
+	// LabelState on a manifest Secret is the state of its last gathering,
+	// for `kubectl get secret -L bosh-injector.io/state`.
+	LabelState = Prefix + "state"
 )
 
 // LabelManagedBy marks objects bosh-injector creates and may delete again.

@@ -97,6 +97,8 @@ type Reconciler struct {
 	Recorder  events.EventRecorder
 	Config    Config
 	Log       logr.Logger
+
+	metrics stateMetrics
 }
 
 // Status is the JSON of the manifest Secret's status annotation.
@@ -105,6 +107,26 @@ type Status struct {
 	Digest  string `json:"digest,omitempty"`
 	Job     string `json:"job,omitempty"`
 	Message string `json:"message,omitempty"`
+	// Versions is the resolved version of each instance group (by its
+	// label value) after a successful gathering.
+	Versions map[string]int `json:"versions,omitempty"`
+	// LastChange is when any other field last changed (RFC 3339).
+	LastChange string `json:"lastChange,omitempty"`
+}
+
+// States, the values of the manifest Secret's state label, by the reason
+// the status annotation records.
+var states = map[string]string{
+	ReasonGatherStarted:   "Gathering",
+	ReasonGathered:        "Gathered",
+	ReasonGatherFailed:    "Failed",
+	ReasonInvalidManifest: "Invalid",
+}
+
+// same is whether a and b differ in nothing but LastChange.
+func (a Status) same(b Status) bool {
+	a.LastChange, b.LastChange = "", ""
+	return a.State == b.State && a.Digest == b.Digest && a.Job == b.Job && a.Message == b.Message && maps.Equal(a.Versions, b.Versions)
 }
 
 // SetupWithManager registers the runner with mgr. Controllers are leader
@@ -160,7 +182,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, &manifest); err != nil {
 		// A deleted manifest's objects are owned by it: the garbage
 		// collector removes them, the user's workloads are not touched.
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			r.metrics.forget(req.NamespacedName)
+			lastSuccess.DeletePartialMatch(map[string]string{"namespace": req.Namespace})
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
 	}
 	if manifest.Data[names.ManifestKey] == nil {
 		return reconcile.Result{}, nil
@@ -171,9 +198,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	ops := opsFiles(&manifest)
 	inputs, err := Inspect(manifest.Data[names.ManifestKey], ops)
 	if err != nil {
-		log.Info("manifest rejected", "reason", ReasonInvalidManifest, "error", err.Error())
-		r.Recorder.Eventf(&manifest, nil, corev1.EventTypeWarning, ReasonInvalidManifest, "Inspect", "%s", err.Error())
-		return reconcile.Result{}, r.setStatus(ctx, &manifest, Status{State: ReasonInvalidManifest, Message: err.Error()})
+		st := Status{State: ReasonInvalidManifest, Message: err.Error()}
+		if !StatusOf(&manifest).same(st) {
+			log.Info("manifest rejected", "reason", ReasonInvalidManifest, "error", err.Error())
+			r.Recorder.Eventf(&manifest, nil, corev1.EventTypeWarning, ReasonInvalidManifest, "Inspect", "%s", err.Error())
+			finished(&manifest, ReasonInvalidManifest, nil)
+		}
+		return reconcile.Result{}, r.setStatus(ctx, &manifest, st)
 	}
 	digest, err := r.digest(ctx, &manifest, ops, inputs)
 	if err != nil {
@@ -204,19 +235,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if StatusOf(&manifest).State != ReasonGathered || StatusOf(&manifest).Digest != digest {
 			log.Info("gathered", "job", jobName)
 			r.Recorder.Eventf(&manifest, &job, corev1.EventTypeNormal, ReasonGathered, "Gather", "gathering Job %s succeeded", jobName)
+			finished(&manifest, ReasonGathered, &job)
 		}
-		if err := r.rollout(ctx, &manifest, deployment); err != nil {
+		latest, err := r.rollout(ctx, &manifest, deployment)
+		if err != nil {
 			return reconcile.Result{}, err
 		}
 		if err := r.removeOldJobs(ctx, &manifest, deployment, jobName); err != nil {
 			return reconcile.Result{}, err
 		}
-		return reconcile.Result{}, r.setStatus(ctx, &manifest, Status{State: ReasonGathered, Digest: digest, Job: jobName})
+		return reconcile.Result{}, r.setStatus(ctx, &manifest, Status{State: ReasonGathered, Digest: digest, Job: jobName, Versions: latest})
 	case jobCondition(&job, batchv1.JobFailed):
 		message := r.terminationMessage(ctx, &job)
 		if StatusOf(&manifest).State != ReasonGatherFailed || StatusOf(&manifest).Digest != digest {
 			log.Info("gathering failed", "job", jobName, "reason", ReasonGatherFailed)
 			r.Recorder.Eventf(&manifest, &job, corev1.EventTypeWarning, ReasonGatherFailed, "Gather", "gathering Job %s failed: %s", jobName, message)
+			finished(&manifest, ReasonGatherFailed, &job)
 		}
 		return reconcile.Result{}, r.setStatus(ctx, &manifest, Status{State: ReasonGatherFailed, Digest: digest, Job: jobName, Message: message})
 	}
@@ -383,10 +417,14 @@ func StatusOf(s *corev1.Secret) Status {
 	return st
 }
 
+// setStatus records st in the manifest Secret's status annotation and state
+// label, stamping the time of the change.
 func (r *Reconciler) setStatus(ctx context.Context, manifest *corev1.Secret, st Status) error {
-	if StatusOf(manifest) == st {
+	r.metrics.state(manifest, st.State)
+	if StatusOf(manifest).same(st) && manifest.Labels[names.LabelState] == states[st.State] {
 		return nil
 	}
+	st.LastChange = time.Now().UTC().Format(time.RFC3339)
 	data, err := json.Marshal(st)
 	if err != nil {
 		return err
@@ -396,6 +434,7 @@ func (r *Reconciler) setStatus(ctx context.Context, manifest *corev1.Secret, st 
 		manifest.Annotations = map[string]string{}
 	}
 	manifest.Annotations[names.AnnotationStatus] = string(data)
+	manifest.Labels[names.LabelState] = states[st.State]
 	return r.Client.Patch(ctx, manifest, patch)
 }
 
@@ -422,15 +461,16 @@ func (r *Reconciler) removeOldJobs(ctx context.Context, manifest *corev1.Secret,
 // template of that group's labelled StatefulSets, so Kubernetes rolls the
 // pods of groups whose content changed and the webhook injects the new
 // version. A template without the annotation was created against the first
-// version, so version 1 does not roll it.
-func (r *Reconciler) rollout(ctx context.Context, manifest *corev1.Secret, deployment string) error {
+// version, so version 1 does not roll it. It returns the latest resolved
+// version of every group.
+func (r *Reconciler) rollout(ctx context.Context, manifest *corev1.Secret, deployment string) (map[string]int, error) {
 	latest, err := versions.LatestByGroup(ctx, r.Client, manifest.Namespace, deployment, names.KindResolved)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var sets appsv1.StatefulSetList
 	if err := r.Client.List(ctx, &sets, client.InNamespace(manifest.Namespace)); err != nil {
-		return err
+		return nil, err
 	}
 	for i := range sets.Items {
 		sts := &sets.Items[i]
@@ -453,10 +493,10 @@ func (r *Reconciler) rollout(ctx context.Context, manifest *corev1.Secret, deplo
 		}
 		sts.Spec.Template.Annotations[names.AnnotationResolvedVersion] = want
 		if err := r.Client.Patch(ctx, sts, patch); err != nil {
-			return fmt.Errorf("rolling StatefulSet %s: %w", sts.Name, err)
+			return nil, fmt.Errorf("rolling StatefulSet %s: %w", sts.Name, err)
 		}
 		r.Log.Info("rolling out", "namespace", sts.Namespace, "statefulset", sts.Name, "version", want)
 		r.Recorder.Eventf(sts, manifest, corev1.EventTypeNormal, ReasonRollingOut, "Rollout", "instance group resolved content is now version %s", want)
 	}
-	return nil
+	return latest, nil
 }

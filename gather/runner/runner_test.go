@@ -2,7 +2,13 @@ package runner_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,12 +18,14 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/runner"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/webhook"
 )
@@ -27,10 +35,15 @@ import (
 // channel.
 func startOperator(ns string, leaderElection bool) <-chan struct{} {
 	GinkgoHelper()
-	mgr, err := webhook.NewManager(cp.Config, webhook.Options{
+	return startOperatorWith(webhook.Options{
 		Namespace: ns, OperatorImage: "localhost/bosh-injector:test", ClusterDomain: "cluster.local",
 		LeaderElection: leaderElection, Runner: true,
-	}, GinkgoLogr)
+	})
+}
+
+func startOperatorWith(o webhook.Options) <-chan struct{} {
+	GinkgoHelper()
+	mgr, err := webhook.NewManager(cp.Config, o, GinkgoLogr)
 	Expect(err).NotTo(HaveOccurred())
 	mctx, cancel := context.WithCancel(ctx)
 	DeferCleanup(cancel)
@@ -69,7 +82,8 @@ var _ = Describe("the job runner", func() {
 	// complete, as the job controller would after its pod succeeded.
 	runAndComplete := func(job *batchv1.Job) {
 		GinkgoHelper()
-		_, err := gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: jobsDir, ClusterDomain: "cluster.local"},
+		_, err := gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: jobsDir, ClusterDomain: "cluster.local",
+			Progress: gathering.Events(ctx, cp.Client, GinkgoLogr)},
 			gathering.NewRenderBPM(ctx), time.Now())
 		Expect(err).NotTo(HaveOccurred())
 		now := metav1.Now()
@@ -84,6 +98,20 @@ var _ = Describe("the job runner", func() {
 		var s corev1.Secret
 		err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop-manifest"}, &s)
 		return s.Annotations[names.AnnotationStatus], err
+	}
+	stateLabel := func() (string, error) {
+		var s corev1.Secret
+		err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop-manifest"}, &s)
+		return s.Labels[names.LabelState], err
+	}
+	eventReasons := func() ([]string, error) {
+		var events eventsv1.EventList
+		err := cp.Client.List(ctx, &events, client.InNamespace(ns))
+		var reasons []string
+		for _, e := range events.Items {
+			reasons = append(reasons, e.Reason)
+		}
+		return reasons, err
 	}
 	newestJob := func(exclude string) *batchv1.Job {
 		GinkgoHelper()
@@ -132,9 +160,23 @@ var _ = Describe("the job runner", func() {
 		var role corev1.ServiceAccount
 		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop-gather"}, &role)).To(Succeed())
 		Eventually(status).Should(ContainSubstring(`"state":"GatherStarted"`))
+		Eventually(stateLabel).Should(Equal("Gathering"))
 
 		runAndComplete(first)
 		Eventually(status).Should(ContainSubstring(`"state":"Gathered"`))
+		Eventually(stateLabel).Should(Equal("Gathered"))
+		var st runner.Status
+		s, err := status()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(json.Unmarshal([]byte(s), &st)).To(Succeed())
+		Expect(st.Versions).To(Equal(map[string]int{"bus": 1, "db": 1, "web": 1, "smoke-tests": 1}))
+		lastChange, err := time.Parse(time.RFC3339, st.LastChange)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(lastChange).To(BeTemporally("~", time.Now(), time.Minute))
+		// The gathering reported its stages, one Event per group rendered.
+		Eventually(eventReasons).Should(ContainElements(gathering.StageVariables, gathering.StageLinks))
+		reasons, _ := eventReasons()
+		Expect(slices.DeleteFunc(reasons, func(r string) bool { return r != gathering.StageRendered })).To(HaveLen(4))
 
 		// A property of web changes: a new Job; after it, only web rolls.
 		applyManifest([]byte(strings.Replace(string(manifest), "        session_secret: ((session_secret))", "        session_secret: ((session_secret))\n        workers: 7", 1)))
@@ -172,6 +214,7 @@ var _ = Describe("the job runner", func() {
 		startOperator(ns, false)
 		applyManifest([]byte("name: shop\nreleases: [{name: bus}]\ninstance_groups: []\n"))
 		Eventually(status).Should(ContainSubstring(`"state":"InvalidManifest"`))
+		Eventually(stateLabel).Should(Equal("Invalid"))
 		Eventually(func() ([]string, error) {
 			var events corev1.EventList
 			err := cp.Client.List(ctx, &events, client.InNamespace(ns))
@@ -183,6 +226,35 @@ var _ = Describe("the job runner", func() {
 		}).Should(ContainElement("InvalidManifest"))
 		jobs, _ := gatherJobs()
 		Expect(jobs).To(BeEmpty())
+	})
+
+	It("serves gathering metrics on the operator's metrics endpoint", func() {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		Expect(err).NotTo(HaveOccurred())
+		port := l.Addr().(*net.TCPAddr).Port
+		Expect(l.Close()).To(Succeed())
+		startOperatorWith(webhook.Options{Namespace: ns, OperatorImage: "localhost/bosh-injector:test", ClusterDomain: "cluster.local",
+			Runner: true, MetricsPort: port})
+		applyManifest(manifest)
+		job := newestJob("")
+		runAndComplete(job)
+		Eventually(stateLabel).Should(Equal("Gathered"))
+
+		scrape := func() (string, error) {
+			resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(port) + "/metrics")
+			if err != nil {
+				return "", err
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			return string(b), err
+		}
+		Eventually(scrape).Should(And(
+			MatchRegexp(`bosh_injector_gatherings_total\{result="Gathered"\} [1-9]`),
+			MatchRegexp(`bosh_injector_gathering_duration_seconds_count [1-9]`),
+			ContainSubstring(`bosh_injector_last_successful_gathering_timestamp_seconds{deployment="shop",namespace="`+ns+`"}`),
+			MatchRegexp(`bosh_injector_deployments\{state="Gathered"\} [1-9]`),
+		))
 	})
 
 	It("runs the runner on the elected replica only", func() {

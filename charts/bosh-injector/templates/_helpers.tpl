@@ -26,3 +26,11 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version | replace "+" "_" }}
 
 {{- /* The serving certificate's Secret, mounted by the webhook. */ -}}
 {{- define "bosh-injector.servingSecret" -}}{{ include "bosh-injector.fullname" . }}-serving-cert{{- end -}}
+
+{{- define "bosh-injector.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{ .Values.serviceAccount.name | default (include "bosh-injector.fullname" .) }}
+{{- else -}}
+{{ required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end -}}
+{{- end -}}

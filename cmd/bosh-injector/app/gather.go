@@ -47,6 +47,7 @@ BOSH_INJECTOR_<FLAG> environment variables.`,
 					return err
 				}
 				ctx := cmd.Context()
+				cfg.Progress = gathering.Events(ctx, c, log)
 				res, err := gathering.Run(ctx, c, cfg, gathering.NewRenderBPM(ctx), time.Now())
 				if err != nil {
 					return fail(cmd, terminationLog, err)
