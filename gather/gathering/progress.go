@@ -2,6 +2,7 @@ package gathering
 
 import (
 	"context"
+	"fmt"
 	"os"
 
 	"github.com/go-logr/logr"
@@ -20,9 +21,12 @@ import (
 func Events(ctx context.Context, c client.Client, log logr.Logger) Progress {
 	host, _ := os.Hostname()
 	return func(manifest *corev1.Secret, reason, message string) {
+		now := metav1.NowMicro()
 		ev := &eventsv1.Event{
-			ObjectMeta:          metav1.ObjectMeta{GenerateName: manifest.Name + ".", Namespace: manifest.Namespace},
-			EventTime:           metav1.NowMicro(),
+			// Named as client-go's recorders name Events (a generated name
+			// would end in the '.' that names may not end in).
+			ObjectMeta:          metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", manifest.Name, now.UnixNano()), Namespace: manifest.Namespace},
+			EventTime:           now,
 			ReportingController: names.Prefix + "gather",
 			ReportingInstance:   host,
 			Action:              "Gather",
