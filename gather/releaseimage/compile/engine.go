@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // Paths of BOSH's compile environment, as the agent sets them up.
@@ -98,6 +100,10 @@ func (p Podman) Compile(ctx context.Context, t Task) error {
 	}
 	cmd := exec.CommandContext(ctx, command, args...)
 	cmd.Stdout, cmd.Stderr = w, w
+	// podman run passes signals on to the container: an interrupted build
+	// stops its containers instead of leaving them running.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 30 * time.Second
 	err := cmd.Run()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && ctx.Err() == nil {
