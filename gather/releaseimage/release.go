@@ -24,6 +24,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/bosh-injector/bosh-injector/gather/releaseimage/layer"
 )
 
 // Manifest is a release tarball's release.MF.
@@ -33,8 +35,8 @@ type Manifest struct {
 	CommitHash         string  `yaml:"commit_hash"`
 	UncommittedChanges bool    `yaml:"uncommitted_changes"`
 	Jobs               []Entry `yaml:"jobs"`
-	Packages           []Entry `yaml:"packages"`
-	CompiledPackages   []Entry `yaml:"compiled_packages"`
+	Packages           []Entry `yaml:"packages,omitempty"`
+	CompiledPackages   []Entry `yaml:"compiled_packages,omitempty"`
 }
 
 // Entry is a job, package or compiled package of release.MF.
@@ -43,9 +45,9 @@ type Entry struct {
 	Version      string   `yaml:"version"`
 	Fingerprint  string   `yaml:"fingerprint"`
 	SHA1         string   `yaml:"sha1"`
-	Dependencies []string `yaml:"dependencies"`
+	Dependencies []string `yaml:"dependencies,omitempty"`
 	// Stemcell is "<os>/<version>" a compiled package was compiled on.
-	Stemcell string `yaml:"stemcell"`
+	Stemcell string `yaml:"stemcell,omitempty"`
 }
 
 // Release is a release tarball unpacked into a work directory, every job and
@@ -131,7 +133,7 @@ func (r *Release) unpack() error {
 		if h.Typeflag != tar.TypeReg || !wanted(name) {
 			continue
 		}
-		if err := writeFile(filepath.Join(r.dir, filepath.FromSlash(name)), tr); err != nil {
+		if err := layer.WriteFile(filepath.Join(r.dir, filepath.FromSlash(name)), tr, 0o644); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
@@ -149,21 +151,6 @@ func wanted(name string) bool {
 		return strings.HasSuffix(file, ".tgz") && !strings.HasPrefix(file, ".")
 	}
 	return false
-}
-
-func writeFile(dst string, r io.Reader) error {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, r); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // verify checks file against a release.MF digest: a bare sha1, or BOSH's

@@ -54,6 +54,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) (int, error) {
+	fixtures.PodmanEnv()
 	dir, err := os.MkdirTemp("", "releaseimage-test-")
 	if err != nil {
 		return 0, err
@@ -187,19 +188,71 @@ func TestFixtureReleases(t *testing.T) {
 		}
 	})
 
+	t.Run("manifest", func(t *testing.T) {
+		// bus comes from its url, a local file; the stemcell from the manifest.
+		shop, err := fixtures.ShopManifest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		from := "- name: bus\n  version: \"1.0.0\"\n  url: " + fixtures.ReleaseURL
+		if !bytes.Contains(shop, []byte(from)) {
+			t.Fatalf("shop.yml has no %q", from)
+		}
+		cfg, engine := config(t, cache, env.tarballs[1:]...)
+		cfg.Manifest = bytes.Replace(shop, []byte(from), []byte("- name: bus\n  version: \"1.0.0\"\n  url: file://"+env.tarballs[0]), 1)
+		cfg.StemcellOS, cfg.StemcellVersion = "", ""
+		res, err := releaseimage.Run(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := engine.calls.Load(); n != 0 {
+			t.Errorf("compiled %d packages with a warm cache", n)
+		}
+		ops, err := releaseimage.OpsFile(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want strings.Builder
+		for _, r := range cold {
+			fmt.Fprintf(&want, "- type: replace\n  path: /releases/name=%s/image?\n  value: %s\n", r.Release, r.Ref())
+		}
+		if string(ops) != want.String() {
+			t.Errorf("ops file:\n%s\nwant\n%s", ops, want.String())
+		}
+	})
+
 	t.Run("compiled release", func(t *testing.T) {
 		// As `bosh export-release` would: the packages compiled above.
-		compiled := map[string][]byte{}
+		type archive struct {
+			buf bytes.Buffer
+			gz  *gzip.Writer
+			tw  *tar.Writer
+		}
+		archives := map[string]*archive{}
 		for f, data := range imageFiles(t, cold[1].Ref()) {
 			rest, ok := strings.CutPrefix(f, "var/vcap/packages/")
 			if !ok {
 				continue
 			}
 			pkg, path, _ := strings.Cut(rest, "/")
-			compiled[pkg] = appendTgz(t, compiled[pkg], path, data)
+			a := archives[pkg]
+			if a == nil {
+				a = &archive{}
+				a.gz = gzip.NewWriter(&a.buf)
+				a.tw = tar.NewWriter(a.gz)
+				archives[pkg] = a
+			}
+			if err := a.tw.WriteHeader(&tar.Header{Name: "./" + path, Mode: 0o755, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
+				t.Fatal(err)
+			}
+			_, _ = a.tw.Write([]byte(data))
 		}
-		for pkg, data := range compiled {
-			compiled[pkg] = closeTgz(t, data)
+		compiled := map[string][]byte{}
+		for pkg, a := range archives {
+			if err := errors.Join(a.tw.Close(), a.gz.Close()); err != nil {
+				t.Fatal(err)
+			}
+			compiled[pkg] = a.buf.Bytes()
 		}
 		tarball, err := fixtures.CompiledTarball(t.TempDir(), env.tarballs[1], compiled)
 		if err != nil {
@@ -253,31 +306,6 @@ func imageFiles(t *testing.T, ref string) map[string]string {
 			files[h.Name] = string(data)
 		}
 	}
-}
-
-// appendTgz and closeTgz build a package .tgz member by member; an
-// unfinished archive is kept as a tar stream.
-func appendTgz(t *testing.T, archive []byte, name, data string) []byte {
-	var buf bytes.Buffer
-	buf.Write(archive)
-	tw := tar.NewWriter(&buf)
-	if err := tw.WriteHeader(&tar.Header{Name: "./" + name, Mode: 0o755, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
-		t.Fatal(err)
-	}
-	_, _ = tw.Write([]byte(data))
-	_ = tw.Flush()
-	return buf.Bytes()
-}
-
-func closeTgz(t *testing.T, stream []byte) []byte {
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	_, _ = gz.Write(stream)
-	_, _ = gz.Write(make([]byte, 1024)) // the end-of-archive blocks
-	if err := gz.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }
 
 // copyRelease copies fixture release name for a test to break.

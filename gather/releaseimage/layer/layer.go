@@ -189,7 +189,7 @@ func Extract(archive, prefix, dst string) error {
 			}
 			return os.Chmod(target, mode|0o700)
 		case tar.TypeReg:
-			if err := writeFile(target, r, mode); err != nil {
+			if err := WriteFile(target, r, mode); err != nil {
 				return err
 			}
 		case tar.TypeSymlink:
@@ -222,7 +222,8 @@ func Extract(archive, prefix, dst string) error {
 	return nil
 }
 
-func writeFile(target string, r io.Reader, mode fs.FileMode) error {
+// WriteFile writes r to target with mode, creating its directory.
+func WriteFile(target string, r io.Reader, mode fs.FileMode) error {
 	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 		return err
 	}
