@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/go-logr/logr"
@@ -111,6 +112,11 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 				b.stemVr = s.Version
 			}
 			builds = append(builds, b)
+		}
+		for _, r := range releases {
+			if !slices.ContainsFunc(m.Releases, func(mr manifest.Release) bool { return mr.Name == r.Manifest.Name }) {
+				cfg.Log.Info("not building a release the manifest does not name", "release", r.Manifest.Name, "tarball", r.Path)
+			}
 		}
 	} else {
 		for _, r := range releases {
