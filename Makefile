@@ -165,7 +165,7 @@ lint: $(STATICCHECK) ## gofmt, go vet and staticcheck
 	$(STATICCHECK) -checks inherit,-ST1005 ./...
 
 .PHONY: bench
-bench: deps ## Run every Go benchmark once, each printing its comparison
+bench: deps testbin base-image ## Run every Go benchmark once, each printing its comparison
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
 
 .PHONY: help

@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"time"
+
+	"github.com/bosh-injector/bosh-injector/test/controlplane"
 )
 
 // Registry is a running registry.
@@ -21,13 +23,13 @@ type Registry struct {
 	log  *os.File
 }
 
-// Binary is the registry executable in the test bin ($KUBEBUILDER_ASSETS).
+// Binary is the registry executable in the test bin.
 func Binary() (string, error) {
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		return "", fmt.Errorf("KUBEBUILDER_ASSETS is not set: run `make testbin` and set it to `make -s print-testbin`")
+	dir, err := controlplane.TestbinDir()
+	if err != nil {
+		return "", err
 	}
-	bin := filepath.Join(assets, "registry")
+	bin := filepath.Join(dir, "registry")
 	if _, err := os.Stat(bin); err != nil {
 		return "", fmt.Errorf("no registry in the test bin (%w): run `make testbin`", err)
 	}
