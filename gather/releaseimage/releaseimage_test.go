@@ -260,10 +260,14 @@ func TestFixtureReleases(t *testing.T) {
 		}
 		layout := t.TempDir()
 		cfg, engine := config(t, t.TempDir(), tarball)
-		cfg.OCILayout = layout
+		cfg.OCILayout, cfg.Load = layout, true
 		res, err := releaseimage.Run(ctx, cfg)
 		if err != nil {
 			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = exec.Command("podman", "rmi", "-f", res[0].Tag).Run() })
+		if out, err := exec.Command("podman", "image", "inspect", "--format", "{{.Digest}}", res[0].Tag).CombinedOutput(); err != nil {
+			t.Errorf("--load: %v: %s", err, out)
 		}
 		if n := engine.calls.Load(); n != 0 {
 			t.Errorf("a compiled release compiled %d packages", n)
