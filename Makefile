@@ -16,6 +16,7 @@ KUBE_VERSION := $(call modver,kube,k8s.io/kubernetes)
 ETCD_VERSION := $(call modver,etcd,go.etcd.io/etcd/server/v3)
 HELM_VERSION := $(call modver,helm,helm.sh/helm/v3)
 CERT_MANAGER_VERSION := $(call modver,certmanager,github.com/cert-manager/cert-manager)
+REGISTRY_VERSION := $(call modver,registry,github.com/distribution/distribution/v3)
 TESTBIN_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/bosh-injector/testbin
 TESTBIN := $(TESTBIN_CACHE)/k8s-$(KUBE_VERSION)_etcd-$(ETCD_VERSION)_helm-$(HELM_VERSION)_cert-manager-$(CERT_MANAGER_VERSION)
 TESTBIN_TOOLS := etcd kube-apiserver kube-controller-manager kubectl helm cert-manager-controller cert-manager-cainjector cert-manager-crds
@@ -31,7 +32,7 @@ KUBE_LDFLAGS := -s -w \
 	-X k8s.io/client-go/pkg/version.gitMinor=$(kube_minor)
 
 .PHONY: testbin print-testbin
-testbin: $(addprefix $(TESTBIN)/,$(TESTBIN_TOOLS)) ## Build the test control plane (cached outside the repo)
+testbin: $(addprefix $(TESTBIN)/,$(TESTBIN_TOOLS)) $(TESTBIN)/registry ## Build the test control plane (cached outside the repo)
 
 print-testbin: ## Print the directory holding the test control plane binaries
 	@echo $(TESTBIN)
@@ -56,6 +57,16 @@ $(TESTBIN)/helm: | test/tools/helm/go.mod
 		-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$$minor \
 		-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$$minor" \
 		-o $@ helm.sh/helm/v3/cmd/helm
+
+# The image registry release-image pushes to in tests. Keyed by its own
+# version inside the control plane's directory, where tests find it as
+# $KUBEBUILDER_ASSETS/registry.
+$(TESTBIN)/registry-$(REGISTRY_VERSION): | test/tools/registry/go.mod
+	@mkdir -p $(@D)
+	cd test/tools/registry && $(GO) build -ldflags '-s -w' -o $@ github.com/distribution/distribution/v3/cmd/registry
+
+$(TESTBIN)/registry: $(TESTBIN)/registry-$(REGISTRY_VERSION)
+	ln -sf $(<F) $@
 
 # cert-manager's CRDs are plain YAML in its module.
 $(TESTBIN)/cert-manager-crds: | test/tools/certmanager/go.mod
@@ -156,7 +167,7 @@ lint: $(STATICCHECK) ## gofmt, go vet and staticcheck
 	$(STATICCHECK) -checks inherit,-ST1005 ./...
 
 .PHONY: bench
-bench: deps ## Run every Go benchmark once, each printing its comparison
+bench: deps testbin base-image ## Run every Go benchmark once, each printing its comparison
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
 
 .PHONY: help

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
 )
 
@@ -246,7 +247,7 @@ func (m *Manifest) ReleaseImage(name string) (string, error) {
 	if r.Version == "latest" || s.Version == "latest" {
 		return "", fmt.Errorf("cannot derive the image of release '%s': version 'latest' names no image; give exact versions or an 'image'", name)
 	}
-	return fmt.Sprintf("%s/%s:%s-%s-%s", r.URL, r.Name, s.OS, s.Version, r.Version), nil
+	return names.ReleaseImage(r.URL, r.Name, s.OS, s.Version, r.Version), nil
 }
 
 // VariablesOf reads the `variables` section of a manifest document that may

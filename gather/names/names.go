@@ -127,3 +127,11 @@ func SecretPrefix(deployment, kind, instanceGroup string) string {
 func VariableSecret(deployment, variable string) string {
 	return DNS1123Label(deployment) + ".var-" + DNS1123Label(variable)
 }
+
+// ReleaseImage is the image a release is found in when the manifest gives
+// it no `image` (the fissile convention):
+// `<url>/<release>:<stemcell os>-<stemcell version>-<release version>`.
+// release-image tags what it builds with the same name.
+func ReleaseImage(url, release, stemcellOS, stemcellVersion, version string) string {
+	return fmt.Sprintf("%s/%s:%s-%s-%s", url, release, stemcellOS, stemcellVersion, version)
+}

@@ -14,7 +14,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/resolved"
 	"github.com/bosh-injector/bosh-injector/gather/secretdata"
 	"github.com/bosh-injector/bosh-injector/gather/variables"
-	"github.com/bosh-injector/bosh-injector/test/releaseimage"
+	fixturereleases "github.com/bosh-injector/bosh-injector/test/fixtures"
 )
 
 const (
@@ -50,11 +50,11 @@ func setup(t *testing.T, ig string) rendering.Config {
 	}
 	dirs := map[string]string{}
 	jobsSrc := t.TempDir()
-	for _, r := range []string{"bus", "store", "shop"} {
+	for _, r := range fixturereleases.Releases {
 		dirs[r] = filepath.Join(fixtures, "releases", r)
-		if err := releaseimage.LayoutJobs(dirs[r], filepath.Join(jobsSrc, r)); err != nil {
-			t.Fatal(err)
-		}
+	}
+	if err := fixturereleases.LayoutReleases(jobsSrc); err != nil {
+		t.Fatal(err)
 	}
 	net := instance.Network{Namespace: "shop-ns", ClusterDomain: "cluster.local"}
 	d, err := deployment.Resolve(deployment.Input{Manifest: m, Specs: deployment.SourceTreeSpecs(dirs), Variables: vars, Network: net})

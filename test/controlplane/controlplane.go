@@ -79,17 +79,9 @@ type ControlPlane struct {
 // KUBEBUILDER_ASSETS when set, else the cache directory `make testbin` builds
 // into. It fails with instructions when the binaries are missing.
 func BinDir() (string, error) {
-	dir := os.Getenv("KUBEBUILDER_ASSETS")
-	if dir == "" {
-		root, err := RepoRoot()
-		if err != nil {
-			return "", err
-		}
-		out, err := exec.Command("make", "-s", "-C", root, "print-testbin").Output()
-		if err != nil {
-			return "", fmt.Errorf("finding the test binaries with `make -s print-testbin`: %w", err)
-		}
-		dir = strings.TrimSpace(string(out))
+	dir, err := TestbinDir()
+	if err != nil {
+		return "", err
 	}
 	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubectl", "helm",
 		"cert-manager-controller", "cert-manager-cainjector", "cert-manager-crds"} {
@@ -98,6 +90,23 @@ func BinDir() (string, error) {
 		}
 	}
 	return dir, nil
+}
+
+// TestbinDir is where `make testbin` builds the test binaries:
+// KUBEBUILDER_ASSETS when set, else what `make -s print-testbin` prints.
+func TestbinDir() (string, error) {
+	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
+		return dir, nil
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	out, err := exec.Command("make", "-s", "-C", root, "print-testbin").Output()
+	if err != nil {
+		return "", fmt.Errorf("finding the test binaries with `make -s print-testbin`: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 // RepoRoot is the root of this repository, found from this source file.

@@ -1,0 +1,79 @@
+package app
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bosh-injector/bosh-injector/gather/releaseimage"
+)
+
+func init() {
+	register(func(g *globalOptions) *cobra.Command {
+		var cfg releaseimage.Config
+		var manifestPath string
+		cmd := &cobra.Command{
+			Use:   "release-image RELEASE.tgz...",
+			Short: "Build OCI images of BOSH release tarballs, compiling source packages on a stemcell image",
+			Long: `release-image reads BOSH release tarballs (source releases from bosh create-release
+--tarball, compiled ones from bosh export-release), checks every job and package against
+release.MF, compiles source packages in dependency order in containers of the stemcell
+image (podman; results cached by fingerprint, dependencies and stemcell digest) and builds
+one image per release: jobs under /var/vcap/jobs-src, packages under /var/vcap/packages.
+Images are named <repository>/<release>:<stemcell os>-<stemcell version>-<release version>,
+the name the gathering and the webhook look for, and printed pinned by digest. Nothing is
+written out unless every release built.
+
+With --manifest, every release the manifest names is built (from the tarballs given, or
+from a release url that is a local file) and the ops file pointing the manifest at the
+images is printed.`,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				log, err := g.logger(cmd.ErrOrStderr())
+				if err != nil {
+					return err
+				}
+				cfg.Log, cfg.Tarballs = log, args
+				if manifestPath != "" {
+					if cfg.Manifest, err = os.ReadFile(manifestPath); err != nil {
+						return fmt.Errorf("--manifest: %w", err)
+					}
+				} else if len(args) == 0 {
+					return fmt.Errorf("give release tarballs, or --manifest")
+				}
+				results, err := releaseimage.Run(cmd.Context(), cfg)
+				if err != nil {
+					return err
+				}
+				if manifestPath != "" {
+					ops, err := releaseimage.OpsFile(results)
+					if err != nil {
+						return err
+					}
+					_, err = cmd.OutOrStdout().Write(ops)
+					return err
+				}
+				for _, r := range results {
+					fmt.Fprintln(cmd.OutOrStdout(), r.Ref())
+				}
+				return nil
+			},
+		}
+		cache, _ := os.UserCacheDir()
+		f := cmd.Flags()
+		f.StringVar(&cfg.Repository, "repository", "", "image repository prefix, the releases' url in the manifest (e.g. ghcr.io/acme)")
+		f.StringVar(&cfg.StemcellImage, "stemcell-image", "", "stemcell image to build on and compile in, in a registry")
+		f.StringVar(&cfg.StemcellOS, "stemcell-os", "", "stemcell os naming the images (default: the manifest's stemcell)")
+		f.StringVar(&cfg.StemcellVersion, "stemcell-version", "", "stemcell version naming the images (default: the manifest's stemcell)")
+		f.BoolVar(&cfg.Push, "push", false, "push the images (credentials from the docker or podman configuration)")
+		f.StringVar(&cfg.OCILayout, "oci-layout", "", "add the images to the OCI image layout in this directory")
+		f.BoolVar(&cfg.Load, "load", false, "load the images into local podman storage")
+		f.BoolVar(&cfg.Insecure, "insecure", false, "allow registries without TLS or with self-signed certificates")
+		f.IntVar(&cfg.Jobs, "jobs", runtime.NumCPU(), "packages compiled at once")
+		f.StringVar(&cfg.CacheDir, "cache", filepath.Join(cache, "bosh-injector", "compiled-packages"), "compiled package cache")
+		f.StringVar(&manifestPath, "manifest", "", "deployment manifest: build its releases and print an ops file pointing it at the images")
+		return cmd
+	})
+}

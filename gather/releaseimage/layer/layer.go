@@ -1,0 +1,276 @@
+// Package layer writes reproducible image layers: gzipped tars whose entries
+// are placed under a prefix, with fixed modification times and root owners,
+// so the same files always give the same layer digest. It also unpacks
+// BOSH's .tgz archives (and its own layers) into directories.
+package layer
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// epoch is every entry's modification time.
+var epoch = time.Unix(0, 0).UTC()
+
+// Writer writes one layer. Parent directories of every entry are written
+// first, once each.
+type Writer struct {
+	tw   *tar.Writer
+	gz   *gzip.Writer
+	f    *os.File
+	dirs map[string]bool
+}
+
+// Write writes the layer file at path (a .tar.gz) with add, atomically:
+// on failure nothing is left at path.
+func Write(path string, add func(*Writer) error) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	w := newWriter(tmp)
+	err = add(w)
+	if cerr := w.close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+	}
+	return err
+}
+
+func newWriter(f *os.File) *Writer {
+	// BestSpeed: layers are often whole toolchains; Go's gzip output is the
+	// same for the same input at a given level, which keeps digests stable.
+	gz, _ := gzip.NewWriterLevel(f, gzip.BestSpeed)
+	return &Writer{tw: tar.NewWriter(gz), gz: gz, f: f, dirs: map[string]bool{}}
+}
+
+func (w *Writer) close() error {
+	err := errors.Join(w.tw.Close(), w.gz.Close())
+	return errors.Join(err, w.f.Close())
+}
+
+// Dir writes directory name (slash-separated, relative) and its parents.
+func (w *Writer) Dir(name string, mode fs.FileMode) error {
+	name = strings.TrimSuffix(name, "/")
+	if name == "" || name == "." || w.dirs[name] {
+		return nil
+	}
+	if err := w.Dir(path.Dir(name), 0o755); err != nil {
+		return err
+	}
+	w.dirs[name] = true
+	return w.tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name + "/", Mode: int64(mode.Perm() | mode&(fs.ModeSetgid|fs.ModeSticky)), ModTime: epoch})
+}
+
+// Entry writes h (its Name already final) with content r, normalizing
+// times and owners.
+func (w *Writer) entry(h *tar.Header, r io.Reader) error {
+	if h.Typeflag == tar.TypeDir {
+		return w.Dir(h.Name, fs.FileMode(h.Mode))
+	}
+	if err := w.Dir(path.Dir(h.Name), 0o755); err != nil {
+		return err
+	}
+	n := &tar.Header{Typeflag: h.Typeflag, Name: h.Name, Linkname: h.Linkname, Size: h.Size, Mode: h.Mode & 0o7777, ModTime: epoch}
+	if err := w.tw.WriteHeader(n); err != nil {
+		return err
+	}
+	if h.Typeflag == tar.TypeReg {
+		_, err := io.Copy(w.tw, r)
+		return err
+	}
+	return nil
+}
+
+// clean makes a member name of an archive relative and safe: no absolute
+// paths, no "..".
+func clean(name string) (string, error) {
+	c := path.Clean(strings.TrimPrefix(name, "./"))
+	if c == "." {
+		return "", nil
+	}
+	if path.IsAbs(c) || c == ".." || strings.HasPrefix(c, "../") {
+		return "", fmt.Errorf("member %q leaves the archive", name)
+	}
+	return c, nil
+}
+
+// AddArchive copies the members of the .tgz at archive under prefix, in
+// archive order.
+func (w *Writer) AddArchive(archive, prefix string) error {
+	return eachMember(archive, func(name string, h *tar.Header, r io.Reader) error {
+		h.Name = path.Join(prefix, name)
+		if h.Typeflag == tar.TypeLink {
+			link, err := clean(h.Linkname)
+			if err != nil {
+				return err
+			}
+			h.Linkname = path.Join(prefix, link)
+		}
+		return w.entry(h, r)
+	})
+}
+
+// AddDir copies directory dir under prefix, entries in lexical order.
+func (w *Writer) AddDir(dir, prefix string) error {
+	if err := w.Dir(prefix, 0o755); err != nil {
+		return err
+	}
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		h := &tar.Header{Name: path.Join(prefix, filepath.ToSlash(rel)), Mode: int64(info.Mode().Perm() | info.Mode()&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))}
+		switch {
+		case d.IsDir():
+			h.Typeflag = tar.TypeDir
+			return w.entry(h, nil)
+		case info.Mode()&fs.ModeSymlink != 0:
+			h.Typeflag = tar.TypeSymlink
+			if h.Linkname, err = os.Readlink(p); err != nil {
+				return err
+			}
+			return w.entry(h, nil)
+		case info.Mode().IsRegular():
+			h.Typeflag, h.Size = tar.TypeReg, info.Size()
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			return w.entry(h, f)
+		}
+		return fmt.Errorf("%s: cannot put a %s in a layer", p, info.Mode().Type())
+	})
+}
+
+// Extract unpacks the .tgz at archive into dst; only members under prefix
+// are taken, with prefix removed (a layer written with that prefix comes
+// back as the directory it was made from).
+func Extract(archive, prefix, dst string) error {
+	prefix = strings.Trim(prefix, "/")
+	var links [][2]string
+	err := eachMember(archive, func(name string, h *tar.Header, r io.Reader) error {
+		if prefix != "" {
+			rest, ok := strings.CutPrefix(name, prefix)
+			if !ok || (rest != "" && rest[0] != '/') {
+				return nil
+			}
+			name = strings.TrimPrefix(rest, "/")
+		}
+		target := filepath.Join(dst, filepath.FromSlash(name))
+		mode := fs.FileMode(h.Mode).Perm()
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(target, 0o755); err != nil {
+				return err
+			}
+			return os.Chmod(target, mode|0o700)
+		case tar.TypeReg:
+			if err := WriteFile(target, r, mode); err != nil {
+				return err
+			}
+		case tar.TypeSymlink:
+			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+				return err
+			}
+			if err := os.Symlink(h.Linkname, target); err != nil {
+				return err
+			}
+		case tar.TypeLink:
+			link, err := clean(h.Linkname)
+			if err != nil {
+				return err
+			}
+			if prefix != "" {
+				link = strings.TrimPrefix(strings.TrimPrefix(link, prefix), "/")
+			}
+			links = append(links, [2]string{filepath.Join(dst, filepath.FromSlash(link)), target})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, l := range links {
+		if err := os.Link(l[0], l[1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteFile writes r to target with mode, creating its directory.
+func WriteFile(target string, r io.Reader, mode fs.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, r); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Chmod(target, mode)
+}
+
+// eachMember calls f for every member of the .tgz at archive, with its
+// cleaned relative name (the archive's root itself is skipped).
+func eachMember(archive string, f func(name string, h *tar.Header, r io.Reader) error) error {
+	file, err := os.Open(archive)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	gz, err := gzip.NewReader(file)
+	if err != nil {
+		return fmt.Errorf("%s: %w", filepath.Base(archive), err)
+	}
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", filepath.Base(archive), err)
+		}
+		name, err := clean(h.Name)
+		if err != nil {
+			return fmt.Errorf("%s: %w", filepath.Base(archive), err)
+		}
+		if name == "" {
+			continue
+		}
+		if err := f(name, h, tr); err != nil {
+			return fmt.Errorf("%s: %s: %w", filepath.Base(archive), name, err)
+		}
+	}
+}

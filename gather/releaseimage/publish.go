@@ -1,0 +1,92 @@
+package releaseimage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// nameOptions parse references; insecure allows plain HTTP registries
+// (localhost and 127.0.0.1 always are).
+func nameOptions(insecure bool) []name.Option {
+	if insecure {
+		return []name.Option{name.Insecure}
+	}
+	return nil
+}
+
+// remoteOptions authenticate from the docker and podman configurations.
+func remoteOptions(ctx context.Context) []remote.Option {
+	return []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}
+}
+
+// FetchStemcell reads the stemcell image ref from its registry; OS and
+// Version are left for the caller to name it.
+func FetchStemcell(ctx context.Context, ref string, insecure bool) (Stemcell, error) {
+	r, err := name.ParseReference(ref, nameOptions(insecure)...)
+	if err != nil {
+		return Stemcell{}, fmt.Errorf("--stemcell-image: %w", err)
+	}
+	img, err := remote.Image(r, remoteOptions(ctx)...)
+	if err != nil {
+		return Stemcell{}, fmt.Errorf("stemcell image %s: %w", ref, err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		return Stemcell{}, err
+	}
+	return Stemcell{Image: img, Ref: r.Context().Digest(d.String()).String(), Digest: d.String()}, nil
+}
+
+// Push writes img to its registry under ref.
+func Push(ctx context.Context, ref string, img v1.Image, insecure bool) error {
+	r, err := name.ParseReference(ref, nameOptions(insecure)...)
+	if err != nil {
+		return err
+	}
+	if err := remote.Write(r, img, remoteOptions(ctx)...); err != nil {
+		return fmt.Errorf("pushing %s: %w", ref, err)
+	}
+	return nil
+}
+
+// WriteLayout adds img to the OCI image layout in dir (created when
+// missing), named ref.
+func WriteLayout(dir, ref string, img v1.Image) error {
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		if p, err = layout.Write(dir, empty.Index); err != nil {
+			return fmt.Errorf("--oci-layout %s: %w", dir, err)
+		}
+	}
+	return p.AppendImage(img, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": ref}))
+}
+
+// Load loads img into local podman storage as ref.
+func Load(ctx context.Context, ref string, img v1.Image, work string) error {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return err
+	}
+	archive := filepath.Join(work, "load.tar")
+	if err := tarball.WriteToFile(archive, r, img); err != nil {
+		return err
+	}
+	defer os.Remove(archive)
+	out, err := exec.CommandContext(ctx, "podman", "load", "-q", "-i", archive).CombinedOutput()
+	if err != nil {
+		return errors.Join(fmt.Errorf("podman load %s: %w", ref, err), errors.New(string(out)))
+	}
+	return nil
+}

@@ -1,0 +1,207 @@
+// Package releaseimage turns BOSH release tarballs (source releases from
+// `bosh create-release --tarball`, compiled ones from `bosh export-release`)
+// into OCI images in the layout bosh-injector's copy and gathering containers
+// read: every job under /var/vcap/jobs-src/<job>/ (job.MF, monit,
+// templates/) and every package under /var/vcap/packages/<package>/. Source
+// packages are compiled by the compile package; this one reads and checks
+// tarballs, assembles reproducible images and writes them out.
+package releaseimage
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/bosh-injector/bosh-injector/gather/releaseimage/layer"
+)
+
+// Manifest is a release tarball's release.MF.
+type Manifest struct {
+	Name               string  `yaml:"name"`
+	Version            string  `yaml:"version"`
+	CommitHash         string  `yaml:"commit_hash"`
+	UncommittedChanges bool    `yaml:"uncommitted_changes"`
+	Jobs               []Entry `yaml:"jobs"`
+	Packages           []Entry `yaml:"packages,omitempty"`
+	CompiledPackages   []Entry `yaml:"compiled_packages,omitempty"`
+}
+
+// Entry is a job, package or compiled package of release.MF.
+type Entry struct {
+	Name         string   `yaml:"name"`
+	Version      string   `yaml:"version"`
+	Fingerprint  string   `yaml:"fingerprint"`
+	SHA1         string   `yaml:"sha1"`
+	Dependencies []string `yaml:"dependencies,omitempty"`
+	// Stemcell is "<os>/<version>" a compiled package was compiled on.
+	Stemcell string `yaml:"stemcell,omitempty"`
+}
+
+// Release is a release tarball unpacked into a work directory, every job and
+// package archive checked against its digest in release.MF.
+type Release struct {
+	Path     string
+	Manifest Manifest
+	dir      string
+}
+
+// Archive kinds: the directories of a release tarball.
+const (
+	kindJobs             = "jobs"
+	kindPackages         = "packages"
+	kindCompiledPackages = "compiled_packages"
+)
+
+// JobArchive is the path of job name's .tgz.
+func (r *Release) JobArchive(name string) string { return r.archive(kindJobs, name) }
+
+// PackageArchive is the path of source package name's .tgz.
+func (r *Release) PackageArchive(name string) string { return r.archive(kindPackages, name) }
+
+// CompiledArchive is the path of compiled package name's .tgz.
+func (r *Release) CompiledArchive(name string) string { return r.archive(kindCompiledPackages, name) }
+
+func (r *Release) archive(kind, name string) string { return filepath.Join(r.dir, kind, name+".tgz") }
+
+// Open unpacks the release tarball at path into work (which must exist) and
+// checks it: release.MF present and complete, every listed archive present
+// with its sha1 (or `sha256:`/`sha512:` digest) matching.
+func Open(path, work string) (*Release, error) {
+	r := &Release{Path: path, dir: work}
+	if err := r.unpack(); err != nil {
+		return nil, fmt.Errorf("release tarball %s: %w", path, err)
+	}
+	data, err := os.ReadFile(filepath.Join(work, "release.MF"))
+	if err != nil {
+		return nil, fmt.Errorf("release tarball %s: no release.MF", path)
+	}
+	if err := yaml.Unmarshal(data, &r.Manifest); err != nil {
+		return nil, fmt.Errorf("release tarball %s: release.MF: %w", path, err)
+	}
+	m := &r.Manifest
+	if m.Name == "" || m.Version == "" {
+		return nil, fmt.Errorf("release tarball %s: release.MF has no name or version", path)
+	}
+	for _, set := range []struct {
+		kind    string
+		entries []Entry
+	}{{kindJobs, m.Jobs}, {kindPackages, m.Packages}, {kindCompiledPackages, m.CompiledPackages}} {
+		for _, e := range set.entries {
+			if err := verify(r.archive(set.kind, e.Name), e.SHA1); err != nil {
+				return nil, fmt.Errorf("release '%s' %s: %s/%s.tgz: %w", m.Name, path, set.kind, e.Name, err)
+			}
+		}
+	}
+	return r, nil
+}
+
+// unpack extracts the tarball's top-level files (release.MF and the job and
+// package archives) into r.dir.
+func (r *Release) unpack() error {
+	f, err := os.Open(r.Path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		return err
+	}
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		name := path.Clean(strings.TrimPrefix(h.Name, "./"))
+		if h.Typeflag != tar.TypeReg || !wanted(name) {
+			continue
+		}
+		if err := layer.WriteFile(filepath.Join(r.dir, filepath.FromSlash(name)), tr, 0o644); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+}
+
+// wanted says whether a tarball member is one Open reads; anything else
+// (license, stray files) is not needed for an image.
+func wanted(name string) bool {
+	if name == "release.MF" {
+		return true
+	}
+	dir, file := path.Split(name)
+	switch strings.TrimSuffix(dir, "/") {
+	case kindJobs, kindPackages, kindCompiledPackages:
+		return strings.HasSuffix(file, ".tgz") && !strings.HasPrefix(file, ".")
+	}
+	return false
+}
+
+// verify checks file against a release.MF digest: a bare sha1, or BOSH's
+// multi-digest form "algo:hex;algo:hex" (sha1, sha256, sha512), every
+// listed digest matching.
+func verify(file, digest string) error {
+	if digest == "" {
+		return errors.New("release.MF gives no sha1")
+	}
+	type check struct {
+		algo, want string
+		h          hash.Hash
+	}
+	var checks []check
+	for _, d := range strings.Split(digest, ";") {
+		algo, want, ok := strings.Cut(d, ":")
+		if !ok {
+			algo, want = "sha1", d
+		}
+		var h hash.Hash
+		switch algo {
+		case "sha1":
+			h = sha1.New()
+		case "sha256":
+			h = sha256.New()
+		case "sha512":
+			h = sha512.New()
+		default:
+			return fmt.Errorf("unsupported digest algorithm %q", algo)
+		}
+		checks = append(checks, check{algo, want, h})
+	}
+	f, err := os.Open(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return errors.New("missing from the tarball")
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	ws := make([]io.Writer, len(checks))
+	for i, c := range checks {
+		ws[i] = c.h
+	}
+	if _, err := io.Copy(io.MultiWriter(ws...), f); err != nil {
+		return err
+	}
+	for _, c := range checks {
+		if got := hex.EncodeToString(c.h.Sum(nil)); got != c.want {
+			return fmt.Errorf("%s mismatch: release.MF says %s, the archive has %s", c.algo, c.want, got)
+		}
+	}
+	return nil
+}

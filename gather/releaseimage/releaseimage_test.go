@@ -1,0 +1,445 @@
+package releaseimage_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/testr"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/bosh-injector/bosh-injector/gather/releaseimage"
+	"github.com/bosh-injector/bosh-injector/gather/releaseimage/compile"
+	"github.com/bosh-injector/bosh-injector/test/fixtures"
+	"github.com/bosh-injector/bosh-injector/test/registry"
+)
+
+// base is the image `make base-image` imports; it stands in for the
+// stemcell.
+const base = "docker.io/library/debian:bookworm-slim"
+
+// env is what every test here shares: a registry holding the stemcell
+// image, and the fixture releases' source tarballs.
+var env struct {
+	registry *registry.Registry
+	stemcell string
+	tarballs []string
+	dir      string
+	// cache is the compiled package cache the tests share.
+	cache string
+}
+
+func TestMain(m *testing.M) {
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func run(m *testing.M) (int, error) {
+	fixtures.PodmanEnv()
+	dir, err := os.MkdirTemp("", "releaseimage-test-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	env.dir, env.cache = dir, filepath.Join(dir, "cache")
+	if err := os.MkdirAll(filepath.Join(dir, "registry"), 0o755); err != nil {
+		return 0, err
+	}
+	env.registry, err = registry.Start(filepath.Join(dir, "registry"))
+	if err != nil {
+		return 0, err
+	}
+	defer env.registry.Stop()
+	env.stemcell = env.registry.Addr + "/stemcell:bookworm"
+	if out, err := exec.Command("podman", "push", "-q", "--tls-verify=false", base, env.stemcell).CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("pushing the stemcell image (run `make base-image`): %w: %s", err, out)
+	}
+	for _, r := range fixtures.Releases {
+		t, err := fixtures.SourceTarball(dir, r)
+		if err != nil {
+			return 0, err
+		}
+		env.tarballs = append(env.tarballs, t)
+	}
+	return m.Run(), nil
+}
+
+// counting counts the packages an engine compiles.
+type counting struct {
+	compile.Engine
+	calls atomic.Int32
+}
+
+func (c *counting) Compile(ctx context.Context, t compile.Task) error {
+	c.calls.Add(1)
+	return c.Engine.Compile(ctx, t)
+}
+
+func config(t testing.TB, cache string, tarballs ...string) (releaseimage.Config, *counting) {
+	engine := &counting{Engine: compile.Podman{Insecure: true}}
+	var log logr.Logger
+	if tt, ok := t.(*testing.T); ok {
+		log = testr.New(tt)
+	} else {
+		log = logr.Discard()
+	}
+	return releaseimage.Config{
+		Tarballs: tarballs, Repository: env.registry.Addr + "/fixtures",
+		StemcellImage: env.stemcell, StemcellOS: fixtures.StemcellOS, StemcellVersion: fixtures.StemcellVersion,
+		Jobs: 2, CacheDir: cache, Engine: engine, Log: log,
+	}, engine
+}
+
+// TestFixtureReleases builds the three fixture releases from source and
+// pushes them, then again with the warm cache: nothing compiles and the
+// digests are the same. The images hold the layout the copy and gathering
+// containers read, and the compiled programs run.
+func TestFixtureReleases(t *testing.T) {
+	ctx := context.Background()
+	cache := env.cache
+	cfg, engine := config(t, cache, env.tarballs...)
+	cfg.Push = true
+	cold, err := releaseimage.Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// golang and printconfig are vendored by all three releases, compiled
+	// once; then bus, pgstore, storefront and smoke-tests.
+	if n := engine.calls.Load(); n != 6 {
+		t.Errorf("cold build compiled %d packages, want 6", n)
+	}
+	for i, r := range cold {
+		if want := fixtures.Image(env.registry.Addr+"/fixtures", fixtures.Releases[i]); r.Tag != want {
+			t.Errorf("image %s, want %s (the manifest's naming rule)", r.Tag, want)
+		}
+	}
+
+	cfg, engine = config(t, cache, env.tarballs...)
+	warm, err := releaseimage.Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := engine.calls.Load(); n != 0 {
+		t.Errorf("warm rebuild compiled %d packages, want 0", n)
+	}
+	for i := range cold {
+		if warm[i].Digest != cold[i].Digest {
+			t.Errorf("%s: digest %s, then %s", cold[i].Release, cold[i].Digest, warm[i].Digest)
+		}
+	}
+
+	// The jobs are laid out as before: job.MF (the spec), monit, templates.
+	files := imageFiles(t, cold[2].Ref())
+	var jobs []string
+	for f := range files {
+		if strings.HasPrefix(f, "var/vcap/jobs-src/") {
+			jobs = append(jobs, f)
+		}
+	}
+	slices.Sort(jobs)
+	want := []string{
+		"var/vcap/jobs-src/smoke-tests/job.MF", "var/vcap/jobs-src/smoke-tests/monit",
+		"var/vcap/jobs-src/smoke-tests/templates/bpm.yml.erb", "var/vcap/jobs-src/smoke-tests/templates/config.json.erb",
+		"var/vcap/jobs-src/smoke-tests/templates/run.sh.erb",
+		"var/vcap/jobs-src/storefront/job.MF", "var/vcap/jobs-src/storefront/monit",
+		"var/vcap/jobs-src/storefront/templates/bpm.yml.erb", "var/vcap/jobs-src/storefront/templates/storefront.yml.erb",
+	}
+	if !slices.Equal(jobs, want) {
+		t.Errorf("shop's jobs-src:\n%s\nwant\n%s", strings.Join(jobs, "\n"), strings.Join(want, "\n"))
+	}
+	spec, _ := os.ReadFile(filepath.Join(fixtures.ReleaseDir("shop"), "jobs", "storefront", "spec"))
+	if got := files["var/vcap/jobs-src/storefront/job.MF"]; got != string(spec) {
+		t.Errorf("storefront's job.MF is not its spec:\n%s", got)
+	}
+	for _, p := range []string{"golang/bin/go", "golang/bosh/compile.env", "printconfig/bin/printconfig", "storefront/bin/storefront", "smoke-tests/bin/smoke-tests"} {
+		if _, ok := files["var/vcap/packages/"+p]; !ok {
+			t.Errorf("shop's image has no /var/vcap/packages/%s", p)
+		}
+	}
+
+	// podman pulls the image from the registry and the compiled program runs.
+	out, err := exec.Command("podman", "run", "--rm", "--tls-verify=false", "--network=none", cold[0].Ref(), "bash", "-c",
+		"timeout -s TERM 3 /var/vcap/packages/bus/bin/bus /var/vcap/jobs-src/bus/monit; true").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "==> /var/vcap/jobs-src/bus/monit <==") {
+		t.Errorf("running bus in its image: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		for _, r := range cold {
+			_ = exec.Command("podman", "rmi", "-f", r.Ref()).Run()
+		}
+	})
+
+	t.Run("manifest", func(t *testing.T) {
+		// bus comes from its url, a local file; the stemcell from the manifest.
+		shop, err := fixtures.ShopManifest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		from := "- name: bus\n  version: \"1.0.0\"\n  url: " + fixtures.ReleaseURL
+		if !bytes.Contains(shop, []byte(from)) {
+			t.Fatalf("shop.yml has no %q", from)
+		}
+		cfg, engine := config(t, cache, env.tarballs[1:]...)
+		cfg.Manifest = bytes.Replace(shop, []byte(from), []byte("- name: bus\n  version: \"1.0.0\"\n  url: file://"+env.tarballs[0]), 1)
+		cfg.StemcellOS, cfg.StemcellVersion = "", ""
+		res, err := releaseimage.Run(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := engine.calls.Load(); n != 0 {
+			t.Errorf("compiled %d packages with a warm cache", n)
+		}
+		ops, err := releaseimage.OpsFile(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want strings.Builder
+		for _, r := range cold {
+			fmt.Fprintf(&want, "- type: replace\n  path: /releases/name=%s/image?\n  value: %s\n", r.Release, r.Ref())
+		}
+		if string(ops) != want.String() {
+			t.Errorf("ops file:\n%s\nwant\n%s", ops, want.String())
+		}
+	})
+
+	t.Run("compiled release", func(t *testing.T) {
+		// As `bosh export-release` would: the packages compiled above.
+		type archive struct {
+			buf bytes.Buffer
+			gz  *gzip.Writer
+			tw  *tar.Writer
+		}
+		archives := map[string]*archive{}
+		for f, data := range imageFiles(t, cold[1].Ref()) {
+			rest, ok := strings.CutPrefix(f, "var/vcap/packages/")
+			if !ok {
+				continue
+			}
+			pkg, path, _ := strings.Cut(rest, "/")
+			a := archives[pkg]
+			if a == nil {
+				a = &archive{}
+				a.gz = gzip.NewWriter(&a.buf)
+				a.tw = tar.NewWriter(a.gz)
+				archives[pkg] = a
+			}
+			if err := a.tw.WriteHeader(&tar.Header{Name: "./" + path, Mode: 0o755, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
+				t.Fatal(err)
+			}
+			_, _ = a.tw.Write([]byte(data))
+		}
+		compiled := map[string][]byte{}
+		for pkg, a := range archives {
+			if err := errors.Join(a.tw.Close(), a.gz.Close()); err != nil {
+				t.Fatal(err)
+			}
+			compiled[pkg] = a.buf.Bytes()
+		}
+		tarball, err := fixtures.CompiledTarball(t.TempDir(), env.tarballs[1], compiled)
+		if err != nil {
+			t.Fatal(err)
+		}
+		layout := t.TempDir()
+		cfg, engine := config(t, t.TempDir(), tarball)
+		cfg.OCILayout, cfg.Load = layout, true
+		res, err := releaseimage.Run(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = exec.Command("podman", "rmi", "-f", res[0].Tag).Run() })
+		if out, err := exec.Command("podman", "image", "inspect", "--format", "{{.Digest}}", res[0].Tag).CombinedOutput(); err != nil {
+			t.Errorf("--load: %v: %s", err, out)
+		}
+		if n := engine.calls.Load(); n != 0 {
+			t.Errorf("a compiled release compiled %d packages", n)
+		}
+		if _, err := os.Stat(filepath.Join(layout, "index.json")); err != nil {
+			t.Errorf("no OCI layout: %v", err)
+		}
+		if res[0].Tag != cold[1].Tag {
+			t.Errorf("compiled release image %s, want %s", res[0].Tag, cold[1].Tag)
+		}
+	})
+}
+
+// imageFiles is every regular file of image ref (from the registry) with
+// its content, for the files under /var/vcap.
+func imageFiles(t *testing.T, ref string) map[string]string {
+	t.Helper()
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := remote.Image(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	files := map[string]string{}
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return files
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg && strings.HasPrefix(h.Name, "var/vcap/") {
+			data, _ := io.ReadAll(tr)
+			files[h.Name] = string(data)
+		}
+	}
+}
+
+// copyRelease copies fixture release name for a test to break.
+func copyRelease(t *testing.T, name string) string {
+	dst := filepath.Join(t.TempDir(), name)
+	if out, err := exec.Command("cp", "-r", fixtures.ReleaseDir(name), dst).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	return dst
+}
+
+func write(t *testing.T, path, content string) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBadReleases: each broken release is a clear error naming what is
+// wrong, and nothing is pushed.
+func TestBadReleases(t *testing.T) {
+	cases := []struct {
+		name  string
+		make  func(t *testing.T) string
+		wants []string
+	}{{
+		name: "corrupted tarball",
+		make: func(t *testing.T) string {
+			data, _ := os.ReadFile(env.tarballs[0])
+			p := filepath.Join(t.TempDir(), "bus-1.0.0.tgz")
+			write(t, p, string(data[:len(data)/2]))
+			return p
+		},
+		wants: []string{"release tarball", "bus-1.0.0.tgz", "unexpected EOF"},
+	}, {
+		name: "sha1 mismatch",
+		make: func(t *testing.T) string {
+			p := filepath.Join(t.TempDir(), "bus-1.0.0.tgz")
+			data, _ := os.ReadFile(env.tarballs[0])
+			write(t, p, string(data))
+			err := fixtures.EditTarball(p, func(name string, data []byte) []byte {
+				if name == "packages/bus.tgz" {
+					return append(data, 0)
+				}
+				return data
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		},
+		wants: []string{"release 'bus'", "packages/bus.tgz", "sha1 mismatch"},
+	}, {
+		name: "sha256 mismatch",
+		make: func(t *testing.T) string {
+			p := filepath.Join(t.TempDir(), "bus-1.0.0.tgz")
+			data, _ := os.ReadFile(env.tarballs[0])
+			write(t, p, string(data))
+			err := fixtures.EditTarball(p, func(name string, data []byte) []byte {
+				if name == "release.MF" {
+					return regexp.MustCompile(`sha256:[0-9a-f]{8}`).ReplaceAll(data, []byte("sha256:00000000"))
+				}
+				return data
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		},
+		wants: []string{"release 'bus'", "jobs/bus.tgz", "sha256 mismatch"},
+	}, {
+		name: "dependency cycle",
+		make: func(t *testing.T) string {
+			rel := copyRelease(t, "bus")
+			write(t, filepath.Join(rel, "packages", "bus", "spec"), "name: bus\ndependencies: [printconfig, loop]\n")
+			write(t, filepath.Join(rel, "packages", "loop", "spec"), "name: loop\ndependencies: [bus]\n")
+			write(t, filepath.Join(rel, "packages", "loop", "packaging"), "true\n")
+			p, err := fixtures.SourceTarballFrom(t.TempDir(), "bus", rel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		},
+		wants: []string{"release 'bus'", "cycle: bus -> loop -> bus"},
+	}, {
+		name: "missing dependency",
+		make: func(t *testing.T) string {
+			rel := copyRelease(t, "bus")
+			write(t, filepath.Join(rel, "packages", "bus", "spec"), "name: bus\ndependencies: [printconfig, libnope]\n")
+			p, err := fixtures.SourceTarballFrom(t.TempDir(), "bus", rel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		},
+		wants: []string{"release 'bus'", "package 'bus' depends on 'libnope'"},
+	}, {
+		name: "failing packaging script",
+		make: func(t *testing.T) string {
+			rel := copyRelease(t, "bus")
+			write(t, filepath.Join(rel, "packages", "bus", "spec"), "name: bus\n")
+			write(t, filepath.Join(rel, "packages", "bus", "packaging"), "echo configuring bus\necho 'bus.c:1: error: doomed' >&2\nexit 3\n")
+			p, err := fixtures.SourceTarballFrom(t.TempDir(), "bus", rel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		},
+		wants: []string{"release 'bus'", "package 'bus'", "exited with code 3", "bus.c:1: error: doomed"},
+	}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, _ := config(t, env.cache, c.make(t))
+			cfg.Repository = env.registry.Addr + "/bad-" + strings.ReplaceAll(c.name, " ", "-")
+			cfg.Push = true
+			_, err := releaseimage.Run(context.Background(), cfg)
+			if err == nil {
+				t.Fatal("built")
+			}
+			for _, w := range c.wants {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			ref, _ := name.ParseReference(cfg.Repository + "/bus:" + fixtures.StemcellOS + "-" + fixtures.StemcellVersion + "-" + fixtures.Version)
+			if _, err := remote.Head(ref); err == nil {
+				t.Errorf("%s was pushed", ref)
+			}
+		})
+	}
+}

@@ -1,0 +1,246 @@
+package releaseimage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"gopkg.in/yaml.v3"
+
+	"github.com/bosh-injector/bosh-injector/gather/manifest"
+	"github.com/bosh-injector/bosh-injector/gather/releaseimage/compile"
+)
+
+// Config is one release-image invocation.
+type Config struct {
+	Tarballs []string
+	// Manifest, when set, is a deployment manifest: every release it names
+	// is built, from Tarballs or from its url when that is a local file,
+	// on the manifest's stemcell unless StemcellOS/StemcellVersion are set.
+	Manifest []byte
+	// Repository is the <url> of image names <url>/<release>:<tag>.
+	Repository      string
+	StemcellImage   string
+	StemcellOS      string
+	StemcellVersion string
+	// Insecure allows plain-HTTP registries.
+	Insecure bool
+	// Outputs; none only builds and reports digests.
+	Push      bool
+	OCILayout string
+	Load      bool
+	Jobs      int
+	CacheDir  string
+	// Engine compiles source packages; podman when nil.
+	Engine compile.Engine
+	Log    logr.Logger
+}
+
+// Result is one built image.
+type Result struct {
+	Release string
+	Version string
+	// Tag is the image name by the naming rule; Digest its manifest digest.
+	Tag    string
+	Digest string
+}
+
+// Ref is the image pinned by digest.
+func (r Result) Ref() string {
+	ref, err := name.ParseReference(r.Tag)
+	if err != nil {
+		return r.Tag + "@" + r.Digest
+	}
+	return ref.Context().Digest(r.Digest).String()
+}
+
+// Run builds an image per release and, only when every one built, writes
+// them out.
+func Run(ctx context.Context, cfg Config) ([]Result, error) {
+	if cfg.Repository == "" {
+		return nil, errors.New("--repository is required: images are named <repository>/<release>:<stemcell os>-<stemcell version>-<release version>")
+	}
+	if cfg.StemcellImage == "" {
+		return nil, errors.New("--stemcell-image is required")
+	}
+	work, err := os.MkdirTemp("", "release-image-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+
+	var releases []*Release
+	for i, t := range cfg.Tarballs {
+		r, err := openIn(t, filepath.Join(work, "releases", fmt.Sprint(i)))
+		if err != nil {
+			return nil, err
+		}
+		releases = append(releases, r)
+	}
+	type build struct {
+		release            *Release
+		stemcellOS, stemVr string
+	}
+	var builds []build
+	if cfg.Manifest != nil {
+		m, err := manifest.Parse(cfg.Manifest)
+		if err != nil {
+			return nil, fmt.Errorf("--manifest: %w", err)
+		}
+		for i, mr := range m.Releases {
+			r, err := forManifest(mr, releases, filepath.Join(work, "releases", fmt.Sprint("url-", i)))
+			if err != nil {
+				return nil, err
+			}
+			s := mr.Stemcell
+			if s == nil && len(m.Stemcells) == 1 {
+				s = &m.Stemcells[0]
+			}
+			b := build{release: r, stemcellOS: cfg.StemcellOS, stemVr: cfg.StemcellVersion}
+			if s != nil && b.stemcellOS == "" {
+				b.stemcellOS = s.OS
+			}
+			if s != nil && b.stemVr == "" {
+				b.stemVr = s.Version
+			}
+			builds = append(builds, b)
+		}
+		for _, r := range releases {
+			if !slices.ContainsFunc(m.Releases, func(mr manifest.Release) bool { return mr.Name == r.Manifest.Name }) {
+				cfg.Log.Info("not building a release the manifest does not name", "release", r.Manifest.Name, "tarball", r.Path)
+			}
+		}
+	} else {
+		for _, r := range releases {
+			builds = append(builds, build{release: r, stemcellOS: cfg.StemcellOS, stemVr: cfg.StemcellVersion})
+		}
+	}
+	if len(builds) == 0 {
+		return nil, errors.New("no release tarballs given")
+	}
+	for _, b := range builds {
+		if b.stemcellOS == "" || b.stemVr == "" {
+			return nil, fmt.Errorf("release '%s': --stemcell-os and --stemcell-version are required to name its image", b.release.Manifest.Name)
+		}
+	}
+
+	stemcell, err := FetchStemcell(ctx, cfg.StemcellImage, cfg.Insecure)
+	if err != nil {
+		return nil, err
+	}
+	engine := cfg.Engine
+	if engine == nil {
+		engine = compile.Podman{Insecure: cfg.Insecure}
+	}
+	compiler := &compile.Compiler{Engine: engine, Stemcell: stemcell.Ref, StemcellDigest: stemcell.Digest,
+		CacheDir: cfg.CacheDir, Jobs: cfg.Jobs, Log: cfg.Log}
+
+	images := make([]v1.Image, len(builds))
+	results := make([]Result, len(builds))
+	for i, b := range builds {
+		s := stemcell
+		s.OS, s.Version = b.stemcellOS, b.stemVr
+		m := b.release.Manifest
+		img, err := Build(ctx, b.release, s, compiler, filepath.Join(work, "build", fmt.Sprint(i)))
+		if err != nil {
+			return nil, err
+		}
+		d, err := img.Digest()
+		if err != nil {
+			return nil, err
+		}
+		images[i] = img
+		results[i] = Result{Release: m.Name, Version: m.Version, Tag: s.Tag(cfg.Repository, m), Digest: d.String()}
+		cfg.Log.Info("built release image", "release", m.Name, "version", m.Version, "image", results[i].Tag, "digest", d.String())
+	}
+	for i, img := range images {
+		tag := results[i].Tag
+		if cfg.Push {
+			if err := Push(ctx, tag, img, cfg.Insecure); err != nil {
+				return nil, err
+			}
+		}
+		if cfg.OCILayout != "" {
+			if err := WriteLayout(cfg.OCILayout, tag, img); err != nil {
+				return nil, err
+			}
+		}
+		if cfg.Load {
+			if err := Load(ctx, tag, img, work); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return results, nil
+}
+
+func openIn(path, work string) (*Release, error) {
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, err
+	}
+	return Open(path, work)
+}
+
+// forManifest finds the tarball of manifest release mr: one given whose
+// release.MF has its name, else its url when that is a local file.
+func forManifest(mr manifest.Release, given []*Release, work string) (*Release, error) {
+	for _, r := range given {
+		if r.Manifest.Name != mr.Name {
+			continue
+		}
+		if mr.Version != "" && mr.Version != "latest" && mr.Version != r.Manifest.Version {
+			return nil, fmt.Errorf("release '%s': the manifest wants version %s, tarball %s has %s", mr.Name, mr.Version, r.Path, r.Manifest.Version)
+		}
+		return r, nil
+	}
+	if path := localPath(mr.URL); path != "" {
+		r, err := openIn(path, work)
+		if err != nil {
+			return nil, err
+		}
+		if r.Manifest.Name != mr.Name {
+			return nil, fmt.Errorf("release '%s': its url %s holds release '%s'", mr.Name, mr.URL, r.Manifest.Name)
+		}
+		return r, nil
+	}
+	return nil, fmt.Errorf("release '%s': no tarball given for it and its url is not a local file", mr.Name)
+}
+
+// localPath is the file a release url names when it is a local path or a
+// file:// URL of an existing file, else "".
+func localPath(u string) string {
+	p := u
+	if rest, ok := strings.CutPrefix(u, "file://"); ok {
+		if parsed, err := url.Parse(u); err == nil {
+			rest = parsed.Path
+		}
+		p = rest
+	}
+	if info, err := os.Stat(p); err == nil && info.Mode().IsRegular() {
+		return p
+	}
+	return ""
+}
+
+// OpsFile is the ops file pointing a manifest's releases at built images,
+// pinned by digest.
+func OpsFile(results []Result) ([]byte, error) {
+	type op struct {
+		Type  string `yaml:"type"`
+		Path  string `yaml:"path"`
+		Value string `yaml:"value"`
+	}
+	ops := make([]op, 0, len(results))
+	for _, r := range results {
+		ops = append(ops, op{Type: "replace", Path: "/releases/name=" + r.Release + "/image?", Value: r.Ref()})
+	}
+	return yaml.Marshal(ops)
+}
