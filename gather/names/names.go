@@ -124,3 +124,36 @@ func SecretPrefix(deployment, kind, instanceGroup string) string {
 func VariableSecret(deployment, variable string) string {
 	return DNS1123Label(deployment) + ".var-" + DNS1123Label(variable)
 }
+
+// KindDNS labels a deployment's DNS records ConfigMaps ("<deployment>.dns-v<N>").
+const KindDNS = "dns"
+
+// DNSRecordsKey is the key of a DNS records ConfigMap holding the zone file
+// (RFC 1035 master format, as CoreDNS's auto and file plugins read it), and
+// DNSZoneKey the key holding the zone's origin.
+const (
+	DNSRecordsKey = "zone"
+	DNSZoneKey    = "origin"
+)
+
+// DNSDomain is the domain under which bosh-injector's CoreDNS serves every
+// deployment's BOSH names, one zone per deployment and namespace.
+const DNSDomain = "bosh-injector.internal"
+
+// DNSZone is the zone of a deployment's BOSH DNS names:
+// "<deployment>.<namespace>.bosh-injector.internal". Injected pods get it as
+// their first DNS search domain, so a BOSH name such as
+// nats.service.cf.internal resolves in the pod's own deployment.
+func DNSZone(deployment, namespace string) string {
+	return DNS1123Label(deployment) + "." + namespace + "." + DNSDomain
+}
+
+// DNSConfigMap is the name of version v of a deployment's DNS records.
+func DNSConfigMap(deployment string, version int) string {
+	return DNSConfigMapPrefix(deployment) + strconv.Itoa(version)
+}
+
+// DNSConfigMapPrefix is DNSConfigMap without its version number.
+func DNSConfigMapPrefix(deployment string) string {
+	return DNS1123Label(deployment) + "." + KindDNS + "-v"
+}
