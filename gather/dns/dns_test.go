@@ -87,7 +87,7 @@ func TestErrors(t *testing.T) {
 			want: "Failed to resolve DNS aliases of deployment 'shop':\n  - Alias 'cache.service.shop.internal': instance group 'cache' does not exist in deployment 'shop'",
 		},
 		"missing key": {
-			op:   `[{type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/-, value: {domain: x.internal, targets: [{query: "*", instance_group: bus, deployment: shop}]}}]`,
+			op: `[{type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/-, value: {domain: x.internal, targets: [{query: "*", instance_group: bus, deployment: shop}]}}]`,
 			// The job is an addon, so every group reports it, as the
 			// director reports each group's failing template.
 			want: "Failed to resolve DNS aliases of deployment 'shop':\n" +
