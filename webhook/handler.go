@@ -85,7 +85,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 		inst, err = inject.InstanceOf(&pod, info)
 	}
 	if err == nil {
-		err = inject.Mutate(&pod, inject.Plan{Info: info, Instance: inst, Settings: h.Settings})
+		err = inject.Mutate(&pod, inject.Plan{Info: info, Instance: inst, Settings: h.Settings, Namespace: req.Namespace})
 	}
 	var denial *inject.Denial
 	if errors.As(err, &denial) {
