@@ -180,6 +180,9 @@ func Mutate(pod *corev1.Pod, plan Plan) error {
 		pod.Labels = map[string]string{}
 	}
 	pod.Labels[names.LabelInstanceIndex] = strconv.Itoa(plan.Instance.Index)
+	if plan.Instance.AZ != "" {
+		pod.Labels[names.LabelAZ] = names.LabelValue(plan.Instance.AZ)
+	}
 	data, err := json.Marshal(rec)
 	if err != nil {
 		return err
@@ -213,6 +216,7 @@ func Strip(pod *corev1.Pod) error {
 	restoreDNS(pod, rec.DNS)
 	delete(pod.Annotations, names.AnnotationInjected)
 	delete(pod.Labels, names.LabelInstanceIndex)
+	delete(pod.Labels, names.LabelAZ)
 	return nil
 }
 

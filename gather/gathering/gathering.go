@@ -170,6 +170,13 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 		for _, inst := range p.group.Instances {
 			desired = append(desired, services.Desired{Name: inst.Service, InstanceGroup: ig, Index: &inst.Index})
 		}
+		for _, s := range instance.Subsets(p.group.Manifest.AZs) {
+			name, _, err := network.SubsetAddress(d.Name, ig, s)
+			if err != nil {
+				return res, err
+			}
+			desired = append(desired, services.Desired{Name: name, InstanceGroup: ig, AZ: s.AZ, Healthy: s.Healthy})
+		}
 	}
 	if res.Services, err = services.Apply(ctx, c, cfg.Namespace, d.Name, desired, owner); err != nil {
 		return res, err

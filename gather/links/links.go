@@ -368,7 +368,43 @@ func (r *resolver) content(p provider) (*yamlvalue.Map, error) {
 	c.Set("group_name", p.name+"-"+p.typ)
 	c.Set("instances", instances)
 	c.Set("address", addr)
+	addresses, err := r.subsetAddresses(g, addr)
+	if err != nil {
+		return nil, err
+	}
+	c.Set("addresses", addresses)
 	return c, nil
+}
+
+// subsetAddresses are the addresses `link(x).address(criteria)` picks from:
+// {all, healthy, azs: {<az>: {all, healthy}}}, each a Service selecting
+// exactly those instances.
+func (r *resolver) subsetAddresses(g Group, all string) (*yamlvalue.Map, error) {
+	out := yamlvalue.NewMap()
+	out.Set("all", all)
+	azs := yamlvalue.NewMap()
+	for _, s := range instance.Subsets(g.Manifest.AZs) {
+		_, a, err := r.d.Network.SubsetAddress(r.d.Name, g.Manifest.Name, s)
+		if err != nil {
+			return nil, err
+		}
+		key := "all"
+		if s.Healthy {
+			key = "healthy"
+		}
+		if s.AZ == "" {
+			out.Set(key, a)
+			continue
+		}
+		az, ok := azs.Get(s.AZ)
+		if !ok {
+			az = yamlvalue.NewMap()
+			azs.Set(s.AZ, az)
+		}
+		az.(*yamlvalue.Map).Set(key, a)
+	}
+	out.Set("azs", azs)
+	return out, nil
 }
 
 // ProviderAddress is the group address of the link provider named (or

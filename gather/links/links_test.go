@@ -99,7 +99,10 @@ func TestLinks(t *testing.T) {
 			`"properties":{"port":5432,"password":"pw"},"use_short_dns_addresses":false,"use_dns_addresses":true,"use_link_dns_names":false,"group_name":"conn-db",` +
 			`"instances":[{"name":"` + group + `","id":"` + instance.ID("dep", group, 0) + `","index":0,"bootstrap":true,"az":"z1","address":"dep-` + group + `-0.ns.svc.cluster.local"},` +
 			`{"name":"` + group + `","id":"` + instance.ID("dep", group, 1) + `","index":1,"bootstrap":false,"az":"z2","address":"dep-` + group + `-1.ns.svc.cluster.local"}],` +
-			`"address":"dep-` + group + `.ns.svc.cluster.local"}`
+			`"address":"dep-` + group + `.ns.svc.cluster.local",` +
+			`"addresses":{"all":"dep-` + group + `.ns.svc.cluster.local","healthy":"dep-` + group + `-healthy.ns.svc.cluster.local",` +
+			`"azs":{"z1":{"all":"dep-` + group + `-az-z1.ns.svc.cluster.local","healthy":"dep-` + group + `-az-z1-healthy.ns.svc.cluster.local"},` +
+			`"z2":{"all":"dep-` + group + `-az-z2.ns.svc.cluster.local","healthy":"dep-` + group + `-az-z2-healthy.ns.svc.cluster.local"}}}}`
 	}
 	noProvider := "  - Failed to resolve link 'primary_db' with type 'db' from job 'web' in instance group 'app'. Details below:\n    - No link providers found"
 	tests := []struct {

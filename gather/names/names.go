@@ -22,6 +22,9 @@ const (
 	LabelInstanceGroup = Prefix + "instance-group"
 	LabelAZIndex       = Prefix + "az-index"
 	LabelInstanceIndex = Prefix + "instance-index"
+	// LabelAZ is the instance's AZ, set by the webhook, which the AZ
+	// Services of link(x).address(azs: [...]) select.
+	LabelAZ = Prefix + "az"
 	LabelSecretKind    = Prefix + "secret-kind"
 	LabelVersion       = Prefix + "version"
 )
