@@ -24,9 +24,9 @@ const (
 	LabelInstanceIndex = Prefix + "instance-index"
 	// LabelAZ is the instance's AZ, set by the webhook, which the AZ
 	// Services of link(x).address(azs: [...]) select.
-	LabelAZ = Prefix + "az"
-	LabelSecretKind    = Prefix + "secret-kind"
-	LabelVersion       = Prefix + "version"
+	LabelAZ         = Prefix + "az"
+	LabelSecretKind = Prefix + "secret-kind"
+	LabelVersion    = Prefix + "version"
 )
 
 // LabelManagedBy marks objects bosh-injector creates and may delete again.
