@@ -2,7 +2,6 @@ package gathering
 
 import (
 	"context"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -11,6 +10,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/dns"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/secretdata"
+	"github.com/bosh-injector/bosh-injector/gather/versions"
 )
 
 // remoteGroups answers DNS alias targets in other deployments of the
@@ -29,7 +29,7 @@ func remoteGroups(ctx context.Context, c client.Reader, namespace string) dns.Re
 			for i := range list.Items {
 				s := &list.Items[i]
 				key := [2]string{s.Labels[names.LabelDeployment], s.Labels[names.LabelInstanceGroup]}
-				if have := latest[key]; have == nil || version(s) > version(have) {
+				if have := latest[key]; have == nil || versions.Number(s) > versions.Number(have) {
 					latest[key] = s
 				}
 			}
@@ -44,9 +44,4 @@ func remoteGroups(ctx context.Context, c client.Reader, namespace string) dns.Re
 		}
 		return info.Deployment, info.Instances, true
 	}
-}
-
-func version(s *corev1.Secret) int {
-	n, _ := strconv.Atoi(s.Labels[names.LabelVersion])
-	return n
 }

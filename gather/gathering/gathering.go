@@ -50,6 +50,8 @@ type Result struct {
 	Deployment string
 	Groups     []GroupResult
 	Services   services.Changes
+	// Shared are the versions of the links the deployment shares.
+	Shared []versions.Result
 	// DNS is the ConfigMap holding the deployment's DNS records.
 	DNS    string
 	Pruned []string
@@ -96,7 +98,11 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 		return nil, fmt.Errorf("manifest Secret %s is labelled for deployment '%s' but the manifest's name is '%s'", cfg.ManifestSecret, dep, m.Name)
 	}
 	network := instance.Network{Namespace: cfg.Namespace, ClusterDomain: cfg.ClusterDomain}
-	d, err := deployment.Resolve(deployment.Input{Manifest: m, Specs: deployment.ImageLayoutSpecs(cfg.JobsDir), Variables: vars, Network: network})
+	shared, err := sharedLinks(ctx, c, cfg.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	d, err := deployment.Resolve(deployment.Input{Manifest: m, Specs: deployment.ImageLayoutSpecs(cfg.JobsDir), Variables: vars, Network: network, Shared: shared})
 	if err != nil {
 		return nil, err
 	}
@@ -179,6 +185,9 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 		}
 	}
 	if res.Services, err = services.Apply(ctx, c, cfg.Namespace, d.Name, desired, owner); err != nil {
+		return res, err
+	}
+	if res.Shared, err = publish(ctx, c, cfg.Namespace, d.Name, d.Shared, owner); err != nil {
 		return res, err
 	}
 	if res.DNS, _, err = dns.Write(ctx, c, cfg.Namespace, d.Name, zone, dns.ZoneFile(zone, records), owner); err != nil {

@@ -55,7 +55,13 @@ const (
 const (
 	KindResolved = "ig-resolved"
 	KindBPM      = "bpm"
+	// KindLink is a link a deployment shares with the others of its
+	// namespace; the Secret's instance-group label holds the link's name.
+	KindLink = "link"
 )
+
+// LinkKey is the key of a shared link Secret holding the link as JSON.
+const LinkKey = "link.json"
 
 // ManifestKey is the manifest Secret's key holding the deployment manifest.
 const ManifestKey = "manifest.yaml"
