@@ -57,7 +57,7 @@ func ChartCorefile(port int, dir, upstream string) (string, error) {
 	}
 	conf := strings.NewReplacer(
 		"    ", "",
-		".:53 {", fmt.Sprintf(".:%d {", port),
+		".:1053 {", fmt.Sprintf(".:%d {", port),
 		"{{ .Values.dns.reload }}", "1s",
 		"{{ .Values.dns.cacheSeconds }}", "5",
 		"/etc/coredns/zones", dir,
