@@ -69,6 +69,9 @@ func Records(d *deployment.Deployment, network instance.Network, remote Remote) 
 	}
 	for _, a := range aliases {
 		targets, err := resolve(d, network, remote, a)
+		if err == nil {
+			err = validName(a.domain)
+		}
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("  - Alias '%s': %s", a.domain, err))
 			continue
@@ -256,6 +259,27 @@ func targetGroup(d *deployment.Deployment, network instance.Network, remote Remo
 		addresses = append(addresses, inst.Address)
 	}
 	return name, ids, addresses, group, nil
+}
+
+// validName checks that an alias domain is a DNS name a zone file can hold,
+// so one bad alias cannot keep CoreDNS from loading the whole zone.
+func validName(domain string) error {
+	name := strings.TrimSuffix(domain, ".")
+	// The zone's origin takes room too; 253 is the whole name's limit.
+	if name == "" || len(name) > 160 {
+		return fmt.Errorf("'%s' is not a DNS name of at most 160 characters", domain)
+	}
+	for i, label := range strings.Split(name, ".") {
+		if len(label) == 0 || len(label) > 63 || (label == "_" && i > 0) {
+			return fmt.Errorf("'%s' is not a DNS name: label '%s'", domain, label)
+		}
+		for _, r := range strings.ToLower(label) {
+			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '*' && label == "*" && i == 0) {
+				return fmt.Errorf("'%s' is not a DNS name: label '%s' holds '%c'", domain, label, r)
+			}
+		}
+	}
+	return nil
 }
 
 // canonical is the director's canonical form of a DNS label (§4.5), which

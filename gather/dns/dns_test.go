@@ -104,6 +104,10 @@ func TestErrors(t *testing.T) {
 			op:   `[{type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/-, value: {domain: y.internal, targets: [{query: _, instance_group: bus, deployment: shop, network: default}]}}]`,
 			want: "Failed to resolve DNS aliases of deployment 'shop':\n  - Alias 'y.internal': query '_' answers '<instance-id>.<domain>': the domain must start with '_.'",
 		},
+		"bad name": {
+			op:   `[{type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/-, value: {domain: "a b.internal", targets: [{query: "*", instance_group: bus, deployment: shop, network: default}]}}]`,
+			want: "Failed to resolve DNS aliases of deployment 'shop':\n  - Alias 'a b.internal': 'a b.internal' is not a DNS name: label 'a b' holds ' '",
+		},
 		"other deployment": {
 			op:   `[{type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/-, value: {domain: _.z.internal, targets: [{query: _, instance_group: nats, deployment: cf, network: default}]}}]`,
 			want: "Failed to resolve DNS aliases of deployment 'shop':\n  - Alias '_.z.internal': instance group 'nats' of deployment 'cf' is not known in namespace shop-ns: gather that deployment first",
