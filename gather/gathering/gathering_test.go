@@ -144,7 +144,7 @@ var _ = Describe("gather", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res.Shared).To(ConsistOf(HaveField("Name", "shop.link.database-v1")))
 
-		report := strings.NewReplacer("name: shop\n", "name: report\n",
+		report := strings.NewReplacer("\nname: shop\n", "\nname: report\n",
 			"        session_secret: ((session_secret))\n", "        session_secret: ((session_secret))\n    consumes: {database: {from: database, deployment: shop}}\n").Replace(string(manifest))
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "report-manifest", Namespace: ns, Labels: map[string]string{names.LabelDeployment: "report"}},
 			Data: map[string][]byte{names.ManifestKey: []byte(report)}}
