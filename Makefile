@@ -32,10 +32,24 @@ KUBE_LDFLAGS := -s -w \
 	-X k8s.io/client-go/pkg/version.gitMinor=$(kube_minor)
 
 .PHONY: testbin print-testbin
-testbin: $(addprefix $(TESTBIN)/,$(TESTBIN_TOOLS)) $(TESTBIN)/registry ## Build the test control plane (cached outside the repo)
+testbin: $(addprefix $(TESTBIN)/,$(TESTBIN_TOOLS)) $(TESTBIN)/registry $(COREDNS) ## Build the test control plane, the registry and CoreDNS (cached outside the repo)
 
 print-testbin: ## Print the directory holding the test control plane binaries
 	@echo $(TESTBIN)
+
+# CoreDNS, which the chart runs, with the plugins it configures; cached by
+# its own version so the control plane's cache stays as it is.
+COREDNS_VERSION := $(call modver,coredns,github.com/coredns/coredns)
+COREDNS := $(TESTBIN_CACHE)/coredns-$(COREDNS_VERSION)/coredns
+.PHONY: coredns print-coredns
+coredns: $(COREDNS) ## Build CoreDNS from its Go module (cached outside the repo)
+
+print-coredns: ## Print the path of the CoreDNS binary tests run
+	@echo $(COREDNS)
+
+$(COREDNS): | test/tools/coredns/go.mod test/tools/coredns/main.go
+	@mkdir -p $(@D)
+	cd test/tools/coredns && $(GO) build -ldflags '-s -w' -o $@ .
 
 $(TESTBIN)/etcd: | test/tools/etcd/go.mod test/tools/etcd/main.go
 	@mkdir -p $(@D)

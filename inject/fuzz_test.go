@@ -42,7 +42,7 @@ func FuzzMutate(f *testing.F) {
 		if err != nil {
 			return
 		}
-		plan := inject.Plan{Info: &info, Instance: inst, Settings: settings}
+		plan := inject.Plan{Info: &info, Instance: inst, Settings: settings, Namespace: "fuzz"}
 		// Denials and other errors end the case: only injected pods go on.
 		if err := inject.Mutate(&pod, plan); err != nil {
 			return

@@ -23,7 +23,7 @@ type goldenCase struct {
 	Pod  corev1.Pod `json:"pod"`
 }
 
-var settings = inject.Settings{OperatorImage: "localhost/bosh-injector:dev"}
+var settings = inject.Settings{OperatorImage: "localhost/bosh-injector:dev", DNS: inject.DNS{Server: "10.96.0.53", ClusterDomain: "cluster.local"}}
 
 // injectCase runs a case as the webhook does: identity, then mutation. It
 // returns the mutated pod as YAML, or the denial.
@@ -32,7 +32,7 @@ func injectCase(t *testing.T, c goldenCase) (*corev1.Pod, string) {
 	pod := c.Pod.DeepCopy()
 	inst, err := inject.InstanceOf(pod, &c.Info)
 	if err == nil {
-		err = inject.Mutate(pod, inject.Plan{Info: &c.Info, Instance: inst, Settings: settings})
+		err = inject.Mutate(pod, inject.Plan{Info: &c.Info, Instance: inst, Settings: settings, Namespace: c.Pod.Namespace})
 	}
 	var denial *inject.Denial
 	if errors.As(err, &denial) {
@@ -89,7 +89,7 @@ func TestGolden(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := inject.Mutate(again, inject.Plan{Info: &c.Info, Instance: inst, Settings: settings}); err != nil {
+				if err := inject.Mutate(again, inject.Plan{Info: &c.Info, Instance: inst, Settings: settings, Namespace: c.Pod.Namespace}); err != nil {
 					t.Fatal(err)
 				}
 				if !equality.Semantic.DeepEqual(again, pod) {

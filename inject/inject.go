@@ -45,6 +45,7 @@ const (
 type Settings struct {
 	// OperatorImage runs the render init container.
 	OperatorImage string
+	DNS           DNS
 }
 
 // Instance is the pod's BOSH instance.
@@ -59,6 +60,8 @@ type Plan struct {
 	Info     *bpm.Info
 	Instance Instance
 	Settings Settings
+	// Namespace is the pod's.
+	Namespace string
 }
 
 // record is the content of the injected annotation.
@@ -70,6 +73,7 @@ type record struct {
 	// injection completed.
 	Completed []corev1.Container `json:"completed,omitempty"`
 	Secrets   []string           `json:"secrets"`
+	DNS       *dnsRecord         `json:"dns,omitempty"`
 }
 
 // CopyContainer copies a release's jobs out of its image into the shared
@@ -170,11 +174,15 @@ func Mutate(pod *corev1.Pod, plan Plan) error {
 		pod.Spec.Containers = append(pod.Spec.Containers, c)
 	}
 	pod.Spec.Volumes = append(pod.Spec.Volumes, volumes...)
+	rec.DNS = setDNS(pod, plan.Settings.DNS, plan.Namespace, info.Deployment)
 
 	if pod.Labels == nil {
 		pod.Labels = map[string]string{}
 	}
 	pod.Labels[names.LabelInstanceIndex] = strconv.Itoa(plan.Instance.Index)
+	if plan.Instance.AZ != "" {
+		pod.Labels[names.LabelAZ] = names.LabelValue(plan.Instance.AZ)
+	}
 	data, err := json.Marshal(rec)
 	if err != nil {
 		return err
@@ -205,8 +213,10 @@ func Strip(pod *corev1.Pod) error {
 		}
 	}
 	pod.Spec.Volumes = slices.DeleteFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return slices.Contains(rec.Volumes, v.Name) })
+	restoreDNS(pod, rec.DNS)
 	delete(pod.Annotations, names.AnnotationInjected)
 	delete(pod.Labels, names.LabelInstanceIndex)
+	delete(pod.Labels, names.LabelAZ)
 	return nil
 }
 

@@ -4,6 +4,7 @@
 package webhook
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -85,7 +86,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 		inst, err = inject.InstanceOf(&pod, info)
 	}
 	if err == nil {
-		err = inject.Mutate(&pod, inject.Plan{Info: info, Instance: inst, Settings: h.Settings})
+		err = inject.Mutate(&pod, inject.Plan{Info: info, Instance: inst, Settings: h.Settings, Namespace: cmp.Or(pod.Namespace, req.Namespace)})
 	}
 	var denial *inject.Denial
 	if errors.As(err, &denial) {

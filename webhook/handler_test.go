@@ -34,7 +34,7 @@ var _ = Describe("the admission handler", func() {
 
 		raw, err := json.Marshal(c.Pod)
 		Expect(err).NotTo(HaveOccurred())
-		h := &webhook.Handler{Cache: cp.Client, Settings: inject.Settings{OperatorImage: "localhost/bosh-injector:dev"}, OperatorNamespace: operatorNamespace, Log: GinkgoLogr}
+		h := &webhook.Handler{Cache: cp.Client, Settings: inject.Settings{OperatorImage: "localhost/bosh-injector:dev", DNS: inject.DNS{Server: "10.96.0.53", ClusterDomain: "cluster.local"}}, OperatorNamespace: operatorNamespace, Log: GinkgoLogr}
 		resp := h.Handle(ctx, admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 			Namespace: ns, Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw},
 		}})

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -48,6 +50,9 @@ type Options struct {
 	// Webhook serves the admission webhook; Runner runs the gathering job
 	// runner. The operator runs both.
 	Webhook, Runner bool
+	// DNSService names the CoreDNS Service in Namespace that injected pods
+	// resolve names with; empty leaves their DNS as it is.
+	DNSService string
 }
 
 // Run runs the operator until ctx ends.
@@ -101,10 +106,16 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, err
 		return nil, err
 	}
 	if o.Webhook {
+		settings := inject.Settings{OperatorImage: o.OperatorImage, DNS: inject.DNS{ClusterDomain: o.ClusterDomain}}
+		if o.DNSService != "" {
+			if settings.DNS.Server, err = clusterIP(mgr.GetAPIReader(), o.Namespace, o.DNSService); err != nil {
+				return nil, err
+			}
+		}
 		hookServer := mgr.GetWebhookServer()
 		hookServer.Register(Path, &crwebhook.Admission{Handler: &Handler{
 			Cache:             mgr.GetCache(),
-			Settings:          inject.Settings{OperatorImage: o.OperatorImage},
+			Settings:          settings,
 			OperatorNamespace: o.Namespace,
 			Log:               log.WithName("webhook"),
 		}})
@@ -130,6 +141,23 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, err
 		}
 	}
 	return mgr, nil
+}
+
+// clusterIP is the cluster IP of a Service, waiting a little for one the
+// same chart release is creating.
+func clusterIP(c client.Reader, namespace, name string) (string, error) {
+	var ip string
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		var svc corev1.Service
+		last = c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &svc)
+		ip = svc.Spec.ClusterIP
+		return last == nil && ip != "" && ip != corev1.ClusterIPNone, nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("DNS Service %s/%s has no cluster IP: %w", namespace, name, errors.Join(last, err))
+	}
+	return ip, nil
 }
 
 func address(port int) string {

@@ -216,6 +216,9 @@ type Input struct {
 	// Now is the start of validity of certificates generated here (those
 	// consuming links); zero means the current time.
 	Now time.Time
+	// Shared returns the links other deployments of the namespace share,
+	// false for a deployment that does not exist; nil knows none.
+	Shared func(deployment string) ([]links.SharedLink, bool)
 }
 
 // Deployment is the resolved model.
@@ -224,6 +227,9 @@ type Deployment struct {
 	// Manifest is the manifest resolved (release images come from it).
 	Manifest *manifest.Manifest
 	Groups   []Group
+	// Shared are the links this deployment shares with the others of its
+	// namespace, their properties interpolated.
+	Shared []links.SharedLink
 }
 
 // Group is a resolved instance group.
@@ -259,7 +265,7 @@ type Instance struct {
 func Resolve(in Input) (*Deployment, error) {
 	m := in.Manifest
 	d := &Deployment{Name: m.Name, Manifest: m, Groups: make([]Group, len(m.InstanceGroups))}
-	ld := links.Deployment{Name: m.Name, Network: in.Network, Groups: make([]links.Group, len(m.InstanceGroups))}
+	ld := links.Deployment{Name: m.Name, Network: in.Network, Groups: make([]links.Group, len(m.InstanceGroups)), Shared: in.Shared}
 	errs := make([][]string, len(m.InstanceGroups))
 	jobErr := func(gi int, job string, err error) {
 		errs[gi] = append(errs[gi], fmt.Sprintf("Job '%s': %s", job, indent(err.Error(), "    ")))
@@ -336,6 +342,18 @@ func Resolve(in Input) (*Deployment, error) {
 	}
 	if len(linkErrs) > 0 {
 		return nil, errors.New(strings.Join(linkErrs, "\n"))
+	}
+	shared, err := links.Published(ld)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range shared {
+		content, err := variables.Interpolate(s.Content, in.Variables)
+		if err != nil {
+			return nil, fmt.Errorf("- Unable to interpolate shared link '%s' of job '%s' in instance group '%s'. Errors are:\n%s", s.Name, s.Job, s.Group, indent(err.Error(), "  "))
+		}
+		s.Content = content.(*yamlvalue.Map)
+		d.Shared = append(d.Shared, s)
 	}
 	return d, nil
 }

@@ -111,7 +111,7 @@ func TestShopFixture(t *testing.T) {
 	if !strings.Contains(js(t, dbLink), `"properties":{"pgstore":{"port":5432,"admin":{"username":"admin","password":"`+dbPW.(string)+`"},"databases":[{"name":"shop","owner":"storefront"}]}}`) {
 		t.Errorf("database link %s", js(t, dbLink))
 	}
-	if !strings.Contains(js(t, dbLink), `"address":"shop-db.shop-ns.svc.cluster.local"}`) {
+	if !strings.Contains(js(t, dbLink), `"address":"shop-db.shop-ns.svc.cluster.local",`) {
 		t.Errorf("group address missing: %s", js(t, dbLink))
 	}
 

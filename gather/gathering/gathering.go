@@ -1,7 +1,7 @@
 // Package gathering is `bosh-injector gather`: it reads a deployment's
 // manifest Secret, resolves the deployment with the release jobs copied into
 // the gathering pod, renders every instance's bpm.yml, and writes the
-// per-instance-group Secrets and the instance Services. Either every
+// per-instance-group Secrets, the instance Services and the DNS records. Either every
 // instance group succeeds or nothing new is written.
 package gathering
 
@@ -19,6 +19,7 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
+	"github.com/bosh-injector/bosh-injector/gather/dns"
 	"github.com/bosh-injector/bosh-injector/gather/instance"
 	"github.com/bosh-injector/bosh-injector/gather/kubevars"
 	"github.com/bosh-injector/bosh-injector/gather/manifest"
@@ -68,7 +69,11 @@ type Result struct {
 	Deployment string
 	Groups     []GroupResult
 	Services   services.Changes
-	Pruned     []string
+	// Shared are the versions of the links the deployment shares.
+	Shared []versions.Result
+	// DNS is the ConfigMap holding the deployment's DNS records.
+	DNS    string
+	Pruned []string
 }
 
 // GroupResult is the Secret versions of one instance group.
@@ -113,7 +118,11 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 	}
 	cfg.progress(&secret, StageVariables, "manifest loaded with %d ops files; %d variables generated or read", len(ops), len(m.Variables))
 	network := instance.Network{Namespace: cfg.Namespace, ClusterDomain: cfg.ClusterDomain}
-	d, err := deployment.Resolve(deployment.Input{Manifest: m, Specs: deployment.ImageLayoutSpecs(cfg.JobsDir), Variables: vars, Network: network})
+	shared, err := sharedLinks(ctx, c, cfg.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	d, err := deployment.Resolve(deployment.Input{Manifest: m, Specs: deployment.ImageLayoutSpecs(cfg.JobsDir), Variables: vars, Network: network, Shared: shared})
 	if err != nil {
 		return nil, err
 	}
@@ -152,6 +161,11 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%s", strings.Join(errs, "\n"))
 	}
+	records, err := dns.Records(d, network, remoteGroups(ctx, c, cfg.Namespace))
+	if err != nil {
+		return nil, err
+	}
+	zone := names.DNSZone(d.Name, cfg.Namespace)
 
 	res := &Result{Deployment: d.Name}
 	var desired []services.Desired
@@ -186,8 +200,21 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 		for _, inst := range p.group.Instances {
 			desired = append(desired, services.Desired{Name: inst.Service, InstanceGroup: ig, Index: &inst.Index})
 		}
+		for _, s := range instance.Subsets(p.group.Manifest.AZs) {
+			name, _, err := network.SubsetAddress(d.Name, ig, s)
+			if err != nil {
+				return res, err
+			}
+			desired = append(desired, services.Desired{Name: name, InstanceGroup: ig, AZ: s.AZ, Healthy: s.Healthy})
+		}
 	}
 	if res.Services, err = services.Apply(ctx, c, cfg.Namespace, d.Name, desired, owner); err != nil {
+		return res, err
+	}
+	if res.Shared, err = publish(ctx, c, cfg.Namespace, d.Name, d.Shared, owner); err != nil {
+		return res, err
+	}
+	if res.DNS, _, err = dns.Write(ctx, c, cfg.Namespace, d.Name, zone, dns.ZoneFile(zone, records), owner); err != nil {
 		return res, err
 	}
 	for _, p := range all {

@@ -114,7 +114,18 @@ var _ = Describe("gather", func() {
 			svcNames = append(svcNames, s.Name)
 		}
 		Expect(svcNames).To(ConsistOf("shop-bus", "shop-bus-0", "shop-bus-1", "shop-bus-2", "shop-db", "shop-db-0",
-			"shop-web", "shop-web-0", "shop-web-1", "shop-smoke-tests", "shop-smoke-tests-0"))
+			"shop-web", "shop-web-0", "shop-web-1", "shop-smoke-tests", "shop-smoke-tests-0",
+			// link().address(status: healthy), and per AZ of the groups in two.
+			"shop-bus-healthy", "shop-db-healthy", "shop-web-healthy", "shop-smoke-tests-healthy",
+			"shop-bus-az-z1", "shop-bus-az-z1-healthy", "shop-bus-az-z2", "shop-bus-az-z2-healthy",
+			"shop-web-az-z1", "shop-web-az-z1-healthy", "shop-web-az-z2", "shop-web-az-z2-healthy"))
+
+		// The DNS records, in the deployment's zone.
+		Expect(res.DNS).To(Equal("shop.dns-v1"))
+		var records corev1.ConfigMap
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop.dns-v1"}, &records)).To(Succeed())
+		Expect(records.Data).To(HaveKeyWithValue(names.DNSZoneKey, "shop."+ns+".bosh-injector.internal"))
+		Expect(records.Data[names.DNSRecordsKey]).To(ContainSubstring("q-s0.bus.default.shop.bosh\tIN\tCNAME\tshop-bus." + ns + ".svc.cluster.local.\n"))
 
 		again, err := gather()
 		Expect(err).NotTo(HaveOccurred())
@@ -122,6 +133,32 @@ var _ = Describe("gather", func() {
 			Expect(g.Resolved.Created || g.BPM.Created).To(BeFalse(), g.InstanceGroup)
 		}
 		Expect(again.Services.Created).To(BeEmpty())
+		Expect(again.DNS).To(Equal("shop.dns-v1"))
+	})
+
+	It("resolves a link another deployment of the namespace shares, and its DNS aliases", func() {
+		// The shop shares its database; a second deployment consumes it
+		// and aliases the shop's bus.
+		apply([]byte(strings.Replace(string(manifest), "  - name: pgstore\n    release: store\n", "  - name: pgstore\n    release: store\n    provides: {database: {shared: true}}\n", 1)))
+		res, err := gather()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Shared).To(ConsistOf(HaveField("Name", "shop.link.database-v1")))
+
+		report := strings.NewReplacer("\nname: shop\n", "\nname: report\n",
+			"        session_secret: ((session_secret))\n", "        session_secret: ((session_secret))\n    consumes: {database: {from: database, deployment: shop}}\n").Replace(string(manifest))
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "report-manifest", Namespace: ns, Labels: map[string]string{names.LabelDeployment: "report"}},
+			Data: map[string][]byte{names.ManifestKey: []byte(report)}}
+		Expect(cp.Client.Create(ctx, s)).To(Succeed())
+		_, err = gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: "report-manifest", JobsDir: jobsDir, ClusterDomain: "cluster.local"},
+			gathering.NewRenderBPM(ctx), time.Now())
+		Expect(err).NotTo(HaveOccurred())
+		var rs corev1.Secret
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "report.ig-resolved.web-v1"}, &rs)).To(Succeed())
+		var group resolved.Group
+		Expect(secretdata.Decode(rs.Data[resolved.Key], &group)).To(Succeed())
+		db, _ := group.Jobs[0].Links.Get("database")
+		Expect(db).To(HaveField("Keys()", ContainElement("instances")))
+		Expect(string(rs.Data[resolved.Key])).To(ContainSubstring(`"address":"shop-db.` + ns + `.svc.cluster.local"`))
 	})
 
 	It("writes a new version only for the group whose content changed", func() {

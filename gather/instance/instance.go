@@ -105,6 +105,40 @@ func (n Network) GroupAddress(deployment, group string) (string, error) {
 	return a, err
 }
 
+// Subset is a part of a group that `link(x).address(criteria)` names with a
+// Service of its own: the instances of one AZ ("" for every AZ) and, when
+// Healthy (`status: healthy`), only the ready ones.
+type Subset struct {
+	AZ      string
+	Healthy bool
+}
+
+// Subsets are the subsets of a group over azs that need a Service besides
+// the group's: its healthy instances, and with several AZs each AZ's
+// instances and healthy instances.
+func Subsets(azs []string) []Subset {
+	out := []Subset{{Healthy: true}}
+	if len(azs) > 1 {
+		for _, az := range azs {
+			out = append(out, Subset{AZ: az}, Subset{AZ: az, Healthy: true})
+		}
+	}
+	return out
+}
+
+// SubsetAddress is the address of a subset's Service
+// `<deployment>-<ig>[-az-<az>][-healthy]`, and the Service's name.
+func (n Network) SubsetAddress(deployment, group string, s Subset) (service, address string, err error) {
+	raw := deployment + "-" + group
+	if s.AZ != "" {
+		raw += "-az-" + s.AZ
+	}
+	if s.Healthy {
+		raw += "-healthy"
+	}
+	return n.Address(raw)
+}
+
 // Instances lists every instance of a group of count instances over azs:
 // index i runs in AZ i mod |azs| with ordinal i div |azs|.
 func (n Network) Instances(deployment, group string, azs []string, count int) ([]Instance, error) {

@@ -24,6 +24,22 @@ type Deployment struct {
 	Name    string
 	Network instance.Network
 	Groups  []Group
+	// Shared returns the links another deployment of the namespace shares
+	// (`shared: true`), false when no such deployment exists; nil knows no
+	// other deployment.
+	Shared func(deployment string) ([]SharedLink, bool)
+}
+
+// SharedLink is a provider shared with other deployments: its name (alias)
+// and type, where it comes from, and its link content, which its own
+// deployment's gathering publishes.
+type SharedLink struct {
+	Name     string         `json:"name"`
+	Original string         `json:"original"`
+	Type     string         `json:"type"`
+	Job      string         `json:"job"`
+	Group    string         `json:"instance_group"`
+	Content  *yamlvalue.Map `json:"content"`
 }
 
 // Group is an instance group with its instances and jobs.
@@ -89,6 +105,7 @@ type provider struct {
 	original, name string
 	typ            string
 	consumable     bool
+	shared         bool
 	properties     *yamlvalue.Map
 }
 
@@ -101,6 +118,9 @@ type consumer struct {
 	explicit       bool
 	network        string
 	manual         *yamlvalue.Map
+	// deployment is the other deployment of the namespace the link
+	// consumes from, "" for this one.
+	deployment string
 }
 
 type resolver struct {
@@ -157,8 +177,9 @@ func (r *resolver) providers(gi, ji int) {
 					r.errorf("Cannot specify 'name' or 'type' properties in the manifest for link '%s' in job '%s' in instance group '%s'. Please provide these keys in the release only.", dc.name, job, group)
 					continue
 				}
-				// `shared` matters only across deployments, which are
-				// not supported.
+				// Only a boolean true shares the provider.
+				shared, _ := e.Get("shared")
+				p.shared = shared == true
 				if as, ok := e.Get("as"); ok && as != nil {
 					p.name = fmt.Sprint(as)
 				}
@@ -241,8 +262,15 @@ func (r *resolver) consumerHash(c *consumer, e *yamlvalue.Map, job, group string
 		s := fmt.Sprint(from)
 		c.name = s[strings.LastIndex(s, ".")+1:]
 	}
-	if dep, ok := e.Get("deployment"); ok && dep != nil && dep != r.d.Name {
-		r.errorf("Link '%s' in job '%s' from instance group '%s' consumes from deployment '%v': links across deployments are not supported", c.name, job, group, dep)
+	if dep, ok := e.Get("deployment"); ok && dep != nil && fmt.Sprint(dep) != r.d.Name {
+		exists := false
+		if r.d.Shared != nil {
+			_, exists = r.d.Shared(fmt.Sprint(dep))
+		}
+		if !exists {
+			r.errorf("Link '%s' in job '%s' from instance group '%s' consumes from deployment '%v', but the deployment does not exist.", c.name, job, group, dep)
+		}
+		c.deployment = fmt.Sprint(dep)
 	}
 	if nw, ok := e.Get("network"); ok && nw != nil {
 		c.network = fmt.Sprint(nw)
@@ -273,6 +301,9 @@ func (r *resolver) resolve(c consumer) (*yamlvalue.Map, string) {
 	if c.manual != nil {
 		return c.manual, ""
 	}
+	if c.deployment != "" {
+		return r.resolveShared(c)
+	}
 	var cands []provider
 	if !c.blocked {
 		for _, p := range r.provs {
@@ -281,12 +312,7 @@ func (r *resolver) resolve(c consumer) (*yamlvalue.Map, string) {
 			}
 		}
 	}
-	job, group := r.where(c.group, c.job)
-	head := fmt.Sprintf("  - Failed to resolve link '%s' with ", c.original)
-	if c.name != c.original {
-		head += fmt.Sprintf("alias '%s' and ", c.name)
-	}
-	head += fmt.Sprintf("type '%s' from job '%s' in instance group '%s'.", c.typ, job, group)
+	head := r.head(c)
 	switch {
 	case len(cands) == 0 && c.optional && (!c.explicit || c.blocked):
 		return nil, ""
@@ -309,6 +335,72 @@ func (r *resolver) resolve(c consumer) (*yamlvalue.Map, string) {
 		return nil, head + " Details below:\n    - " + err.Error()
 	}
 	return content, ""
+}
+
+// head is the first line of a consumer's error block.
+func (r *resolver) head(c consumer) string {
+	job, group := r.where(c.group, c.job)
+	head := fmt.Sprintf("  - Failed to resolve link '%s' with ", c.original)
+	if c.name != c.original {
+		head += fmt.Sprintf("alias '%s' and ", c.name)
+	}
+	return head + fmt.Sprintf("type '%s' from job '%s' in instance group '%s'.", c.typ, job, group)
+}
+
+// resolveShared resolves an explicit consumer against the providers
+// another deployment shares (§4.4 step 3: name, type and shared).
+func (r *resolver) resolveShared(c consumer) (*yamlvalue.Map, string) {
+	shared, _ := r.d.Shared(c.deployment)
+	var cands []SharedLink
+	if !c.blocked {
+		for _, s := range shared {
+			if s.Type == c.typ && s.Name == c.name {
+				cands = append(cands, s)
+			}
+		}
+	}
+	switch {
+	case len(cands) == 0:
+		return nil, r.head(c) + " Details below:\n    - No link providers found"
+	case len(cands) > 1:
+		lines := []string{r.head(c) + " Multiple link providers found:"}
+		for _, s := range cands {
+			d := fmt.Sprintf("    - Link provider '%s'", s.Original)
+			if s.Name != s.Original {
+				d += fmt.Sprintf(" with alias '%s'", s.Name)
+			}
+			lines = append(lines, d+fmt.Sprintf(" from job '%s' in instance group '%s' in deployment '%s'", s.Job, s.Group, c.deployment))
+		}
+		return nil, strings.Join(lines, "\n")
+	}
+	return yamlvalue.Clone(cands[0].Content).(*yamlvalue.Map), ""
+}
+
+// Published returns the providers of d shared with other deployments
+// (`shared: true`, consumable), with their link content.
+func Published(d Deployment) ([]SharedLink, error) {
+	r := resolver{d: d}
+	for gi := range d.Groups {
+		for ji := range d.Groups[gi].Jobs {
+			r.providers(gi, ji)
+		}
+	}
+	if len(r.manifestErrs) > 0 {
+		return nil, errors.New(strings.Join(r.manifestErrs, "\n"))
+	}
+	var out []SharedLink
+	for _, p := range r.provs {
+		if !p.shared || !p.consumable {
+			continue
+		}
+		content, err := r.content(p)
+		if err != nil {
+			return nil, err
+		}
+		job, group := r.where(p.group, p.job)
+		out = append(out, SharedLink{Name: p.name, Original: p.original, Type: p.typ, Job: job, Group: group, Content: content})
+	}
+	return out, nil
 }
 
 func hasNetwork(g *manifest.InstanceGroup, name string) bool {
@@ -368,7 +460,43 @@ func (r *resolver) content(p provider) (*yamlvalue.Map, error) {
 	c.Set("group_name", p.name+"-"+p.typ)
 	c.Set("instances", instances)
 	c.Set("address", addr)
+	addresses, err := r.subsetAddresses(g, addr)
+	if err != nil {
+		return nil, err
+	}
+	c.Set("addresses", addresses)
 	return c, nil
+}
+
+// subsetAddresses are the addresses `link(x).address(criteria)` picks from:
+// {all, healthy, azs: {<az>: {all, healthy}}}, each a Service selecting
+// exactly those instances.
+func (r *resolver) subsetAddresses(g Group, all string) (*yamlvalue.Map, error) {
+	out := yamlvalue.NewMap()
+	out.Set("all", all)
+	azs := yamlvalue.NewMap()
+	for _, s := range instance.Subsets(g.Manifest.AZs) {
+		_, a, err := r.d.Network.SubsetAddress(r.d.Name, g.Manifest.Name, s)
+		if err != nil {
+			return nil, err
+		}
+		key := "all"
+		if s.Healthy {
+			key = "healthy"
+		}
+		if s.AZ == "" {
+			out.Set(key, a)
+			continue
+		}
+		az, ok := azs.Get(s.AZ)
+		if !ok {
+			az = yamlvalue.NewMap()
+			azs.Set(s.AZ, az)
+		}
+		az.(*yamlvalue.Map).Set(key, a)
+	}
+	out.Set("azs", azs)
+	return out, nil
 }
 
 // ProviderAddress is the group address of the link provider named (or

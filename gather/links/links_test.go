@@ -10,6 +10,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/instance"
 	"github.com/bosh-injector/bosh-injector/gather/jobspec"
+	"github.com/bosh-injector/bosh-injector/gather/links"
 	"github.com/bosh-injector/bosh-injector/gather/variables"
 )
 
@@ -59,17 +60,27 @@ func specSource(release, job string) (*jobspec.Spec, error) {
 // model and returns every job's links as JSON by "group/job".
 func resolve(t *testing.T, groups string) (map[string]string, error) {
 	t.Helper()
-	src := variables.NewMapSource(nil)
-	src.Put("pw", "secret")
-	m, err := deployment.Load([]byte("name: dep\nreleases: [{name: pg, version: 1}, {name: app, version: 2}]\ninstance_groups:\n"+groups), nil, src, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := deployment.Resolve(deployment.Input{Manifest: m, Specs: specSource, Variables: src,
-		Network: instance.Network{Namespace: "ns", ClusterDomain: "cluster.local"}})
+	d, err := resolveIn(t, "dep", groups, nil)
 	if err != nil {
 		return nil, err
 	}
+	return linksOf(t, d), nil
+}
+
+func resolveIn(t *testing.T, name, groups string, shared func(string) ([]links.SharedLink, bool)) (*deployment.Deployment, error) {
+	t.Helper()
+	src := variables.NewMapSource(nil)
+	src.Put("pw", "secret")
+	m, err := deployment.Load([]byte("name: "+name+"\nreleases: [{name: pg, version: 1}, {name: app, version: 2}]\ninstance_groups:\n"+groups), nil, src, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return deployment.Resolve(deployment.Input{Manifest: m, Specs: specSource, Variables: src,
+		Network: instance.Network{Namespace: "ns", ClusterDomain: "cluster.local"}, Shared: shared})
+}
+
+func linksOf(t *testing.T, d *deployment.Deployment) map[string]string {
+	t.Helper()
 	out := map[string]string{}
 	for _, g := range d.Groups {
 		for _, j := range g.Jobs {
@@ -80,7 +91,49 @@ func resolve(t *testing.T, groups string) (map[string]string, error) {
 			out[g.Manifest.Name+"/"+j.Name] = string(js)
 		}
 	}
-	return out, nil
+	return out
+}
+
+// A consumer naming another deployment of the namespace resolves against
+// the links that deployment shares, with the director's errors otherwise.
+func TestCrossDeployment(t *testing.T) {
+	data, err := resolveIn(t, "data", pg("pg", ", properties: {password: ((pw))}, provides: {conn: {as: db, shared: true}}")+pg("unshared", ""), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data.Shared) != 1 || data.Shared[0].Name != "db" || data.Shared[0].Group != "pg" {
+		t.Fatalf("shared %+v", data.Shared)
+	}
+	shared := func(dep string) ([]links.SharedLink, bool) {
+		if dep == "data" {
+			return data.Shared, true
+		}
+		return nil, false
+	}
+	d, err := resolveIn(t, "dep", app(", consumes: {primary_db: {from: db, deployment: data}, backup_db: nil}"), shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := linksOf(t, d)["app/web"]
+	for _, want := range []string{`"deployment_name":"data"`, `"properties":{"port":5432,"password":"secret"}`,
+		`"address":"data-pg.ns.svc.cluster.local"`, `"address":"data-pg-1.ns.svc.cluster.local"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("consumed link lacks %s:\n%s", want, got)
+		}
+	}
+	for name, tc := range map[string]struct{ consumes, err string }{
+		"unshared": {"{primary_db: {from: conn, deployment: data}, backup_db: nil}", wrapper +
+			"  - Failed to resolve link 'primary_db' with alias 'conn' and type 'db' from job 'web' in instance group 'app'. Details below:\n    - No link providers found"},
+		"missing deployment": {"{primary_db: {from: db, deployment: nothing}, backup_db: nil}",
+			"Link 'db' in job 'web' from instance group 'app' consumes from deployment 'nothing', but the deployment does not exist."},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := resolveIn(t, "dep", app(", consumes: "+tc.consumes), shared)
+			if err == nil || err.Error() != tc.err {
+				t.Errorf("error:\n%v\nwant:\n%s", err, tc.err)
+			}
+		})
+	}
 }
 
 func pg(name, extra string) string {
@@ -99,7 +152,10 @@ func TestLinks(t *testing.T) {
 			`"properties":{"port":5432,"password":"pw"},"use_short_dns_addresses":false,"use_dns_addresses":true,"use_link_dns_names":false,"group_name":"conn-db",` +
 			`"instances":[{"name":"` + group + `","id":"` + instance.ID("dep", group, 0) + `","index":0,"bootstrap":true,"az":"z1","address":"dep-` + group + `-0.ns.svc.cluster.local"},` +
 			`{"name":"` + group + `","id":"` + instance.ID("dep", group, 1) + `","index":1,"bootstrap":false,"az":"z2","address":"dep-` + group + `-1.ns.svc.cluster.local"}],` +
-			`"address":"dep-` + group + `.ns.svc.cluster.local"}`
+			`"address":"dep-` + group + `.ns.svc.cluster.local",` +
+			`"addresses":{"all":"dep-` + group + `.ns.svc.cluster.local","healthy":"dep-` + group + `-healthy.ns.svc.cluster.local",` +
+			`"azs":{"z1":{"all":"dep-` + group + `-az-z1.ns.svc.cluster.local","healthy":"dep-` + group + `-az-z1-healthy.ns.svc.cluster.local"},` +
+			`"z2":{"all":"dep-` + group + `-az-z2.ns.svc.cluster.local","healthy":"dep-` + group + `-az-z2-healthy.ns.svc.cluster.local"}}}}`
 	}
 	noProvider := "  - Failed to resolve link 'primary_db' with type 'db' from job 'web' in instance group 'app'. Details below:\n    - No link providers found"
 	tests := []struct {
@@ -134,7 +190,7 @@ func TestLinks(t *testing.T) {
 		{"provider name key", pg("pg", ", provides: {conn: {name: x}}") + app(""), nil,
 			"Cannot specify 'name' or 'type' properties in the manifest for link 'conn' in job 'postgres' in instance group 'pg'. Please provide these keys in the release only."},
 		{"T35 cross-deployment", app(", consumes: {primary_db: {from: db, deployment: data}}"), nil,
-			"Link 'db' in job 'web' from instance group 'app' consumes from deployment 'data': links across deployments are not supported"},
+			"Link 'db' in job 'web' from instance group 'app' consumes from deployment 'data', but the deployment does not exist."},
 		{"T36 manual link", app(", consumes: {primary_db: {instances: [{address: db.example.com}], properties: {port: 3306}}}"),
 			map[string]string{"app/web": `{"primary_db":{"instances":[{"address":"db.example.com"}],"properties":{"port":3306},"address":null,"deployment_name":"dep"}}`}, ""},
 		{"T36 manual with from", app(", consumes: {primary_db: {from: x, instances: [{address: db.example.com}], properties: {port: 3306}}}"), nil,

@@ -22,8 +22,11 @@ const (
 	LabelInstanceGroup = Prefix + "instance-group"
 	LabelAZIndex       = Prefix + "az-index"
 	LabelInstanceIndex = Prefix + "instance-index"
-	LabelSecretKind    = Prefix + "secret-kind"
-	LabelVersion       = Prefix + "version"
+	// LabelAZ is the instance's AZ, set by the webhook, which the AZ
+	// Services of link(x).address(azs: [...]) select.
+	LabelAZ         = Prefix + "az"
+	LabelSecretKind = Prefix + "secret-kind"
+	LabelVersion    = Prefix + "version"
 	// LabelState on a manifest Secret is the state of its last gathering,
 	// for `kubectl get secret -L bosh-injector.io/state`.
 	LabelState = Prefix + "state"
@@ -55,7 +58,13 @@ const (
 const (
 	KindResolved = "ig-resolved"
 	KindBPM      = "bpm"
+	// KindLink is a link a deployment shares with the others of its
+	// namespace; the Secret's instance-group label holds the link's name.
+	KindLink = "link"
 )
+
+// LinkKey is the key of a shared link Secret holding the link as JSON.
+const LinkKey = "link.json"
 
 // ManifestKey is the manifest Secret's key holding the deployment manifest.
 const ManifestKey = "manifest.yaml"
@@ -134,4 +143,37 @@ func VariableSecret(deployment, variable string) string {
 // release-image tags what it builds with the same name.
 func ReleaseImage(url, release, stemcellOS, stemcellVersion, version string) string {
 	return fmt.Sprintf("%s/%s:%s-%s-%s", url, release, stemcellOS, stemcellVersion, version)
+}
+
+// KindDNS labels a deployment's DNS records ConfigMaps ("<deployment>.dns-v<N>").
+const KindDNS = "dns"
+
+// DNSRecordsKey is the key of a DNS records ConfigMap holding the zone file
+// (RFC 1035 master format, as CoreDNS's auto and file plugins read it), and
+// DNSZoneKey the key holding the zone's origin.
+const (
+	DNSRecordsKey = "zone"
+	DNSZoneKey    = "origin"
+)
+
+// DNSDomain is the domain under which bosh-injector's CoreDNS serves every
+// deployment's BOSH names, one zone per deployment and namespace.
+const DNSDomain = "bosh-injector.internal"
+
+// DNSZone is the zone of a deployment's BOSH DNS names:
+// "<deployment>.<namespace>.bosh-injector.internal". Injected pods get it as
+// their first DNS search domain, so a BOSH name such as
+// nats.service.cf.internal resolves in the pod's own deployment.
+func DNSZone(deployment, namespace string) string {
+	return DNS1123Label(deployment) + "." + namespace + "." + DNSDomain
+}
+
+// DNSConfigMap is the name of version v of a deployment's DNS records.
+func DNSConfigMap(deployment string, version int) string {
+	return DNSConfigMapPrefix(deployment) + strconv.Itoa(version)
+}
+
+// DNSConfigMapPrefix is DNSConfigMap without its version number.
+func DNSConfigMapPrefix(deployment string) string {
+	return DNS1123Label(deployment) + "." + KindDNS + "-v"
 }

@@ -235,6 +235,7 @@ module BoshInjector
     # the link content (manual links carry theirs); without one, the BOSH DNS
     # query name is built when the director's inputs are there (§4.5).
     def address(criteria = {})
+      return subset_address(@content["addresses"], criteria) if @content["addresses"]
       return @content["address"] if @content.key?("address")
       ig, net, dep, domain = @content.values_at("instance_group", "default_network", "deployment_name", "domain")
       raise NotImplementedError, "link.address requires bosh director" unless ig && net && dep && domain
@@ -246,6 +247,27 @@ module BoshInjector
 
     STATUS = { "default" => "s0", "smart" => "s0", "unhealthy" => "s1", "healthy" => "s3", "all" => "s4" }.freeze
     HEALTH_CHECK = { "synchronous" => "y1", "asynchronous" => "y0" }.freeze
+
+    # bosh-injector's link content names a Service for the group, its
+    # healthy instances, and with several AZs each AZ's (all or healthy)
+    # instances: `by` is {all, healthy, azs: {<az> => {all, healthy}}}.
+    def subset_address(by, criteria)
+      criteria = criteria.transform_keys(&:to_s)
+      status = criteria.fetch("status", "default").to_s
+      raise ArgumentError, "link.address: status '#{status}' has no address in bosh-injector; use default, smart, all or healthy" unless %w[default smart all healthy].include?(status)
+
+      key = status == "healthy" ? "healthy" : "all"
+      azs = Array(criteria["azs"]).map(&:to_s).uniq
+      group_azs = by["azs"].keys
+      # A group in one AZ, or criteria naming all of its AZs, is the group.
+      return by[key] if azs.empty? || group_azs.empty? || azs.sort == group_azs.sort
+
+      unknown = azs - group_azs
+      raise ArgumentError, "link.address: AZs #{unknown} are not the group's AZs #{group_azs}" unless unknown.empty?
+      raise ArgumentError, "link.address: azs #{azs} name #{azs.size} of the group's AZs #{group_azs}; bosh-injector addresses one AZ or all of them" if azs.size > 1
+
+      by["azs"][azs.first][key]
+    end
 
     def query(criteria)
       criteria = criteria.transform_keys(&:to_s)

@@ -48,6 +48,9 @@ func propsP(overrides map[string]string) string {
 	return "{" + strings.Join(parts, ",") + "}"
 }
 
+// subsets is bosh-injector's link content with its subset addresses.
+const subsets = `{"db":{"instances":[],"address":"g","addresses":{"all":"g","healthy":"h","azs":{"z1":{"all":"z1","healthy":"z1h"},"z2":{"all":"z2","healthy":"z2h"}}}}}`
+
 const dbLink = `{"db":{"deployment_name":"dep","domain":"bosh","default_network":"default","instance_group":"pg",
  "az_numbers":{"z1":1,"z2":2},
  "properties":{"port":5432,"creds":{"user":"u"}},
@@ -89,6 +92,11 @@ func TestConformance(t *testing.T) {
 		{"T28b", "", dbLink, `<%= link("db").address(azs: ["z2","z1"], status: "healthy") %>`, "q-a1a2s3.pg.default.dep.bosh", ""},
 		{"T28c", "", dbLink, `<%= link("db").address(initial_health_check: "synchronous") %>`, "q-s0y1.pg.default.dep.bosh", ""},
 		{"group address", "", `{"db":{"address":"dep-pg.ns.svc.cluster.local","instances":[]}}`, `<%= link("db").address(azs: ["z1"]) %>`, "dep-pg.ns.svc.cluster.local", ""},
+		{"address criteria", "", subsets, `<%= link("db").address %> <%= link("db").address(status: "healthy") %> <%= link("db").address(azs: ["z2"]) %> <%= link("db").address(azs: [:z1], status: "healthy") %> <%= link("db").address(azs: ["z2", "z1"]) %>`,
+			"g h z2 z1h g", ""},
+		{"address of several AZs", "", `{"db":{"instances":[],"addresses":{"all":"g","healthy":"h","azs":{"z1":{"all":"z1","healthy":"z1h"},"z2":{"all":"z2","healthy":"z2h"},"z3":{"all":"z3","healthy":"z3h"}}}}}`,
+			`<%= link("db").address(azs: ["z1", "z2"]) %>`, "", `Error filling in template 'tpl.erb' (line 1: link.address: azs ["z1", "z2"] name 2 of the group's AZs ["z1", "z2", "z3"]; bosh-injector addresses one AZ or all of them)`},
+		{"address of an unknown AZ", "", subsets, `<%= link("db").address(azs: ["z9"]) %>`, "", `Error filling in template 'tpl.erb' (line 1: link.address: AZs ["z9"] are not the group's AZs ["z1", "z2"])`},
 		{"T36 manual link", "", `{"db":{"instances":[{"address":"db.example.com"}],"properties":{"port":3306},"address":null}}`,
 			`<%= link("db").instances[0].address %> [<%= link("db").instances[0].id %>] <%= link("db").p("port") %> [<%= link("db").address %>]`, "db.example.com [] 3306 []", ""},
 		{"networks idiom", "", "", `<%= spec.networks.send(spec.networks.methods(false).first).ip %>`, "10.0.0.5", ""},

@@ -44,5 +44,6 @@ func Inspect(data []byte, ops []deployment.OpsFile) (Inputs, error) {
 		in.Releases = append(in.Releases, Release{Name: r.Name, Image: image})
 	}
 	in.Variables = variables.Placeholders(doc)
+	in.Consumes = consumedDeployments(root)
 	return in, errors.Join(errs...)
 }

@@ -75,6 +75,9 @@ type Inputs struct {
 	// Variables are the names of the variables the manifest references;
 	// user-provided Secrets of those names are part of the inputs.
 	Variables []string
+	// Consumes are the other deployments of the namespace whose shared
+	// links the manifest consumes; their content is part of the inputs.
+	Consumes []string
 }
 
 // Config is the runner's configuration.
@@ -138,6 +141,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&batchv1.Job{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.manifestsOfVariable),
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return isVariable(o) }))).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.manifestsConsuming),
+			builder.WithPredicates(predicate.NewPredicateFuncs(isSharedLink))).
 		Complete(r)
 }
 
@@ -267,8 +272,9 @@ func opsFiles(s *corev1.Secret) []deployment.OpsFile {
 	return ops
 }
 
-// digest covers every input of a gathering: the manifest, the ops files and
-// the variable Secrets the user provided. Variables bosh-injector generated
+// digest covers every input of a gathering: the manifest, the ops files, the
+// variable Secrets the user provided and the links consumed from other
+// deployments. Variables bosh-injector generated
 // are outputs of gathering, not inputs, so they are left out: including them
 // would start a second gathering after every first one.
 func (r *Reconciler) digest(ctx context.Context, manifest *corev1.Secret, ops []deployment.OpsFile, inputs Inputs) (string, error) {
@@ -293,6 +299,16 @@ func (r *Reconciler) digest(ctx context.Context, manifest *corev1.Secret, ops []
 		}
 		for _, k := range slices.Sorted(maps.Keys(s.Data)) {
 			write("var/"+v+"/"+k, s.Data[k])
+		}
+	}
+	// A provider's new link content re-gathers its consumers.
+	for _, dep := range inputs.Consumes {
+		shared, err := r.sharedLinkData(ctx, manifest.Namespace, dep)
+		if err != nil {
+			return "", err
+		}
+		for _, l := range slices.Sorted(maps.Keys(shared)) {
+			write("link/"+dep+"/"+l, shared[l])
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil

@@ -272,4 +272,32 @@ var _ = Describe("the job runner", func() {
 		jobs, _ := gatherJobs()
 		Expect(jobs).To(HaveLen(1))
 	})
+
+	It("gathers a consumer again when a link it consumes from another deployment changes", func() {
+		startOperator(ns, false)
+		report := strings.NewReplacer("\nname: shop\n", "\nname: report\n",
+			"        session_secret: ((session_secret))\n", "        session_secret: ((session_secret))\n    consumes: {database: {from: database, deployment: shop}}\n").Replace(string(manifest))
+		Expect(cp.Client.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "report-manifest", Namespace: ns, Labels: map[string]string{names.LabelDeployment: "report"}},
+			Data:       map[string][]byte{names.ManifestKey: []byte(report)},
+		})).To(Succeed())
+		reportJobs := func() []string {
+			var jobs batchv1.JobList
+			Expect(cp.Client.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{names.LabelDeployment: "report"})).To(Succeed())
+			var out []string
+			for _, j := range jobs.Items {
+				out = append(out, j.Name)
+			}
+			return out
+		}
+		Eventually(reportJobs).WithTimeout(20 * time.Second).Should(HaveLen(1))
+
+		// The shop's gathering publishes the link the report consumes.
+		Expect(cp.Client.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "shop.link.database-v1", Namespace: ns, Labels: map[string]string{
+				names.LabelDeployment: "shop", names.LabelSecretKind: names.KindLink, names.LabelInstanceGroup: "database", names.LabelVersion: "1"}},
+			Data: map[string][]byte{names.LinkKey: []byte(`{"name":"database","type":"pgsql"}`)},
+		})).To(Succeed())
+		Eventually(reportJobs).WithTimeout(20 * time.Second).Should(HaveLen(2))
+	})
 })

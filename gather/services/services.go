@@ -25,11 +25,15 @@ type Desired struct {
 	Name          string
 	InstanceGroup string
 	Index         *int
+	// AZ, when set, selects the group's instances of that AZ; Healthy
+	// selects only ready instances (`status: healthy`).
+	AZ      string
+	Healthy bool
 }
 
-// Build returns the Service for d. Services are headless and publish pods
-// before they are ready: BOSH jobs look up their peers (a cluster's other
-// members) while starting, as on a director's DNS.
+// Build returns the Service for d. Services are headless and, except the
+// healthy ones, publish pods before they are ready: BOSH jobs look up their
+// peers (a cluster's other members) while starting, as on a director's DNS.
 func Build(namespace, deployment string, d Desired) *corev1.Service {
 	selector := map[string]string{
 		names.LabelDeployment:    names.LabelValue(deployment),
@@ -38,8 +42,12 @@ func Build(namespace, deployment string, d Desired) *corev1.Service {
 	if d.Index != nil {
 		selector[names.LabelInstanceIndex] = strconv.Itoa(*d.Index)
 	}
+	if d.AZ != "" {
+		selector[names.LabelAZ] = names.LabelValue(d.AZ)
+	}
 	labels := maps.Clone(selector)
 	delete(labels, names.LabelInstanceIndex)
+	delete(labels, names.LabelAZ)
 	labels[names.LabelManagedBy] = names.ManagedBy
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
@@ -54,7 +62,7 @@ func Build(namespace, deployment string, d Desired) *corev1.Service {
 		Spec: corev1.ServiceSpec{
 			ClusterIP:                corev1.ClusterIPNone,
 			Selector:                 selector,
-			PublishNotReadyAddresses: true,
+			PublishNotReadyAddresses: !d.Healthy,
 		},
 	}
 }
@@ -98,7 +106,7 @@ func Apply(ctx context.Context, c client.Client, namespace, deployment string, d
 			ch.Created = append(ch.Created, want.Name)
 		case !upToDate(have, want):
 			have.Labels, have.Annotations, have.OwnerReferences = want.Labels, want.Annotations, want.OwnerReferences
-			have.Spec.Selector, have.Spec.PublishNotReadyAddresses = want.Spec.Selector, true
+			have.Spec.Selector, have.Spec.PublishNotReadyAddresses = want.Spec.Selector, want.Spec.PublishNotReadyAddresses
 			if err := c.Update(ctx, have); err != nil {
 				return ch, fmt.Errorf("updating Service %s: %w", want.Name, err)
 			}
@@ -119,6 +127,6 @@ func Apply(ctx context.Context, c client.Client, namespace, deployment string, d
 
 func upToDate(have, want *corev1.Service) bool {
 	return maps.Equal(have.Labels, want.Labels) && maps.Equal(have.Annotations, want.Annotations) &&
-		maps.Equal(have.Spec.Selector, want.Spec.Selector) && have.Spec.PublishNotReadyAddresses &&
+		maps.Equal(have.Spec.Selector, want.Spec.Selector) && have.Spec.PublishNotReadyAddresses == want.Spec.PublishNotReadyAddresses &&
 		slices.EqualFunc(have.OwnerReferences, want.OwnerReferences, func(a, b metav1.OwnerReference) bool { return a.UID == b.UID })
 }

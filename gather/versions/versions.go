@@ -87,6 +87,12 @@ func versionOf(s *corev1.Secret) (int, bool) {
 	return n, err == nil && n > 0
 }
 
+// Number is a versioned Secret's version, 0 when it has none.
+func Number(s *corev1.Secret) int {
+	n, _ := versionOf(s)
+	return n
+}
+
 // Latest returns the newest version of k, or nil when there is none.
 func Latest(versions []Version) *Version {
 	if len(versions) == 0 {

@@ -17,6 +17,13 @@ app.kubernetes.io/name: {{ include "bosh-injector.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
+{{- /* The CoreDNS pods: a name of their own, so the operator's Service,
+Deployment and PodDisruptionBudget never select them. */ -}}
+{{- define "bosh-injector.dnsSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "bosh-injector.name" . }}-dns
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
 {{- define "bosh-injector.labels" -}}
 {{ include "bosh-injector.selectorLabels" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}

@@ -41,6 +41,7 @@ func init() {
 		f.BoolVar(&o.LeaderElection, "leader-elect", true, "elect one replica to run the job runner")
 		f.BoolVar(&o.Webhook, "webhook", true, "serve the admission webhook")
 		f.BoolVar(&o.Runner, "runner", true, "run the gathering job runner")
+		f.StringVar(&o.DNSService, "dns-service", "", "CoreDNS Service in --namespace that injected pods resolve BOSH DNS names with; empty leaves their DNS as it is")
 		f.StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig; in-cluster configuration when empty")
 		return cmd
 	})

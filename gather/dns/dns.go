@@ -1,0 +1,306 @@
+// Package dns turns a resolved deployment into the DNS records
+// bosh-injector's CoreDNS serves for it: the BOSH DNS aliases of every
+// bosh-dns-aliases job (instance groups and addons alike) and the BOSH
+// address forms the template spec hands out (networks.<net>.dns_record_name
+// and the instance UUID form). Every record is a CNAME to the Kubernetes
+// Service address of a group or an instance, so CoreDNS answers with the
+// current pod addresses that the cluster DNS gives for those Services.
+//
+// The records of a deployment live in one zone,
+// names.DNSZone(deployment, namespace); injected pods search it first, so a
+// name such as nats.service.cf.internal resolves within the pod's own
+// deployment, as bosh-dns resolves the aliases of the VM it runs on.
+package dns
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+
+	"github.com/bosh-injector/bosh-injector/gather/deployment"
+	"github.com/bosh-injector/bosh-injector/gather/instance"
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
+)
+
+// AliasesJob is the job whose `aliases` property declares BOSH DNS aliases.
+const AliasesJob = "bosh-dns-aliases"
+
+// TTL of every record, in seconds: short, as pod addresses change when pods
+// are replaced.
+const TTL = 5
+
+// Record is a name relative to the zone and the absolute address it is a
+// CNAME of.
+type Record struct {
+	Name, Target string
+}
+
+// Remote looks up a group of another deployment in the namespace: that
+// deployment's original name and the group's instance count; ok is false
+// when the deployment or group is unknown there.
+type Remote func(deployment, group string) (deploymentName string, instances int, ok bool)
+
+// Records returns the records of d, sorted by name, with addresses in
+// network. remote resolves `_` targets naming another deployment of the
+// namespace; nil knows none.
+func Records(d *deployment.Deployment, network instance.Network, remote Remote) ([]Record, error) {
+	var recs []Record
+	var errs []string
+	add := func(name, target string) {
+		recs = append(recs, Record{Name: strings.ToLower(strings.TrimSuffix(name, ".")), Target: target + "."})
+	}
+	for _, g := range d.Groups {
+		// The director's own forms on the one network pods have: the
+		// canonical group query and instance UUID names, and the index
+		// name spec.networks.default.dns_record_name hands out as is.
+		base := canonical(g.Manifest.Name) + ".default." + canonical(d.Name) + "." + instance.DNSDomain
+		add("q-s0."+base, g.Address)
+		for _, inst := range g.Instances {
+			add(inst.ID+"."+base, inst.Address)
+			add(fmt.Sprintf("%d.%s.default.%s.%s", inst.Index, g.Manifest.Name, d.Name, instance.DNSDomain), inst.Address)
+		}
+	}
+	aliases, err := collect(d)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range aliases {
+		targets, err := resolve(d, network, remote, a)
+		if err == nil {
+			err = validName(a.domain)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("  - Alias '%s': %s", a.domain, err))
+			continue
+		}
+		for _, t := range targets {
+			add(t.Name, t.Target)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("Failed to resolve DNS aliases of deployment '%s':\n%s", d.Name, strings.Join(errs, "\n"))
+	}
+	slices.SortFunc(recs, func(a, b Record) int { return strings.Compare(a.Name, b.Name) })
+	recs = slices.Compact(recs)
+	for i := 1; i < len(recs); i++ {
+		if recs[i].Name == recs[i-1].Name {
+			return nil, fmt.Errorf("Failed to resolve DNS aliases of deployment '%s':\n  - Name '%s' resolves to both %s and %s: bosh-injector serves each name as one Service, so give each alias one target group",
+				d.Name, recs[i].Name, strings.TrimSuffix(recs[i-1].Target, "."), strings.TrimSuffix(recs[i].Target, "."))
+		}
+	}
+	return recs, nil
+}
+
+// alias is one domain with its targets, merged over every bosh-dns-aliases
+// job of the deployment as bosh-dns merges its aliases files.
+type alias struct {
+	domain  string
+	targets []target
+}
+
+type target struct {
+	query, group, network, deployment string
+}
+
+// collect reads the aliases property of every bosh-dns-aliases job. The job
+// is usually an addon and so on every group; identical declarations count
+// once.
+func collect(d *deployment.Deployment) ([]alias, error) {
+	var out []alias
+	var errs []string
+	for _, g := range d.Groups {
+		for _, j := range g.Jobs {
+			if j.Name != AliasesJob {
+				continue
+			}
+			v, _ := j.Properties.Get("aliases")
+			list, ok := v.([]any)
+			if !ok && v != nil {
+				errs = append(errs, fmt.Sprintf("  - Job '%s' in instance group '%s': property 'aliases' must be a list", j.Name, g.Manifest.Name))
+				continue
+			}
+			for _, e := range list {
+				a, err := parseAlias(e)
+				if err != nil {
+					errs = append(errs, fmt.Sprintf("  - Job '%s' in instance group '%s': %s", j.Name, g.Manifest.Name, err))
+					continue
+				}
+				i := slices.IndexFunc(out, func(o alias) bool { return o.domain == a.domain })
+				if i < 0 {
+					out = append(out, a)
+					continue
+				}
+				for _, t := range a.targets {
+					if !slices.Contains(out[i].targets, t) {
+						out[i].targets = append(out[i].targets, t)
+					}
+				}
+			}
+		}
+	}
+	if len(errs) > 0 {
+		slices.Sort(errs)
+		return nil, fmt.Errorf("Failed to resolve DNS aliases of deployment '%s':\n%s", d.Name, strings.Join(slices.Compact(errs), "\n"))
+	}
+	return out, nil
+}
+
+// parseAlias reads one entry of `aliases`; a missing key is the error the
+// job's template raises (Ruby's Hash#fetch).
+func parseAlias(e any) (alias, error) {
+	m, ok := e.(*yamlvalue.Map)
+	if !ok {
+		return alias{}, errors.New("every entry of 'aliases' must be a hash with 'domain' and 'targets'")
+	}
+	domain, err := fetch(m, "domain")
+	if err != nil {
+		return alias{}, err
+	}
+	a := alias{domain: fmt.Sprint(domain)}
+	ts, err := fetch(m, "targets")
+	if err != nil {
+		return alias{}, fmt.Errorf("alias '%s': %w", a.domain, err)
+	}
+	list, _ := ts.([]any)
+	for _, t := range list {
+		tm, ok := t.(*yamlvalue.Map)
+		if !ok {
+			return alias{}, fmt.Errorf("alias '%s': target %v is not a hash with query, instance_group, network and deployment", a.domain, t)
+		}
+		var vals [4]string
+		for i, k := range []string{"query", "instance_group", "network", "deployment"} {
+			v, err := fetch(tm, k)
+			if err != nil {
+				return alias{}, fmt.Errorf("alias '%s': %w", a.domain, err)
+			}
+			vals[i] = fmt.Sprint(v)
+		}
+		a.targets = append(a.targets, target{query: vals[0], group: vals[1], network: vals[2], deployment: vals[3]})
+	}
+	return a, nil
+}
+
+func fetch(m *yamlvalue.Map, key string) (any, error) {
+	v, ok := m.Get(key)
+	if !ok {
+		return nil, fmt.Errorf("key not found: %q", key)
+	}
+	return v, nil
+}
+
+// resolve gives the records of one alias. `*` is the group: its Service.
+// `_` is one name per instance, the instance's UUID in place of the
+// domain's leading `_`: its instance Service. A `*` target of a `_.` domain
+// answers every name under it with the group.
+func resolve(d *deployment.Deployment, network instance.Network, remote Remote, a alias) ([]Record, error) {
+	rest, placeholder := strings.CutPrefix(a.domain, "_.")
+	var out []Record
+	for _, t := range a.targets {
+		depName, ids, addresses, groupAddress, err := targetGroup(d, network, remote, t)
+		if err != nil {
+			return nil, err
+		}
+		switch t.query {
+		case "*":
+			name := a.domain
+			if placeholder {
+				name = "*." + rest
+			}
+			out = append(out, Record{Name: name, Target: groupAddress})
+		case "_":
+			if !placeholder {
+				return nil, fmt.Errorf("query '_' answers '<instance-id>.<domain>': the domain must start with '_.'")
+			}
+			for i := range ids {
+				out = append(out, Record{Name: ids[i] + "." + rest, Target: addresses[i]})
+			}
+		default:
+			return nil, fmt.Errorf("query '%s' of instance group '%s' in deployment '%s' is not supported: use '*' (the group) or '_' (each instance)", t.query, t.group, depName)
+		}
+	}
+	return out, nil
+}
+
+// targetGroup finds a target's group, in d or in another deployment of the
+// namespace, and its instance IDs and addresses and group address.
+func targetGroup(d *deployment.Deployment, network instance.Network, remote Remote, t target) (dep string, ids, addresses []string, group string, err error) {
+	if canonical(t.deployment) == canonical(d.Name) {
+		for _, g := range d.Groups {
+			if canonical(g.Manifest.Name) != canonical(t.group) {
+				continue
+			}
+			for _, inst := range g.Instances {
+				ids = append(ids, inst.ID)
+				addresses = append(addresses, inst.Address)
+			}
+			return d.Name, ids, addresses, g.Address, nil
+		}
+		return d.Name, nil, nil, "", fmt.Errorf("instance group '%s' does not exist in deployment '%s'", t.group, d.Name)
+	}
+	name, count, ok := "", 0, false
+	if remote != nil {
+		name, count, ok = remote(t.deployment, t.group)
+	}
+	if !ok {
+		return t.deployment, nil, nil, "", fmt.Errorf("instance group '%s' of deployment '%s' is not known in namespace %s: gather that deployment first", t.group, t.deployment, network.Namespace)
+	}
+	if group, err = network.GroupAddress(name, t.group); err != nil {
+		return name, nil, nil, "", err
+	}
+	insts, err := network.Instances(name, t.group, nil, count)
+	if err != nil {
+		return name, nil, nil, "", err
+	}
+	for _, inst := range insts {
+		ids = append(ids, inst.ID)
+		addresses = append(addresses, inst.Address)
+	}
+	return name, ids, addresses, group, nil
+}
+
+// validName checks that an alias domain is a DNS name a zone file can hold,
+// so one bad alias cannot keep CoreDNS from loading the whole zone.
+func validName(domain string) error {
+	name := strings.TrimSuffix(domain, ".")
+	// The zone's origin takes room too; 253 is the whole name's limit.
+	if name == "" || len(name) > 160 {
+		return fmt.Errorf("'%s' is not a DNS name of at most 160 characters", domain)
+	}
+	for i, label := range strings.Split(name, ".") {
+		if len(label) == 0 || len(label) > 63 || (label == "_" && i > 0) {
+			return fmt.Errorf("'%s' is not a DNS name: label '%s'", domain, label)
+		}
+		for _, r := range strings.ToLower(label) {
+			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '*' && label == "*" && i == 0) {
+				return fmt.Errorf("'%s' is not a DNS name: label '%s' holds '%c'", domain, label, r)
+			}
+		}
+	}
+	return nil
+}
+
+// canonical is the director's canonical form of a DNS label (§4.5), which
+// is how Kubernetes names are sanitized too.
+func canonical(s string) string { return names.LabelValue(s) }
+
+// ZoneFile is the zone of origin holding recs, in the master file format
+// CoreDNS's auto plugin loads. Its SOA serial is a digest of the records,
+// so CoreDNS reloads the zone exactly when they change.
+func ZoneFile(origin string, recs []Record) []byte {
+	var body strings.Builder
+	for _, r := range recs {
+		fmt.Fprintf(&body, "%s\tIN\tCNAME\t%s\n", r.Name, r.Target)
+	}
+	h := fnv.New32a()
+	h.Write([]byte(body.String()))
+	serial := max(h.Sum32(), 1)
+	var b strings.Builder
+	fmt.Fprintf(&b, "$ORIGIN %s.\n$TTL %d\n", origin, TTL)
+	fmt.Fprintf(&b, "@\tIN\tSOA\tns.%s. hostmaster.%s. %d 3600 600 86400 %d\n", origin, origin, serial, TTL)
+	fmt.Fprintf(&b, "@\tIN\tNS\tns.%s.\n", origin)
+	b.WriteString(body.String())
+	return []byte(b.String())
+}

@@ -1,0 +1,161 @@
+package dns_test
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bosh-injector/bosh-injector/gather/deployment"
+	"github.com/bosh-injector/bosh-injector/gather/dns"
+	"github.com/bosh-injector/bosh-injector/gather/instance"
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/variables"
+	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+const fixtures = "../../test/fixtures"
+
+var network = instance.Network{Namespace: "shop-ns", ClusterDomain: "cluster.local"}
+
+// shop resolves the fixture deployment with the dns-aliases ops file and
+// extra ops files.
+func shop(t testing.TB, extra ...string) *deployment.Deployment {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(fixtures, "deployments", "shop.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []deployment.OpsFile
+	for i, name := range append([]string{"@dns-aliases.yml"}, extra...) {
+		op := []byte(name)
+		if file, ok := strings.CutPrefix(name, "@"); ok {
+			if op, err = os.ReadFile(filepath.Join(fixtures, "deployments", "ops", file)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ops = append(ops, deployment.OpsFile{Name: "ops-" + string(rune('a'+i)), Data: op})
+	}
+	vars := variables.NewMapSource(yamlvalue.NewMap())
+	m, err := deployment.Load(data, ops, vars, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs := map[string]string{}
+	for _, r := range []string{"bus", "store", "shop", "dns"} {
+		dirs[r] = filepath.Join(fixtures, "releases", r)
+	}
+	d, err := deployment.Resolve(deployment.Input{Manifest: m, Specs: deployment.SourceTreeSpecs(dirs), Variables: vars, Network: network})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestGoldenZone(t *testing.T) {
+	d := shop(t)
+	recs, err := dns.Records(d, network, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := dns.ZoneFile(names.DNSZone(d.Name, network.Namespace), recs)
+	golden := filepath.Join("testdata", "shop.zone")
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v: run go test ./gather/dns -update", err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("zone differs from %s (run go test ./gather/dns -update and review the diff):\n%s", golden, got)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	for name, c := range map[string]struct {
+		op, want string
+	}{
+		"unknown group": {
+			op:   `[{type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/-, value: {domain: cache.service.shop.internal, targets: [{query: "*", instance_group: cache, deployment: shop, network: default}]}}]`,
+			want: "Failed to resolve DNS aliases of deployment 'shop':\n  - Alias 'cache.service.shop.internal': instance group 'cache' does not exist in deployment 'shop'",
+		},
+		"missing key": {
+			op: `[{type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/-, value: {domain: x.internal, targets: [{query: "*", instance_group: bus, deployment: shop}]}}]`,
+			// The job is an addon, so every group reports it, as the
+			// director reports each group's failing template.
+			want: "Failed to resolve DNS aliases of deployment 'shop':\n" +
+				"  - Job 'bosh-dns-aliases' in instance group 'bus': alias 'x.internal': key not found: \"network\"\n" +
+				"  - Job 'bosh-dns-aliases' in instance group 'db': alias 'x.internal': key not found: \"network\"\n" +
+				"  - Job 'bosh-dns-aliases' in instance group 'smoke-tests': alias 'x.internal': key not found: \"network\"\n" +
+				"  - Job 'bosh-dns-aliases' in instance group 'web': alias 'x.internal': key not found: \"network\"",
+		},
+		"two groups": {
+			op:   `[{type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/0/targets/-, value: {query: "*", instance_group: web, deployment: shop, network: default}}]`,
+			want: "Failed to resolve DNS aliases of deployment 'shop':\n  - Name 'bus.service.shop.internal' resolves to both shop-bus.shop-ns.svc.cluster.local and shop-web.shop-ns.svc.cluster.local: bosh-injector serves each name as one Service, so give each alias one target group",
+		},
+		"placeholder": {
+			op:   `[{type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/-, value: {domain: y.internal, targets: [{query: _, instance_group: bus, deployment: shop, network: default}]}}]`,
+			want: "Failed to resolve DNS aliases of deployment 'shop':\n  - Alias 'y.internal': query '_' answers '<instance-id>.<domain>': the domain must start with '_.'",
+		},
+		"bad name": {
+			op:   `[{type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/-, value: {domain: "a b.internal", targets: [{query: "*", instance_group: bus, deployment: shop, network: default}]}}]`,
+			want: "Failed to resolve DNS aliases of deployment 'shop':\n  - Alias 'a b.internal': 'a b.internal' is not a DNS name: label 'a b' holds ' '",
+		},
+		"other deployment": {
+			op:   `[{type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/-, value: {domain: _.z.internal, targets: [{query: _, instance_group: nats, deployment: cf, network: default}]}}]`,
+			want: "Failed to resolve DNS aliases of deployment 'shop':\n  - Alias '_.z.internal': instance group 'nats' of deployment 'cf' is not known in namespace shop-ns: gather that deployment first",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := dns.Records(shop(t, c.op), network, nil)
+			if err == nil || err.Error() != c.want {
+				t.Errorf("got error\n%v\nwant\n%s", err, c.want)
+			}
+		})
+	}
+}
+
+// A target in another deployment of the namespace resolves to that
+// deployment's Services.
+func TestOtherDeployment(t *testing.T) {
+	op := `[{type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/-, value: {domain: _.nats.service.cf.internal, targets: [{query: _, instance_group: nats, deployment: CF, network: default}]}}]`
+	remote := func(dep, group string) (string, int, bool) {
+		return "cf", 2, dep == "CF" && group == "nats"
+	}
+	recs, err := dns.Records(shop(t, op), network, remote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		if strings.HasSuffix(r.Name, ".nats.service.cf.internal") {
+			got = append(got, r.Name+" "+r.Target)
+		}
+	}
+	want := []string{
+		instance.ID("cf", "nats", 0) + ".nats.service.cf.internal cf-nats-0.shop-ns.svc.cluster.local.",
+		instance.ID("cf", "nats", 1) + ".nats.service.cf.internal cf-nats-1.shop-ns.svc.cluster.local.",
+	}
+	if strings.Join(got, "\n") != strings.Join(sorted(want), "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(sorted(want), "\n"))
+	}
+}
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,76 @@
+package gathering
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bosh-injector/bosh-injector/gather/links"
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/versions"
+)
+
+// sharedLinks answers consumers naming another deployment of the namespace:
+// a deployment exists when its manifest Secret does, and shares the latest
+// version of each link Secret its gathering published.
+func sharedLinks(ctx context.Context, c client.Reader, namespace string) (func(string) ([]links.SharedLink, bool), error) {
+	var list corev1.SecretList
+	if err := c.List(ctx, &list, client.InNamespace(namespace), client.HasLabels{names.LabelDeployment}); err != nil {
+		return nil, fmt.Errorf("listing the namespace's deployments: %w", err)
+	}
+	exists := map[string]bool{}
+	latest := map[[2]string]*corev1.Secret{}
+	for i := range list.Items {
+		s := &list.Items[i]
+		dep := names.LabelValue(s.Labels[names.LabelDeployment])
+		if s.Data[names.ManifestKey] != nil {
+			exists[dep] = true
+		}
+		if s.Labels[names.LabelSecretKind] != names.KindLink {
+			continue
+		}
+		key := [2]string{dep, s.Labels[names.LabelInstanceGroup]}
+		if have := latest[key]; have == nil || versions.Number(s) > versions.Number(have) {
+			latest[key] = s
+		}
+	}
+	shared := map[string][]links.SharedLink{}
+	for key, s := range latest {
+		var l links.SharedLink
+		if err := json.Unmarshal(s.Data[names.LinkKey], &l); err != nil {
+			return nil, fmt.Errorf("reading shared link %s: %w", s.Name, err)
+		}
+		shared[key[0]] = append(shared[key[0]], l)
+	}
+	return func(deployment string) ([]links.SharedLink, bool) {
+		dep := names.LabelValue(deployment)
+		return shared[dep], exists[dep]
+	}, nil
+}
+
+// publish writes every link the deployment shares as a versioned Secret
+// "<deployment>.link.<name>-v<N>" (the link's name in the instance-group
+// label), which the consuming deployments' gatherings read.
+func publish(ctx context.Context, c client.Client, namespace, deployment string, shared []links.SharedLink, owner *metav1.OwnerReference) ([]versions.Result, error) {
+	var out []versions.Result
+	for _, l := range shared {
+		data, err := json.Marshal(l)
+		if err != nil {
+			return out, fmt.Errorf("shared link '%s': %w", l.Name, err)
+		}
+		key := versions.Key{Namespace: namespace, Deployment: deployment, Kind: names.KindLink, InstanceGroup: l.Name}
+		res, err := versions.Write(ctx, c, versions.Desired{Key: key, Data: map[string][]byte{names.LinkKey: data}, Owner: owner})
+		if err != nil {
+			return out, err
+		}
+		out = append(out, res)
+		if _, err := versions.Prune(ctx, c, key); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,40 @@
+package runner_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/bosh-injector/bosh-injector/gather/deployment"
+	"github.com/bosh-injector/bosh-injector/gather/runner"
+)
+
+// The deployments a manifest consumes shared links from are inputs of its
+// gathering, whether named by an instance group's job or an addon's.
+func TestInspectConsumes(t *testing.T) {
+	manifest := []byte(`name: web
+releases: [{name: app, version: "1", url: localhost/x}]
+stemcells: [{alias: default, os: ubuntu-noble, version: "1"}]
+instance_groups:
+- name: app
+  jobs:
+  - name: web
+    release: app
+    consumes:
+      db: {from: db, deployment: data}
+      self: {from: x, deployment: web}
+      cache: nil
+addons:
+- name: metrics
+  jobs: [{name: agent, release: app, consumes: {sink: {from: sink, deployment: ((metrics_deployment))}}}]
+`)
+	ops := []deployment.OpsFile{{Name: "ops-01-more.yml", Data: []byte("- type: replace\n  path: /instance_groups/name=app/jobs/name=web/consumes/queue?\n  value: {from: q, deployment: bus}\n")}}
+	in, err := runner.Inspect(manifest, ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A deployment given by a variable is known only once gather
+	// interpolates it: the runner cannot watch it.
+	if want := []string{"bus", "data"}; !slices.Equal(in.Consumes, want) {
+		t.Errorf("consumes %v, want %v", in.Consumes, want)
+	}
+}
