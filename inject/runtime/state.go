@@ -86,8 +86,14 @@ func (s State) WaitAll(ctx context.Context, names []string) []string {
 }
 
 // State file names.
-func pidFile(container string) string      { return container + ".pid" }
-func stoppedFile(container string) string  { return container + ".stopped" }
-func okFile(script, job string) string     { return strings.ReplaceAll(script, "/", "-") + "-" + job + ".ok" }
-func failedFile(script, job string) string { return strings.ReplaceAll(script, "/", "-") + "-" + job + ".failed" }
-func claimFile(script, job string) string  { return strings.ReplaceAll(script, "/", "-") + "-" + job + ".started" }
+func pidFile(container string) string     { return container + ".pid" }
+func stoppedFile(container string) string { return container + ".stopped" }
+func okFile(script, job string) string {
+	return strings.ReplaceAll(script, "/", "-") + "-" + job + ".ok"
+}
+func failedFile(script, job string) string {
+	return strings.ReplaceAll(script, "/", "-") + "-" + job + ".failed"
+}
+func claimFile(script, job string) string {
+	return strings.ReplaceAll(script, "/", "-") + "-" + job + ".started"
+}
