@@ -348,6 +348,10 @@ type ContainerResult struct {
 	Running bool
 	// Error is podman's own error for the container (failed to start, say).
 	Error string
+	// Ready is the result of a running container's readiness probe, and
+	// ProbeOutput what the probe printed.
+	Ready       bool
+	ProbeOutput string
 	// StartedAt and FinishedAt are zero until the container started or
 	// ended.
 	StartedAt, FinishedAt time.Time
@@ -396,6 +400,9 @@ func (r *Run) results() ([]ContainerResult, bool) {
 				res.ExitCode, _ = strconv.Atoi(fields[1])
 			}
 			res.Logs, _ = podman("logs", name)
+			if res.Running {
+				res.Ready, res.ProbeOutput = r.probe(context.Background(), c)
+			}
 		}
 		msg, _ := os.ReadFile(r.termLogs[c.Name])
 		res.TerminationMessage = string(msg)
