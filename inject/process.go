@@ -25,6 +25,8 @@ type process struct {
 	job       bpm.Job
 	p         bpm.Process
 	container string
+	// monit: the process comes from the monit file of a job without bpm.yml.
+	monit bool
 }
 
 // processContainers makes one container per BPM process of the instance,
@@ -40,6 +42,13 @@ func processContainers(pod *corev1.Pod, plan Plan, images map[string]string) ([]
 			name := names.DNS1123LabelMax(j.Name+"-"+p.Name, 63)
 			procs = append(procs, process{job: j, p: p, container: name})
 			containerNames = append(containerNames, name)
+		}
+		if _, ok := configs[j.Name]; !ok {
+			for _, m := range j.MonitProcesses {
+				name := names.DNS1123LabelMax(j.Name+"-"+m, 63)
+				procs = append(procs, process{job: j, p: bpm.Process{Name: m}, container: name, monit: true})
+				containerNames = append(containerNames, name)
+			}
 		}
 	}
 	// Each job's scripts run in its first process's container, else in the
@@ -76,9 +85,13 @@ func processContainers(pod *corev1.Pod, plan Plan, images map[string]string) ([]
 
 	var containers []corev1.Container
 	var volumes []corev1.Volume
+	var err error
 	for _, pr := range procs {
-		c, vols, err := processContainer(pod, info.InstanceGroup, pr, images[pr.job.Release])
-		if err != nil {
+		var c corev1.Container
+		var vols []corev1.Volume
+		if pr.monit {
+			c = monitContainer(pr, images[pr.job.Release])
+		} else if c, vols, err = processContainer(pod, info.InstanceGroup, pr, images[pr.job.Release]); err != nil {
 			return nil, nil, err
 		}
 		for _, g := range guests[pr.container] {
@@ -87,7 +100,7 @@ func processContainers(pod *corev1.Pod, plan Plan, images map[string]string) ([]
 				corev1.VolumeMount{Name: VolumeSys, MountPath: "/var/vcap/sys/log/" + g.Name, SubPath: "log/" + g.Name})
 		}
 		c.Env = []corev1.EnvVar{{Name: contract.EnvPlan, Value: contract.Plan{
-			Job: pr.job.Name, Process: pr.p.Name, Container: pr.container, Containers: containerNames,
+			Job: pr.job.Name, Process: pr.p.Name, Monit: pr.monit, Container: pr.container, Containers: containerNames,
 			Jobs: jobs, PersistentDiskMB: info.PersistentDiskMB, DrainSeconds: drain,
 		}.Encode()}}
 		containers = append(containers, c)
@@ -100,12 +113,13 @@ func processContainers(pod *corev1.Pod, plan Plan, images map[string]string) ([]
 	return containers, volumes, nil
 }
 
-// processContainer maps a BPM process onto a container started by the
-// launcher, which reads the rest of bpm.yml at run time.
-func processContainer(pod *corev1.Pod, group string, pr process, image string) (corev1.Container, []corev1.Volume, error) {
-	j, p := pr.job, pr.p
-	launcher := func(args ...string) []string { return append([]string{contract.Binary}, args...) }
-	c := corev1.Container{
+func launcher(args ...string) []string { return append([]string{contract.Binary}, args...) }
+
+// launcherContainer is a container started by the launcher, with the
+// mounts, probes and preStop hook every process container has.
+func launcherContainer(pr process, image string) corev1.Container {
+	j := pr.job
+	return corev1.Container{
 		Name:                     pr.container,
 		Image:                    image,
 		Command:                  launcher("exec"),
@@ -123,6 +137,24 @@ func processContainer(pod *corev1.Pod, group string, pr process, image string) (
 			PeriodSeconds: 10, TimeoutSeconds: 5, FailureThreshold: 3},
 		Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: launcher("pre-stop")}}},
 	}
+}
+
+// monitContainer runs a process of a job without bpm.yml from its monit
+// file. Monit runs start programs as root with the job's whole data
+// directory; so does the container (with the runtime's default
+// capabilities: the programs drop privileges themselves).
+func monitContainer(pr process, image string) corev1.Container {
+	c := launcherContainer(pr, image)
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: VolumeData, MountPath: "/var/vcap/data/" + pr.job.Name, SubPath: pr.job.Name})
+	c.SecurityContext = &corev1.SecurityContext{RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0)}
+	return c
+}
+
+// processContainer maps a BPM process onto a container started by the
+// launcher, which reads the rest of bpm.yml at run time.
+func processContainer(pod *corev1.Pod, group string, pr process, image string) (corev1.Container, []corev1.Volume, error) {
+	j, p := pr.job, pr.p
+	c := launcherContainer(pr, image)
 	// BPM mounts the job's tmp always and its whole data directory only with
 	// ephemeral_disk.
 	if p.EphemeralDisk {

@@ -47,7 +47,8 @@ environment, working directory, limits and capabilities as vcap, its output in
 /var/vcap/sys/log/<job>/<process>.stdout.log and .stderr.log and on the
 container's output; on SIGTERM it sends the BPM shutdown signal, waits as BPM does,
 then kills. The container hosting a job's scripts runs its post-start and post-stop.
-The plan comes from ` + contract.EnvPlan + `.`,
+A process of a job without bpm.yml runs through its monit file's start and stop
+programs instead. The plan comes from ` + contract.EnvPlan + `.`,
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				in, err := o.instance(cmd, g)
@@ -56,7 +57,11 @@ The plan comes from ` + contract.EnvPlan + `.`,
 				}
 				l := runtime.Launcher{Plan: in.Plan, VCAP: o.vcap, State: in.State, Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr(), Log: in.Log,
 					StopTimeout: contract.BPMStopTimeout * time.Second, QuitGrace: contract.BPMQuitGrace * time.Second, PostStopWait: 10 * time.Second}
-				code, err := l.Run(cmd.Context())
+				run := l.Run
+				if in.Plan.Monit {
+					run = l.RunMonit
+				}
+				code, err := run(cmd.Context())
 				if err != nil {
 					return fail(cmd, terminationLog, err)
 				}

@@ -52,6 +52,9 @@ type Plan struct {
 	// Job and Process name the BPM process this container runs.
 	Job     string `json:"job"`
 	Process string `json:"process"`
+	// Monit says the process comes from the job's monit file (a job
+	// without bpm.yml), not from bpm.yml.
+	Monit bool `json:"monit,omitempty"`
 	// Container is this container's name; Containers every process
 	// container of the instance (post-start waits for all of them).
 	Container  string   `json:"container"`
