@@ -338,3 +338,52 @@ post-stop
 		}
 	}
 }
+
+// A job without bpm.yml: its monit file's start program daemonizes the
+// process and writes the pidfile; the stop program stops it.
+func TestLauncherRunsMonitProcesses(t *testing.T) {
+	needRoot(t)
+	vcap, exe := instanceDir(t, "legacy", "", map[string]string{
+		"ctl": `case $1 in
+start) RUNTIME_TEST_CHILD=1 EXE >> OUT 2>&1 & echo $! > PIDFILE ;;
+stop) echo stop program >> OUT; kill $(cat PIDFILE) ;;
+esac
+`,
+	})
+	pidfile := filepath.Join(vcap, "sys", "run", "legacy", "legacy.pid")
+	out := filepath.Join(vcap, "sys", "log", "legacy", "legacy.log")
+	ctl := filepath.Join(vcap, "jobs", "legacy", "bin", "ctl")
+	data, _ := os.ReadFile(ctl)
+	write(t, ctl, strings.NewReplacer("EXE", exe, "OUT", out, "PIDFILE", pidfile).Replace(string(data)), 0o755)
+	write(t, filepath.Join(vcap, "jobs", "legacy", "monit"), fmt.Sprintf(`check process legacy
+  with pidfile %s
+  start program "%s start" with timeout 60 seconds
+  stop program "%s stop"
+  group vcap
+`, pidfile, ctl, ctl), 0o644)
+	var buf syncBuffer
+	plan := contract.Plan{Job: "legacy", Process: "legacy", Monit: true, Container: "legacy-legacy", Containers: []string{"legacy-legacy"}}
+	l := launcher(vcap, plan, &buf)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		code, err := l.RunMonit(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- code
+	}()
+	in := runtime.Instance{Plan: plan, State: l.State}
+	waitFor(t, "the monit process", func() bool {
+		got, _ := os.ReadFile(out)
+		return in.Alive() == nil && strings.Contains(string(got), "to stderr")
+	})
+	stop()
+	if code := <-done; code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+	got, _ := os.ReadFile(out)
+	if !strings.Contains(string(got), "stop program") || !strings.Contains(string(got), "got terminated") {
+		t.Errorf("the process did not run and stop through the monit programs:\n%s", got)
+	}
+}
