@@ -116,7 +116,9 @@ func TestRuntimeUnderPodman(t *testing.T) {
 
 	t.Run("a failing post-start keeps the pod not ready, naming the job and showing its output", func(t *testing.T) {
 		r, _ := run(t, "failing", true)
-		res := waitProbe(t, r, func(res podman.ContainerResult) bool { return res.Running && res.ProbeOutput != "" && !strings.Contains(res.ProbeOutput, "not finished") })
+		res := waitProbe(t, r, func(res podman.ContainerResult) bool {
+			return res.Running && res.ProbeOutput != "" && !strings.Contains(res.ProbeOutput, "not finished")
+		})
 		if res.Ready || !strings.Contains(res.ProbeOutput, "post-start of job 'lifecycled' failed: exit status 1: post-start: cannot reach the database") {
 			t.Errorf("readiness: ready=%v output %q", res.Ready, res.ProbeOutput)
 		}

@@ -226,6 +226,10 @@ func adaptContainer(c *corev1.Container, p *corev1.Pod, env Env, dropped map[str
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volName, MountPath: path})
 	// Images come from local storage: nothing can be pulled here.
 	c.ImagePullPolicy = corev1.PullNever
+	// kube play turns a liveness probe into a podman healthcheck run by
+	// systemd timers, which are not here; the stand-in runs readiness probes
+	// itself (lifecycle.go) and liveness probes not at all.
+	c.LivenessProbe, c.StartupProbe = nil, nil
 	return nil
 }
 
