@@ -35,6 +35,9 @@ type Options struct {
 	Namespace     string
 	OperatorImage string
 	ClusterDomain string
+	// DrainSeconds bounds an instance's pre-stop and drain scripts; see
+	// inject.Settings.
+	DrainSeconds int
 	// Host, Port and CertDir (tls.crt, tls.key, reloaded when they change)
 	// of the webhook server.
 	Host    string
@@ -104,7 +107,7 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, err
 		hookServer := mgr.GetWebhookServer()
 		hookServer.Register(Path, &crwebhook.Admission{Handler: &Handler{
 			Cache:             mgr.GetCache(),
-			Settings:          inject.Settings{OperatorImage: o.OperatorImage},
+			Settings:          inject.Settings{OperatorImage: o.OperatorImage, DrainSeconds: o.DrainSeconds},
 			OperatorNamespace: o.Namespace,
 			Log:               log.WithName("webhook"),
 		}})
