@@ -296,7 +296,10 @@ func complete(injected, user corev1.Container) corev1.Container {
 	if out.Image == "" {
 		out.Image = injected.Image
 	}
-	if len(out.Command) == 0 && len(out.Args) == 0 {
+	// The probes and the preStop hook ask the launcher: a container the
+	// user gave a command of their own gets none of them.
+	launched := len(out.Command) == 0 && len(out.Args) == 0
+	if launched {
 		out.Command, out.Args = injected.Command, injected.Args
 	}
 	if out.WorkingDir == "" {
@@ -318,13 +321,13 @@ func complete(injected, user corev1.Container) corev1.Container {
 	if out.SecurityContext == nil {
 		out.SecurityContext = injected.SecurityContext
 	}
-	if out.ReadinessProbe == nil {
+	if out.ReadinessProbe == nil && launched {
 		out.ReadinessProbe = injected.ReadinessProbe
 	}
-	if out.LivenessProbe == nil {
+	if out.LivenessProbe == nil && launched {
 		out.LivenessProbe = injected.LivenessProbe
 	}
-	if out.Lifecycle == nil {
+	if out.Lifecycle == nil && launched {
 		out.Lifecycle = injected.Lifecycle
 	}
 	if out.TerminationMessagePolicy == "" {
