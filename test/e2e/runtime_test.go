@@ -96,8 +96,8 @@ func TestRuntimeUnderPodman(t *testing.T) {
 		}
 		return r, root
 	}
-	// waitReady polls the container's readiness probe until it says ready
-	// or cond holds for its output.
+	// waitProbe polls the container's readiness probe until cond holds for
+	// its result.
 	waitProbe := func(t *testing.T, r *podman.Run, cond func(podman.ContainerResult) bool) podman.ContainerResult {
 		var last podman.ContainerResult
 		err := wait.PollUntilContextTimeout(ctx, time.Second, 90*time.Second, true, func(context.Context) (bool, error) {
@@ -117,7 +117,7 @@ func TestRuntimeUnderPodman(t *testing.T) {
 	t.Run("a failing post-start keeps the pod not ready, naming the job and showing its output", func(t *testing.T) {
 		r, _ := run(t, "failing", true)
 		res := waitProbe(t, r, func(res podman.ContainerResult) bool {
-			return res.Running && res.ProbeOutput != "" && !strings.Contains(res.ProbeOutput, "not finished")
+			return res.Running && strings.Contains(res.ProbeOutput, "post-start of job") && !strings.Contains(res.ProbeOutput, "not finished")
 		})
 		if res.Ready || !strings.Contains(res.ProbeOutput, "post-start of job 'lifecycled' failed: exit status 1: post-start: cannot reach the database") {
 			t.Errorf("readiness: ready=%v output %q", res.Ready, res.ProbeOutput)
