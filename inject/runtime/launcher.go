@@ -89,6 +89,11 @@ func (l *Launcher) Run(ctx context.Context) (int, error) {
 		return 1, fmt.Errorf("job '%s', process '%s': %w", plan.Job, plan.Process, err)
 	}
 	env := Environ(p)
+	// Alive while the hook runs: a slow pre_start must not look dead.
+	if err := l.State.Mark(startingFile(plan.Container), ""); err != nil {
+		return 1, err
+	}
+	defer func() { _ = l.State.Remove(startingFile(plan.Container)) }()
 
 	// BPM runs the pre_start hook as root, with the process's environment
 	// and output, before every start.
@@ -117,6 +122,7 @@ func (l *Launcher) Run(ctx context.Context) (int, error) {
 	if err := l.State.Mark(pidFile(plan.Container), fmt.Sprint(cmd.Process.Pid)); err != nil {
 		return 1, err
 	}
+	_ = l.State.Remove(startingFile(plan.Container))
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 

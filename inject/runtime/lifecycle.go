@@ -76,8 +76,17 @@ func (in Instance) PreStop(ctx context.Context) error {
 	return nil
 }
 
-// Alive says whether the container's process runs.
+// Alive says whether the container's process runs, or is being started
+// (BPM's pre_start hook, a monit start program).
 func (in Instance) Alive() error {
+	if _, starting := in.State.Read(startingFile(in.Plan.Container)); starting {
+		return nil
+	}
+	return in.running()
+}
+
+// running says whether the container's process runs.
+func (in Instance) running() error {
 	raw, ok := in.State.Read(pidFile(in.Plan.Container))
 	if !ok {
 		return fmt.Errorf("process '%s' of job '%s' is not running", in.Plan.Process, in.Plan.Job)
@@ -96,7 +105,7 @@ func (in Instance) Alive() error {
 // process runs, every job's post-start succeeded, and the bin/dns/healthy
 // of the jobs it hosts succeeds.
 func (in Instance) Ready(ctx context.Context) error {
-	if err := in.Alive(); err != nil {
+	if err := in.running(); err != nil {
 		return err
 	}
 	for _, j := range in.Plan.Jobs {

@@ -35,6 +35,11 @@ func (l *Launcher) RunMonit(ctx context.Context) (int, error) {
 			return 1, err
 		}
 	}
+	// Alive while the start program runs and the pidfile is awaited.
+	if err := l.State.Mark(startingFile(plan.Container), ""); err != nil {
+		return 1, err
+	}
+	defer func() { _ = l.State.Remove(startingFile(plan.Container)) }()
 	if err := l.program(ctx, "start", p.Start); err != nil {
 		return 1, err
 	}
@@ -46,6 +51,7 @@ func (l *Launcher) RunMonit(ctx context.Context) (int, error) {
 	if err := l.State.Mark(pidFile(plan.Container), strconv.Itoa(pid)); err != nil {
 		return 1, err
 	}
+	_ = l.State.Remove(startingFile(plan.Container))
 	scripts := Scripts{VCAP: l.VCAP, Out: l.Out, Err: l.Err}
 	postStartCtx, cancelPostStart := context.WithCancel(ctx)
 	defer cancelPostStart()

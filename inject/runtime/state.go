@@ -86,8 +86,9 @@ func (s State) WaitAll(ctx context.Context, names []string) []string {
 }
 
 // State file names.
-func pidFile(container string) string     { return container + ".pid" }
-func stoppedFile(container string) string { return container + ".stopped" }
+func startingFile(container string) string { return container + ".starting" }
+func pidFile(container string) string      { return container + ".pid" }
+func stoppedFile(container string) string  { return container + ".stopped" }
 func okFile(script, job string) string {
 	return strings.ReplaceAll(script, "/", "-") + "-" + job + ".ok"
 }
