@@ -126,7 +126,12 @@ func TestRuntimeUnderPodman(t *testing.T) {
 
 	t.Run("BPM's limits, user and capabilities, logs, and the lifecycle in BOSH's order", func(t *testing.T) {
 		r, root := run(t, "serving", false)
-		res := waitProbe(t, r, func(res podman.ContainerResult) bool { return res.Ready })
+		waitProbe(t, r, func(res podman.ContainerResult) bool { return res.Ready })
+		// Readiness follows post-start, not the process's first lines.
+		logs, err := r.WaitForLog(ctx, "lifecycled-lifecycled", "==> listen", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
 		stdoutLog, err := os.ReadFile(filepath.Join(root, "sys", "log", "lifecycled", "lifecycled.stdout.log"))
 		if err != nil {
 			t.Fatal(err)
@@ -137,8 +142,8 @@ func TestRuntimeUnderPodman(t *testing.T) {
 			"==> listening on :80 <==",
 			"==> /var/vcap/jobs/lifecycled/config/bpm.yml <==",
 		} {
-			if !strings.Contains(res.Logs, want) {
-				t.Errorf("podman logs lack %q:\n%s", want, res.Logs)
+			if !strings.Contains(logs, want) {
+				t.Errorf("podman logs lack %q:\n%s", want, logs)
 			}
 			if !strings.Contains(string(stdoutLog), want) {
 				t.Errorf("/var/vcap/sys/log/lifecycled/lifecycled.stdout.log lacks %q:\n%s", want, stdoutLog)
