@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
 	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
+	"github.com/bosh-injector/bosh-injector/inject/runtime/monit"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/test/podman"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
@@ -27,7 +29,8 @@ import (
 // lifecycle fixture job with real containers: the launcher from a freshly
 // built bosh-injector, BPM's limits, user and capabilities, the BPM log
 // files, post-start gating readiness, and a deletion through the preStop
-// hook (pre-stop, dynamic drain), the shutdown signal and post-stop. The
+// hook (pre-stop, dynamic drain), the shutdown signal and post-stop; and the
+// fixture job without bpm.yml, run through its monit file's programs. The
 // copy and render init containers are what the walkthrough test covers;
 // here the job's files (plain, the fixture's templates use no ERB) are laid
 // out on the host and mounted where render would write them.
@@ -59,7 +62,16 @@ func TestRuntimeUnderPodman(t *testing.T) {
 	run := func(t *testing.T, name string, failPostStart bool) (*podman.Run, string) {
 		root := filepath.Join(work, name)
 		jobs := filepath.Join(root, "jobs")
-		cfg := layoutJob(t, jobs, "lifecycled")
+		layoutJob(t, jobs, "lifecycled")
+		legacyMonit := layoutJob(t, jobs, "legacyd")
+		bpmYAML, err := os.ReadFile(filepath.Join(jobs, "lifecycled", "config", "bpm.yml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := bpm.Parse(bpmYAML, "lifecycled")
+		if err != nil {
+			t.Fatal(err)
+		}
 		if failPostStart {
 			if err := os.WriteFile(filepath.Join(jobs, "lifecycled", "fail-post-start"), nil, 0o644); err != nil {
 				t.Fatal(err)
@@ -67,8 +79,9 @@ func TestRuntimeUnderPodman(t *testing.T) {
 		}
 		info := &bpm.Info{Deployment: "lifecycle", InstanceGroup: "lifecycled", Instances: 1, Lifecycle: "service", ResolvedSecret: "unused",
 			Releases: []bpm.Release{{Name: "lifecycle", Image: walkthrough.BaseImage}},
-			Jobs:     []bpm.Job{{Name: "lifecycled", Release: "lifecycle", Scripts: []string{"post-start", "pre-stop", "drain", "post-stop"}}},
-			BPM:      []bpm.InstanceBPM{{Indexes: []int{0}, Jobs: map[string]bpm.Config{"lifecycled": cfg}}}}
+			Jobs: []bpm.Job{{Name: "lifecycled", Release: "lifecycle", Scripts: []string{"post-start", "pre-stop", "drain", "post-stop"}},
+				{Name: "legacyd", Release: "lifecycle", MonitProcesses: monit.Processes(legacyMonit)}},
+			BPM: []bpm.InstanceBPM{{Indexes: []int{0}, Jobs: map[string]bpm.Config{"lifecycled": cfg}}}}
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "lifecycled-0", Namespace: "e2e"}}
 		if err := inject.Mutate(pod, inject.Plan{Info: info, Instance: inject.Instance{Bootstrap: true}}); err != nil {
 			t.Fatal(err)
@@ -80,7 +93,9 @@ func TestRuntimeUnderPodman(t *testing.T) {
 		hostVolume(t, pod, contract.BinVolume, bin)
 		hostVolume(t, pod, inject.VolumeResolved, "")
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "packages", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: pkg}}})
-		pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "packages", MountPath: "/var/vcap/packages/lifecycled", ReadOnly: true})
+		for i := range pod.Spec.Containers {
+			pod.Spec.Containers[i].VolumeMounts = append(pod.Spec.Containers[i].VolumeMounts, corev1.VolumeMount{Name: "packages", MountPath: "/var/vcap/packages/lifecycled", ReadOnly: true})
+		}
 
 		r, err := podman.Adapt(pod, podman.Env{PodIP: "127.0.0.1", Dir: root, Prefix: fmt.Sprintf("rt%d-", time.Now().UnixNano()%1e6)})
 		if err != nil {
@@ -124,7 +139,7 @@ func TestRuntimeUnderPodman(t *testing.T) {
 		}
 	})
 
-	t.Run("BPM's limits, user and capabilities, logs, and the lifecycle in BOSH's order", func(t *testing.T) {
+	t.Run("BPM's limits, user and capabilities, logs, the lifecycle in BOSH's order, a monit-only job", func(t *testing.T) {
 		r, root := run(t, "serving", false)
 		waitProbe(t, r, func(res podman.ContainerResult) bool { return res.Ready })
 		// Readiness follows post-start, not the process's first lines.
@@ -169,12 +184,20 @@ post-stop
 		if string(lifecycle) != want {
 			t.Errorf("lifecycle.log:\n%s\nwant:\n%s\nhooks: %v\ncontainers: %+v", lifecycle, want, hooks, r.Results())
 		}
+		// The job without bpm.yml ran and stopped through its monit file.
+		legacy, err := os.ReadFile(filepath.Join(root, "sys", "log", "legacyd", "legacyd.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !regexp.MustCompile(`(?s)^start program\n.*==> /var/vcap/jobs/legacyd/monit <==.*stop program\n.*==> stopping on terminated <==`).Match(legacy) {
+			t.Errorf("legacyd.log:\n%s", legacy)
+		}
 	})
 }
 
-// layoutJob writes a fixture job's templates (which use no ERB) where render
-// would write them, and returns its bpm.yml as BPM reads it.
-func layoutJob(t *testing.T, jobs, job string) bpm.Config {
+// layoutJob writes a fixture job's templates (which use no ERB) and monit
+// file where render would write them, and returns the monit file.
+func layoutJob(t *testing.T, jobs, job string) string {
 	t.Helper()
 	src := filepath.Join(fixtures.ReleaseDir("lifecycle"), "jobs", job)
 	data, err := os.ReadFile(filepath.Join(src, "spec"))
@@ -204,15 +227,14 @@ func layoutJob(t *testing.T, jobs, job string) bpm.Config {
 			t.Fatal(err)
 		}
 	}
-	bpmYAML, err := os.ReadFile(filepath.Join(jobs, job, "config", "bpm.yml"))
+	monitFile, err := os.ReadFile(filepath.Join(src, "monit"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := bpm.Parse(bpmYAML, job)
-	if err != nil {
+	if err := os.WriteFile(filepath.Join(jobs, job, "monit"), monitFile, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return cfg
+	return string(monitFile)
 }
 
 // hostVolume replaces a pod volume by host directories under dir, one per
