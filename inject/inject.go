@@ -13,15 +13,14 @@ import (
 	"path"
 	"slices"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/rendering"
+	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
 
 // Volume names and mount points of the pod layout.
@@ -46,7 +45,24 @@ type Settings struct {
 	// OperatorImage runs the render init container.
 	OperatorImage string
 	DNS           DNS
+	// DrainSeconds bounds an instance's pre-stop and drain scripts
+	// together; DefaultDrainSeconds when 0.
+	DrainSeconds int
 }
+
+// DefaultDrainSeconds is the drain budget of an instance whose jobs have
+// pre-stop or drain scripts, when the operator sets none.
+const DefaultDrainSeconds = 120
+
+// postStopSeconds is the grace left for post-stop scripts.
+const postStopSeconds = 10
+
+// launcherCaps are what the launcher needs besides a process's BPM
+// capabilities: to prepare the BPM directories and log files as root for
+// vcap (CHOWN, DAC_OVERRIDE, FOWNER), to become vcap (SETUID, SETGID) and
+// to signal the vcap process (KILL). The process itself gets only its BPM
+// capabilities, ambient.
+var launcherCaps = []string{"CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL", "SETGID", "SETUID"}
 
 // Instance is the pod's BOSH instance.
 type Instance struct {
@@ -74,6 +90,10 @@ type record struct {
 	Completed []corev1.Container `json:"completed,omitempty"`
 	Secrets   []string           `json:"secrets"`
 	DNS       *dnsRecord         `json:"dns,omitempty"`
+	// GracePeriod and HostPID are the pod's own values where the injection
+	// changed them.
+	GracePeriod *int64 `json:"terminationGracePeriodSeconds,omitempty"`
+	HostPID     *bool  `json:"hostPID,omitempty"`
 }
 
 // CopyContainer copies a release's jobs out of its image into the shared
@@ -112,7 +132,7 @@ func Mutate(pod *corev1.Pod, plan Plan) error {
 	rec := record{Secrets: []string{info.ResolvedSecret}}
 
 	volumes := []corev1.Volume{
-		emptyDir(VolumeAllReleases), emptyDir(VolumeJobs), emptyDir(VolumeData), emptyDir(VolumeSys),
+		emptyDir(VolumeAllReleases), emptyDir(VolumeJobs), emptyDir(VolumeData), emptyDir(VolumeSys), emptyDir(contract.BinVolume),
 		{Name: VolumeResolved, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: info.ResolvedSecret}}},
 	}
 	for _, v := range volumes {
@@ -133,24 +153,18 @@ func Mutate(pod *corev1.Pod, plan Plan) error {
 			c.Env = envList(bpm.DefaultEnv(j.Name))
 			inits = append(inits, c)
 		}
-		for _, p := range configs[j.Name].Processes {
-			if p.Hooks != nil && p.Hooks.PreStart != "" {
-				c := processContainer(j, p, images[j.Release])
-				c.Name = "bpm-pre-start-" + j.Name + "-" + p.Name
-				c.Command, c.Args = []string{p.Hooks.PreStart}, nil
-				c.Resources, c.SecurityContext = corev1.ResourceRequirements{}, nil
-				inits = append(inits, c)
-			}
-		}
 	}
 
-	var containers []corev1.Container
+	containers, extraVolumes, err := processContainers(pod, plan, images)
+	if err != nil {
+		return err
+	}
+	volumes = append(volumes, extraVolumes...)
+	for _, v := range extraVolumes {
+		rec.Volumes = append(rec.Volumes, v.Name)
+	}
 	for _, j := range info.Jobs {
-		procs := configs[j.Name].Processes
-		for _, p := range procs {
-			containers = append(containers, processContainer(j, p, images[j.Release]))
-		}
-		if len(procs) == 0 && slices.Contains(j.Scripts, "run") {
+		if len(configs[j.Name].Processes) == 0 && slices.Contains(j.Scripts, "run") {
 			// An errand job without BPM processes runs its bin/run.
 			c := jobContainer(j.Name+"-run", images[j.Release], j)
 			c.Command = []string{"/var/vcap/jobs/" + j.Name + "/bin/run"}
@@ -175,6 +189,15 @@ func Mutate(pod *corev1.Pod, plan Plan) error {
 	}
 	pod.Spec.Volumes = append(pod.Spec.Volumes, volumes...)
 	rec.DNS = setDNS(pod, plan.Settings.DNS, plan.Namespace, info.Deployment)
+	// Unset, the grace is Kubernetes' default.
+	if grace := gracePeriod(plan); ptr.Deref(pod.Spec.TerminationGracePeriodSeconds, corev1.DefaultTerminationGracePeriodSeconds) < grace {
+		rec.GracePeriod = ptr.To(ptr.Deref(pod.Spec.TerminationGracePeriodSeconds, -1))
+		pod.Spec.TerminationGracePeriodSeconds = ptr.To(grace)
+	}
+	if hostPID(configs) && !pod.Spec.HostPID {
+		rec.HostPID = ptr.To(false)
+		pod.Spec.HostPID = true
+	}
 
 	if pod.Labels == nil {
 		pod.Labels = map[string]string{}
@@ -214,6 +237,15 @@ func Strip(pod *corev1.Pod) error {
 	}
 	pod.Spec.Volumes = slices.DeleteFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return slices.Contains(rec.Volumes, v.Name) })
 	restoreDNS(pod, rec.DNS)
+	if rec.GracePeriod != nil {
+		pod.Spec.TerminationGracePeriodSeconds = rec.GracePeriod
+		if *rec.GracePeriod < 0 {
+			pod.Spec.TerminationGracePeriodSeconds = nil
+		}
+	}
+	if rec.HostPID != nil {
+		pod.Spec.HostPID = *rec.HostPID
+	}
 	delete(pod.Annotations, names.AnnotationInjected)
 	delete(pod.Labels, names.LabelInstanceIndex)
 	delete(pod.Labels, names.LabelAZ)
@@ -228,7 +260,7 @@ func renderContainer(plan Plan) corev1.Container {
 	return corev1.Container{
 		Name:  "render",
 		Image: plan.Settings.OperatorImage,
-		Args:  []string{"render"},
+		Args:  []string{"render", "--install-launcher", contract.BinDir},
 		Env: []corev1.EnvVar{
 			{Name: rendering.EnvIndex, Value: strconv.Itoa(inst.Index)},
 			{Name: "BOSH_INJECTOR_AZ", Value: inst.AZ},
@@ -244,6 +276,7 @@ func renderContainer(plan Plan) corev1.Container {
 			{Name: VolumeData, MountPath: "/var/vcap/data"},
 			{Name: VolumeSys, MountPath: "/var/vcap/sys"},
 			{Name: VolumeResolved, MountPath: ResolvedDir, ReadOnly: true},
+			{Name: contract.BinVolume, MountPath: contract.BinDir},
 		},
 		// Rendered files and directories belong to vcap, as the processes
 		// that use them.
@@ -266,68 +299,6 @@ func jobContainer(name, image string, j bpm.Job) corev1.Container {
 	return corev1.Container{Name: name, Image: image, VolumeMounts: mounts, TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError}
 }
 
-// processContainer maps a BPM process onto a container (architecture.md,
-// "BPM mapping").
-func processContainer(j bpm.Job, p bpm.Process, image string) corev1.Container {
-	c := corev1.Container{
-		Name:                     names.DNS1123LabelMax(j.Name+"-"+p.Name, 63),
-		Image:                    image,
-		Command:                  []string{p.Executable},
-		Args:                     p.Args,
-		Env:                      envList(p.Env),
-		WorkingDir:               p.Workdir,
-		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-		VolumeMounts: []corev1.VolumeMount{
-			{Name: VolumeJobs, MountPath: "/var/vcap/jobs/" + j.Name, SubPath: j.Name, ReadOnly: true},
-			{Name: VolumeSys, MountPath: "/var/vcap/sys/log/" + j.Name, SubPath: "log/" + j.Name},
-			{Name: VolumeSys, MountPath: "/var/vcap/sys/run/" + j.Name, SubPath: "run/" + j.Name},
-		},
-	}
-	// BPM mounts the job's tmp always and its whole data directory only with
-	// ephemeral_disk.
-	if p.EphemeralDisk {
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: VolumeData, MountPath: "/var/vcap/data/" + j.Name, SubPath: j.Name})
-	} else {
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: VolumeData, MountPath: "/var/vcap/data/" + j.Name + "/tmp", SubPath: j.Name + "/tmp"})
-	}
-	if p.PersistentDisk {
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: VolumeStore, MountPath: "/var/vcap/store/" + j.Name, SubPath: j.Name})
-	}
-	for _, v := range p.AdditionalVolumes {
-		if m, ok := additionalMount(v); ok {
-			c.VolumeMounts = append(c.VolumeMounts, m)
-		}
-	}
-	if p.Limits != nil && p.Limits.Memory != nil {
-		if bytes, err := bpm.ParseMemory(*p.Limits.Memory); err == nil {
-			c.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(bytes, resource.BinarySI)}
-		}
-	}
-	if p.Unsafe != nil && p.Unsafe.Privileged {
-		c.SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true), RunAsUser: ptr.To[int64](0)}
-	} else {
-		c.SecurityContext = &corev1.SecurityContext{RunAsUser: ptr.To[int64](VcapUID), RunAsGroup: ptr.To[int64](VcapUID)}
-		for _, capName := range p.Capabilities {
-			if c.SecurityContext.Capabilities == nil {
-				c.SecurityContext.Capabilities = &corev1.Capabilities{}
-			}
-			c.SecurityContext.Capabilities.Add = append(c.SecurityContext.Capabilities.Add, corev1.Capability(strings.TrimPrefix(capName, "CAP_")))
-		}
-	}
-	return c
-}
-
-// additionalMount maps a BPM additional volume under /var/vcap/data, store
-// or sys onto a subPath of the matching pod volume.
-func additionalMount(v bpm.Volume) (corev1.VolumeMount, bool) {
-	for dir, vol := range map[string]string{"/var/vcap/data/": VolumeData, "/var/vcap/store/": VolumeStore, "/var/vcap/sys/": VolumeSys} {
-		if sub, ok := strings.CutPrefix(v.Path, dir); ok {
-			return corev1.VolumeMount{Name: vol, MountPath: v.Path, SubPath: sub, ReadOnly: !v.Writable}, true
-		}
-	}
-	return corev1.VolumeMount{}, false
-}
-
 // complete fills a user's container of a process's name with what the
 // injection would add; what the user set wins.
 func complete(injected, user corev1.Container) corev1.Container {
@@ -335,7 +306,10 @@ func complete(injected, user corev1.Container) corev1.Container {
 	if out.Image == "" {
 		out.Image = injected.Image
 	}
-	if len(out.Command) == 0 && len(out.Args) == 0 {
+	// The probes and the preStop hook ask the launcher: a container the
+	// user gave a command of their own gets none of them.
+	launched := len(out.Command) == 0 && len(out.Args) == 0
+	if launched {
 		out.Command, out.Args = injected.Command, injected.Args
 	}
 	if out.WorkingDir == "" {
@@ -356,6 +330,15 @@ func complete(injected, user corev1.Container) corev1.Container {
 	}
 	if out.SecurityContext == nil {
 		out.SecurityContext = injected.SecurityContext
+	}
+	if out.ReadinessProbe == nil && launched {
+		out.ReadinessProbe = injected.ReadinessProbe
+	}
+	if out.LivenessProbe == nil && launched {
+		out.LivenessProbe = injected.LivenessProbe
+	}
+	if out.Lifecycle == nil && launched {
+		out.Lifecycle = injected.Lifecycle
 	}
 	if out.TerminationMessagePolicy == "" {
 		out.TerminationMessagePolicy = injected.TerminationMessagePolicy

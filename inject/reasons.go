@@ -15,13 +15,22 @@ const (
 // Deny reasons: the pod is refused with a message saying what to do; the
 // StatefulSet or Job controller retries by itself.
 const (
-	ReasonNotGathered         Reason = "deployment not gathered yet"
-	ReasonUnknownGroup        Reason = "unknown instance group"
-	ReasonIndexBeyond         Reason = "instance index beyond the manifest's instances"
-	ReasonBadAZIndex          Reason = "invalid az-index label"
-	ReasonNoPersistentDisk    Reason = "persistent disk required but no store volume"
-	ReasonReleaseImageUnknown Reason = "release image unknown"
-	ReasonInvalidPod          Reason = "pod cannot be decoded"
+	ReasonNotGathered           Reason = "deployment not gathered yet"
+	ReasonUnknownGroup          Reason = "unknown instance group"
+	ReasonIndexBeyond           Reason = "instance index beyond the manifest's instances"
+	ReasonBadAZIndex            Reason = "invalid az-index label"
+	ReasonNoPersistentDisk      Reason = "persistent disk required but no store volume"
+	ReasonReleaseImageUnknown   Reason = "release image unknown"
+	ReasonInvalidPod            Reason = "pod cannot be decoded"
+	ReasonScriptsWithoutProcess Reason = "lifecycle scripts without a process to run them in"
+	ReasonUnrestrictedGlob      Reason = "unrestricted volume is a glob"
+)
+
+// Warnings: BPM settings a pod honours only in part; the pod is admitted
+// with the warning.
+const (
+	WarnExecutableMount = "allow_executions is false, but Kubernetes volume mounts cannot be noexec: files there are executable"
+	WarnSharedMount     = "shared (mount propagation to the host) is not applied: the mount stays private to the pod"
 )
 
 // Denial is an error that denies a pod's admission, with a message saying
@@ -41,15 +50,17 @@ func deny(r Reason, format string, args ...any) *Denial {
 // readable text with spaces and quotes does not belong; the text may be
 // reworded, the code stays.
 var codes = map[Reason]string{
-	ReasonNotLabelled:         "NotLabelled",
-	ReasonOperatorNamespace:   "OperatorNamespace",
-	ReasonNotGathered:         "NotGathered",
-	ReasonUnknownGroup:        "UnknownGroup",
-	ReasonIndexBeyond:         "IndexBeyond",
-	ReasonBadAZIndex:          "BadAZIndex",
-	ReasonNoPersistentDisk:    "NoPersistentDisk",
-	ReasonReleaseImageUnknown: "ReleaseImageUnknown",
-	ReasonInvalidPod:          "InvalidPod",
+	ReasonNotLabelled:           "NotLabelled",
+	ReasonOperatorNamespace:     "OperatorNamespace",
+	ReasonNotGathered:           "NotGathered",
+	ReasonUnknownGroup:          "UnknownGroup",
+	ReasonIndexBeyond:           "IndexBeyond",
+	ReasonBadAZIndex:            "BadAZIndex",
+	ReasonNoPersistentDisk:      "NoPersistentDisk",
+	ReasonReleaseImageUnknown:   "ReleaseImageUnknown",
+	ReasonInvalidPod:            "InvalidPod",
+	ReasonUnrestrictedGlob:      "UnrestrictedGlob",
+	ReasonScriptsWithoutProcess: "ScriptsWithoutProcess",
 }
 
 // Code is the reason's CamelCase value for metrics.

@@ -106,7 +106,9 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	}
 	requests.WithLabelValues("injected").Inc()
 	log.V(1).Info("injected", "deployment", deployment, "instanceGroup", ig, "index", inst.Index, "resolved", info.ResolvedSecret)
-	return admission.PatchResponseFromRaw(req.Object.Raw, patched)
+	resp := admission.PatchResponseFromRaw(req.Object.Raw, patched)
+	resp.Warnings = inject.Warnings(info, inst.Index)
+	return resp
 }
 
 func (h *Handler) skip(log logr.Logger, r inject.Reason) admission.Response {

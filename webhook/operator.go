@@ -37,6 +37,9 @@ type Options struct {
 	Namespace     string
 	OperatorImage string
 	ClusterDomain string
+	// DrainSeconds bounds an instance's pre-stop and drain scripts; see
+	// inject.Settings.
+	DrainSeconds int
 	// Host, Port and CertDir (tls.crt, tls.key, reloaded when they change)
 	// of the webhook server.
 	Host    string
@@ -106,7 +109,7 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, err
 		return nil, err
 	}
 	if o.Webhook {
-		settings := inject.Settings{OperatorImage: o.OperatorImage, DNS: inject.DNS{ClusterDomain: o.ClusterDomain}}
+		settings := inject.Settings{OperatorImage: o.OperatorImage, DrainSeconds: o.DrainSeconds, DNS: inject.DNS{ClusterDomain: o.ClusterDomain}}
 		if o.DNSService != "" {
 			if settings.DNS.Server, err = clusterIP(mgr.GetAPIReader(), o.Namespace, o.DNSService); err != nil {
 				return nil, err

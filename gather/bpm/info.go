@@ -47,6 +47,10 @@ type Job struct {
 	// PersistentDisk is true when a BPM process of the job asks for the
 	// persistent disk.
 	PersistentDisk bool `json:"persistent_disk,omitempty"`
+	// MonitProcesses are the processes a job without bpm.yml declares in
+	// its monit file (`check process <name>`); the pod runs each through
+	// the monit file's start and stop programs.
+	MonitProcesses []string `json:"monit_processes,omitempty"`
 }
 
 // InstanceBPM is the BPM configuration, per job, of the instances listed.

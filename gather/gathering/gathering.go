@@ -8,6 +8,7 @@ package gathering
 import (
 	"context"
 	"fmt"
+	"github.com/bosh-injector/bosh-injector/inject/runtime/monit"
 	"maps"
 	"slices"
 	"strings"
@@ -85,7 +86,7 @@ type GroupResult struct {
 
 // lifecycleScripts are the job scripts, by their name under bin/, that the
 // webhook runs or needs to know of (§6).
-var lifecycleScripts = []string{"pre-start", "post-start", "post-deploy", "pre-stop", "drain", "post-stop", "run"}
+var lifecycleScripts = []string{"pre-start", "post-start", "post-deploy", "pre-stop", "drain", "post-stop", "run", "dns/healthy"}
 
 // Run gathers the deployment of cfg.ManifestSecret.
 func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, now time.Time) (*Result, error) {
@@ -248,9 +249,17 @@ func bpmInfo(m *manifest.Manifest, g *deployment.Group, instances []bpm.Instance
 				job.Scripts = append(job.Scripts, script)
 			}
 		}
+		hasBPM := false
 		for _, ib := range instances {
+			_, ok := ib.Jobs[j.Name]
+			hasBPM = hasBPM || ok
 			for _, p := range ib.Jobs[j.Name].Processes {
 				job.PersistentDisk = job.PersistentDisk || p.PersistentDisk
+			}
+		}
+		if !hasBPM {
+			for _, name := range j.Spec.MonitNames() {
+				job.MonitProcesses = append(job.MonitProcesses, monit.Processes(j.Spec.Monit[name])...)
 			}
 		}
 		info.Jobs = append(info.Jobs, job)

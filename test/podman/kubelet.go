@@ -93,9 +93,10 @@ func (r *Run) Report(ctx context.Context, c client.Client, results []ContainerRe
 	now := metav1.NewTime(time.Now())
 	inits, initsOK := statuses(pod.Spec.InitContainers, byName)
 	mains, mainsDone := statuses(pod.Spec.Containers, byName)
-	running := false
+	running, allReady := false, true
 	for _, s := range mains {
 		running = running || s.State.Running != nil
+		allReady = allReady && s.Ready
 	}
 	phase := corev1.PodPending
 	switch {
@@ -118,7 +119,7 @@ func (r *Run) Report(ctx context.Context, c client.Client, results []ContainerRe
 		pod.Status.StartTime = &now
 	}
 	ready := corev1.ConditionFalse
-	if phase == corev1.PodRunning {
+	if phase == corev1.PodRunning && allReady {
 		ready = corev1.ConditionTrue
 	}
 	pod.Status.Conditions = []corev1.PodCondition{
@@ -148,7 +149,7 @@ func statuses(containers []corev1.Container, results map[string]ContainerResult)
 		switch {
 		case res.Running:
 			s.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(res.StartedAt)}
-			s.Started, s.Ready = ptr.To(true), true
+			s.Started, s.Ready = ptr.To(true), res.Ready
 			ok = false
 		case !res.Ran:
 			reason := "PodInitializing"

@@ -226,6 +226,10 @@ func adaptContainer(c *corev1.Container, p *corev1.Pod, env Env, dropped map[str
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volName, MountPath: path})
 	// Images come from local storage: nothing can be pulled here.
 	c.ImagePullPolicy = corev1.PullNever
+	// kube play turns a liveness probe into a podman healthcheck run by
+	// systemd timers, which are not here; the stand-in runs readiness probes
+	// itself (lifecycle.go) and liveness probes not at all.
+	c.LivenessProbe, c.StartupProbe = nil, nil
 	return nil
 }
 
@@ -348,6 +352,10 @@ type ContainerResult struct {
 	Running bool
 	// Error is podman's own error for the container (failed to start, say).
 	Error string
+	// Ready is the result of a running container's readiness probe, and
+	// ProbeOutput what the probe printed.
+	Ready       bool
+	ProbeOutput string
 	// StartedAt and FinishedAt are zero until the container started or
 	// ended.
 	StartedAt, FinishedAt time.Time
@@ -396,6 +404,9 @@ func (r *Run) results() ([]ContainerResult, bool) {
 				res.ExitCode, _ = strconv.Atoi(fields[1])
 			}
 			res.Logs, _ = podman("logs", name)
+			if res.Running {
+				res.Ready, res.ProbeOutput = r.probe(context.Background(), c)
+			}
 		}
 		msg, _ := os.ReadFile(r.termLogs[c.Name])
 		res.TerminationMessage = string(msg)

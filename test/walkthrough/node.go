@@ -61,7 +61,10 @@ func (n *podmanNode) start(ctx context.Context, pod *corev1.Pod, apiAccess bool)
 func (n *podmanNode) results(ctx context.Context, p Pod) ([]podman.ContainerResult, error) {
 	run := p.(*podman.Run)
 	results := run.Results()
-	return results, run.Report(ctx, n.client, results)
+	if err := run.Report(ctx, n.client, results); err != nil {
+		return results, err
+	}
+	return results, run.ReportProbeFailures(ctx, n.client, results)
 }
 
 func (n *podmanNode) where() string { return "under podman" }

@@ -10,7 +10,7 @@ import (
 func init() {
 	register(func(*globalOptions) *cobra.Command {
 		var cfg rendering.Config
-		var terminationLog string
+		var terminationLog, launcherDir string
 		cmd := &cobra.Command{
 			Use:   "render",
 			Short: "Render the BOSH jobs of this pod's instance (the render init container)",
@@ -27,6 +27,9 @@ template of every job into /var/vcap/jobs in one Ruby process.`,
 				if err == nil {
 					err = rendering.Run(cmd.Context(), c)
 				}
+				if err == nil && launcherDir != "" {
+					err = installLauncher(launcherDir)
+				}
 				if err != nil {
 					return fail(cmd, terminationLog, err)
 				}
@@ -37,6 +40,7 @@ template of every job into /var/vcap/jobs in one Ruby process.`,
 		f.StringVar(&cfg.ResolvedFile, "resolved", "/var/vcap/bosh-injector/resolved/"+resolved.Key, "the mounted ig-resolved Secret's data file")
 		f.StringVar(&cfg.JobsSrc, "jobs-src", "/var/vcap/all-releases/jobs-src", "jobs copied from the release images")
 		f.StringVar(&cfg.VCAP, "vcap", "/var/vcap", "root of the BOSH directories")
+		f.StringVar(&launcherDir, "install-launcher", "", "copy this binary there, the process containers' launcher")
 		f.StringVar(&terminationLog, "termination-log", "/dev/termination-log", "file receiving the error list on failure")
 		return cmd
 	})

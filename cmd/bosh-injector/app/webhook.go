@@ -3,6 +3,7 @@ package app
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/webhook"
 )
 
@@ -32,6 +33,7 @@ func init() {
 		f := cmd.Flags()
 		f.StringVar(&o.Namespace, "namespace", "bosh-injector", "the operator's namespace (never injected; leader election lease)")
 		f.StringVar(&o.OperatorImage, "operator-image", "localhost/bosh-injector:dev", "image of the render init containers and gathering Jobs")
+		f.IntVar(&o.DrainSeconds, "drain-seconds", inject.DefaultDrainSeconds, "time an instance's pre-stop and drain scripts get before its processes stop; part of the pods' terminationGracePeriodSeconds")
 		f.StringVar(&o.ClusterDomain, "cluster-domain", "cluster.local", "cluster DNS domain of instance addresses")
 		f.StringVar(&o.CertDir, "cert-dir", "/etc/bosh-injector/serving-certs", "directory with tls.crt and tls.key, reloaded when they change")
 		f.StringVar(&o.Host, "host", "", "address the webhook server listens on")

@@ -1,0 +1,144 @@
+package app
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bosh-injector/bosh-injector/inject/runtime"
+	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
+)
+
+// runtimeOptions are where the in-pod commands find the BOSH directories.
+type runtimeOptions struct {
+	vcap     string
+	stateDir string
+}
+
+func (o *runtimeOptions) flags(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.vcap, "vcap", "/var/vcap", "root of the BOSH directories")
+	cmd.Flags().StringVar(&o.stateDir, "state-dir", contract.StateDir, "the instance's shared lifecycle state")
+}
+
+func (o *runtimeOptions) instance(cmd *cobra.Command, g *globalOptions) (runtime.Instance, error) {
+	plan, err := contract.FromEnv()
+	if err != nil {
+		return runtime.Instance{}, err
+	}
+	log, err := g.logger(cmd.ErrOrStderr())
+	if err != nil {
+		return runtime.Instance{}, err
+	}
+	return runtime.Instance{Plan: plan, State: runtime.State{Dir: o.stateDir}, Log: log,
+		Scripts: runtime.Scripts{VCAP: o.vcap, Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr()}}, nil
+}
+
+func init() {
+	register(func(g *globalOptions) *cobra.Command {
+		var o runtimeOptions
+		var terminationLog string
+		cmd := &cobra.Command{
+			Use:   "exec",
+			Short: "Run this container's BPM process as BPM does (the process containers' entrypoint)",
+			Long: `exec reads the process from the job's rendered bpm.yml and runs it with BPM's
+environment, working directory, limits and capabilities as vcap, its output in
+/var/vcap/sys/log/<job>/<process>.stdout.log and .stderr.log and on the
+container's output; on SIGTERM it sends the BPM shutdown signal, waits as BPM does,
+then kills. The container hosting a job's scripts runs its post-start and post-stop.
+A process of a job without bpm.yml runs through its monit file's start and stop
+programs instead. The plan comes from ` + contract.EnvPlan + `.`,
+			Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				in, err := o.instance(cmd, g)
+				if err != nil {
+					return fail(cmd, terminationLog, err)
+				}
+				l := runtime.Launcher{Plan: in.Plan, VCAP: o.vcap, State: in.State, Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr(), Log: in.Log,
+					StopTimeout: contract.BPMStopTimeout * time.Second, QuitGrace: contract.BPMQuitGrace * time.Second, PostStopWait: 10 * time.Second}
+				run := l.Run
+				if in.Plan.Monit {
+					run = l.RunMonit
+				}
+				code, err := run(cmd.Context())
+				if err != nil {
+					return fail(cmd, terminationLog, err)
+				}
+				if code != 0 {
+					return exitError{code: code}
+				}
+				return nil
+			},
+		}
+		o.flags(cmd)
+		cmd.Flags().StringVar(&terminationLog, "termination-log", "/dev/termination-log", "file receiving the error on failure")
+		return cmd
+	})
+
+	register(func(g *globalOptions) *cobra.Command {
+		var o runtimeOptions
+		cmd := &cobra.Command{
+			Use:   "pre-stop",
+			Short: "Run the instance's pre-stop and drain scripts once, before any process stops (the preStop hook)",
+			Args:  cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				in, err := o.instance(cmd, g)
+				if err != nil {
+					return err
+				}
+				return in.PreStop(cmd.Context())
+			},
+		}
+		o.flags(cmd)
+		return cmd
+	})
+
+	register(func(g *globalOptions) *cobra.Command {
+		var o runtimeOptions
+		cmd := &cobra.Command{
+			Use:       "probe ready|alive",
+			Short:     "Readiness (process running, post-start done, dns/healthy) or liveness of this container",
+			Args:      cobra.MatchAll(cobra.ExactArgs(1), cobra.OnlyValidArgs),
+			ValidArgs: []string{"ready", "alive"},
+			RunE: func(cmd *cobra.Command, args []string) error {
+				in, err := o.instance(cmd, g)
+				if err == nil {
+					if args[0] == "ready" {
+						err = in.Ready(cmd.Context())
+					} else {
+						err = in.Alive()
+					}
+				}
+				if err != nil {
+					// The kubelet shows a probe's output in its event.
+					fmt.Fprintln(cmd.OutOrStdout(), err)
+					return exitError{code: 1}
+				}
+				return nil
+			},
+		}
+		o.flags(cmd)
+		return cmd
+	})
+}
+
+// installLauncher copies this binary to dir, for the process containers.
+func installLauncher(dir string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(self)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp := dir + "/.bosh-injector.tmp"
+	if err := os.WriteFile(tmp, data, 0o755); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dir+"/bosh-injector")
+}

@@ -1,0 +1,314 @@
+package inject
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+
+	"github.com/bosh-injector/bosh-injector/gather/bpm"
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
+)
+
+// lifecycleScripts are the job scripts the in-pod runtime runs after the
+// processes started or around their stop.
+var lifecycleScripts = []string{contract.PostStart, contract.PreStop, contract.Drain, contract.PostStop, contract.DNSHealthy}
+
+// process is a BPM process of the instance and its container's name.
+type process struct {
+	job       bpm.Job
+	p         bpm.Process
+	container string
+	// monit: the process comes from the monit file of a job without bpm.yml.
+	monit bool
+}
+
+// processContainers makes one container per BPM process of the instance,
+// each started by the launcher with the instance's plan, and the volumes
+// they need beyond the pod layout's.
+func processContainers(pod *corev1.Pod, plan Plan, images map[string]string) ([]corev1.Container, []corev1.Volume, error) {
+	info := plan.Info
+	configs := info.ForIndex(plan.Instance.Index)
+	var procs []process
+	var containerNames []string
+	for _, j := range info.Jobs {
+		for _, p := range configs[j.Name].Processes {
+			name := names.DNS1123LabelMax(j.Name+"-"+p.Name, 63)
+			procs = append(procs, process{job: j, p: p, container: name})
+			containerNames = append(containerNames, name)
+		}
+		if _, ok := configs[j.Name]; !ok {
+			for _, m := range j.MonitProcesses {
+				name := names.DNS1123LabelMax(j.Name+"-"+m, 63)
+				procs = append(procs, process{job: j, p: bpm.Process{Name: m}, container: name, monit: true})
+				containerNames = append(containerNames, name)
+			}
+		}
+	}
+	// Each job's scripts run in its first process's container, else in the
+	// first of a job of the same release (same image, same packages).
+	var jobs []contract.Job
+	guests := map[string][]bpm.Job{}
+	for _, j := range info.Jobs {
+		var scripts []string
+		for _, s := range lifecycleScripts {
+			if slices.Contains(j.Scripts, s) {
+				scripts = append(scripts, s)
+			}
+		}
+		if len(scripts) == 0 {
+			continue
+		}
+		host := slices.IndexFunc(procs, func(p process) bool { return p.job.Name == j.Name })
+		if host < 0 {
+			host = slices.IndexFunc(procs, func(p process) bool { return p.job.Release == j.Release })
+		}
+		if host < 0 {
+			return nil, nil, deny(ReasonScriptsWithoutProcess, "job '%s' of instance group '%s' has %s, but no BPM process of release '%s' runs in the instance to run them in",
+				j.Name, info.InstanceGroup, strings.Join(scripts, ", "), j.Release)
+		}
+		jobs = append(jobs, contract.Job{Name: j.Name, Scripts: scripts, Host: procs[host].container})
+		if procs[host].job.Name != j.Name {
+			guests[procs[host].container] = append(guests[procs[host].container], j)
+		}
+	}
+	drain := 0
+	if slices.ContainsFunc(jobs, func(j contract.Job) bool { return j.Has(contract.PreStop) || j.Has(contract.Drain) }) {
+		drain = drainSeconds(plan.Settings)
+	}
+
+	var containers []corev1.Container
+	var volumes []corev1.Volume
+	var err error
+	for _, pr := range procs {
+		var c corev1.Container
+		var vols []corev1.Volume
+		if pr.monit {
+			c = monitContainer(pr, images[pr.job.Release])
+		} else if c, vols, err = processContainer(pod, info.InstanceGroup, pr, images[pr.job.Release]); err != nil {
+			return nil, nil, err
+		}
+		for _, g := range guests[pr.container] {
+			c.VolumeMounts = append(c.VolumeMounts,
+				corev1.VolumeMount{Name: VolumeJobs, MountPath: "/var/vcap/jobs/" + g.Name, SubPath: g.Name, ReadOnly: true},
+				corev1.VolumeMount{Name: VolumeSys, MountPath: "/var/vcap/sys/log/" + g.Name, SubPath: "log/" + g.Name})
+		}
+		c.Env = []corev1.EnvVar{{Name: contract.EnvPlan, Value: contract.Plan{
+			Job: pr.job.Name, Process: pr.p.Name, Monit: pr.monit, Container: pr.container, Containers: containerNames,
+			Jobs: jobs, PersistentDiskMB: info.PersistentDiskMB, DrainSeconds: drain,
+		}.Encode()}}
+		containers = append(containers, c)
+		for _, v := range vols {
+			if !slices.ContainsFunc(volumes, func(u corev1.Volume) bool { return u.Name == v.Name }) {
+				volumes = append(volumes, v)
+			}
+		}
+	}
+	return containers, volumes, nil
+}
+
+func launcher(args ...string) []string { return append([]string{contract.Binary}, args...) }
+
+// launcherContainer is a container started by the launcher, with the
+// mounts, probes and preStop hook every process container has.
+func launcherContainer(pr process, image string) corev1.Container {
+	j := pr.job
+	return corev1.Container{
+		Name:                     pr.container,
+		Image:                    image,
+		Command:                  launcher("exec"),
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: VolumeJobs, MountPath: "/var/vcap/jobs/" + j.Name, SubPath: j.Name, ReadOnly: true},
+			{Name: VolumeSys, MountPath: "/var/vcap/sys/log/" + j.Name, SubPath: "log/" + j.Name},
+			{Name: VolumeSys, MountPath: "/var/vcap/sys/run/" + j.Name, SubPath: "run/" + j.Name},
+			{Name: VolumeSys, MountPath: contract.StateDir, SubPath: contract.StateSubPath},
+			{Name: contract.BinVolume, MountPath: contract.BinDir, ReadOnly: true},
+		},
+		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: launcher("probe", "ready")}},
+			PeriodSeconds: 5, TimeoutSeconds: 10},
+		LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: launcher("probe", "alive")}},
+			PeriodSeconds: 10, TimeoutSeconds: 5, FailureThreshold: 3},
+		Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: launcher("pre-stop")}}},
+	}
+}
+
+// monitContainer runs a process of a job without bpm.yml from its monit
+// file. Monit runs start programs as root with the job's whole data
+// directory; so does the container (with the runtime's default
+// capabilities: the programs drop privileges themselves).
+func monitContainer(pr process, image string) corev1.Container {
+	c := launcherContainer(pr, image)
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: VolumeData, MountPath: "/var/vcap/data/" + pr.job.Name, SubPath: pr.job.Name})
+	c.SecurityContext = &corev1.SecurityContext{RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0)}
+	return c
+}
+
+// processContainer maps a BPM process onto a container started by the
+// launcher, which reads the rest of bpm.yml at run time.
+func processContainer(pod *corev1.Pod, group string, pr process, image string) (corev1.Container, []corev1.Volume, error) {
+	j, p := pr.job, pr.p
+	c := launcherContainer(pr, image)
+	// BPM mounts the job's tmp always and its whole data directory only with
+	// ephemeral_disk.
+	if p.EphemeralDisk {
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: VolumeData, MountPath: "/var/vcap/data/" + j.Name, SubPath: j.Name})
+	} else {
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: VolumeData, MountPath: "/var/vcap/data/" + j.Name + "/tmp", SubPath: j.Name + "/tmp"})
+	}
+	if p.PersistentDisk {
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: VolumeStore, MountPath: "/var/vcap/store/" + j.Name, SubPath: j.Name})
+	}
+	var volumes []corev1.Volume
+	for _, v := range p.AdditionalVolumes {
+		m, ok := additionalMount(v)
+		if !ok {
+			continue
+		}
+		if m.Name == VolumeStore && !hasVolume(pod, VolumeStore) {
+			return c, nil, deny(ReasonNoPersistentDisk, "job '%s' of instance group '%s' mounts %s: add a volumeClaimTemplate named '%s' to the StatefulSet", j.Name, group, v.Path, VolumeStore)
+		}
+		c.VolumeMounts = append(c.VolumeMounts, m)
+	}
+	if p.Unsafe != nil {
+		for _, v := range p.Unsafe.UnrestrictedVolumes {
+			if strings.ContainsAny(v.Path, "*?[") {
+				return c, nil, deny(ReasonUnrestrictedGlob, "job '%s' of instance group '%s', process '%s': unsafe.unrestricted_volumes path %s is a glob, which BPM expands on the VM; a pod's volumes are fixed at admission: list the paths", j.Name, group, p.Name, v.Path)
+			}
+			if m, ok := additionalMount(v); ok {
+				c.VolumeMounts = append(c.VolumeMounts, m)
+				continue
+			}
+			// Outside /var/vcap BPM mounts the VM's own path: the node's.
+			sum := sha256.Sum256([]byte(v.Path))
+			name := "bosh-host-" + hex.EncodeToString(sum[:])[:12]
+			volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: v.Path}}})
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: v.Path, ReadOnly: !v.Writable})
+		}
+	}
+	if p.Limits != nil && p.Limits.Memory != nil {
+		if bytes, err := bpm.ParseMemory(*p.Limits.Memory); err == nil {
+			c.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(bytes, resource.BinarySI)}
+		}
+	}
+	// The launcher starts as root and runs the process as vcap with its
+	// capabilities ambient; privileged processes stay root, as under BPM.
+	if p.Unsafe != nil && p.Unsafe.Privileged {
+		c.SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true), RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0)}
+		return c, volumes, nil
+	}
+	var caps []corev1.Capability
+	for _, name := range append(slices.Clone(launcherCaps), p.Capabilities...) {
+		capName := corev1.Capability(strings.TrimPrefix(strings.ToUpper(name), "CAP_"))
+		if !slices.Contains(caps, capName) {
+			caps = append(caps, capName)
+		}
+	}
+	slices.Sort(caps)
+	c.SecurityContext = &corev1.SecurityContext{
+		RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0),
+		Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: caps},
+	}
+	// Kubernetes refuses no_new_privs together with SYS_ADMIN.
+	if !slices.Contains(caps, "SYS_ADMIN") {
+		c.SecurityContext.AllowPrivilegeEscalation = ptr.To(false)
+	}
+	return c, volumes, nil
+}
+
+// additionalMount maps a BPM volume under /var/vcap onto the pod volume
+// holding that directory: data, store, sys and jobs are the pod's own;
+// packages are in every release image already (no mount); any other
+// directory of /var/vcap is kept under bosh-data's .vcap/, so the instance's
+// containers share it as processes on one VM do.
+func additionalMount(v bpm.Volume) (corev1.VolumeMount, bool) {
+	rest, ok := strings.CutPrefix(v.Path, "/var/vcap/")
+	if !ok {
+		return corev1.VolumeMount{}, false
+	}
+	m := corev1.VolumeMount{MountPath: v.Path, ReadOnly: !v.Writable}
+	top, sub, _ := strings.Cut(rest, "/")
+	switch top {
+	case "data":
+		m.Name, m.SubPath = VolumeData, sub
+	case "store":
+		m.Name, m.SubPath = VolumeStore, sub
+	case "sys":
+		m.Name, m.SubPath = VolumeSys, sub
+	case "jobs":
+		m.Name, m.SubPath = VolumeJobs, sub
+	case "packages":
+		return corev1.VolumeMount{}, false
+	default:
+		m.Name, m.SubPath = VolumeData, ".vcap/"+rest
+	}
+	return m, true
+}
+
+func drainSeconds(s Settings) int {
+	if s.DrainSeconds > 0 {
+		return s.DrainSeconds
+	}
+	return DefaultDrainSeconds
+}
+
+// gracePeriod is the termination grace an instance needs: pre-stop and
+// drain, BPM's wait for the processes, post-stop.
+func gracePeriod(plan Plan) int64 {
+	g := contract.BPMStopTimeout + contract.BPMQuitGrace
+	var drains, postStops bool
+	for _, j := range plan.Info.Jobs {
+		drains = drains || slices.Contains(j.Scripts, contract.PreStop) || slices.Contains(j.Scripts, contract.Drain)
+		postStops = postStops || slices.Contains(j.Scripts, contract.PostStop)
+	}
+	if drains {
+		g += drainSeconds(plan.Settings)
+	}
+	if postStops {
+		g += postStopSeconds
+	}
+	return int64(g)
+}
+
+// hostPID says whether a process asks for the host's PID namespace, which
+// in a pod is the node's.
+func hostPID(configs map[string]bpm.Config) bool {
+	for _, c := range configs {
+		for _, p := range c.Processes {
+			if p.Unsafe != nil && p.Unsafe.HostPidNamespace {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Warnings are the BPM settings of the pod's instance a pod honours only in
+// part, one per job, process and field, for the admission response.
+func Warnings(info *bpm.Info, index int) []string {
+	var out []string
+	configs := info.ForIndex(index)
+	for _, j := range info.Jobs {
+		for _, p := range configs[j.Name].Processes {
+			vols := slices.Clone(p.AdditionalVolumes)
+			if p.Unsafe != nil {
+				vols = append(vols, p.Unsafe.UnrestrictedVolumes...)
+			}
+			for _, v := range vols {
+				if !v.AllowExecutions {
+					out = append(out, fmt.Sprintf("job '%s', process '%s', volume %s: %s", j.Name, p.Name, v.Path, WarnExecutableMount))
+				}
+				if v.Shared {
+					out = append(out, fmt.Sprintf("job '%s', process '%s', volume %s: %s", j.Name, p.Name, v.Path, WarnSharedMount))
+				}
+			}
+		}
+	}
+	return out
+}

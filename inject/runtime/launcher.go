@@ -1,0 +1,338 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/bosh-injector/bosh-injector/gather/bpm"
+	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
+)
+
+// VcapUID is the user BPM runs processes as.
+const VcapUID = 1000
+
+// Launcher runs one BPM process in its container as BPM does: limits as
+// rlimits, vcap with the configured capabilities ambient, output to the BPM
+// log files and the container's own output, the shutdown signal then BPM's
+// wait on termination. The launcher of the container hosting a job's
+// scripts also runs its post-start (once every process of the instance
+// runs) and post-stop (once every process stopped).
+type Launcher struct {
+	Plan contract.Plan
+	// VCAP is /var/vcap (a temporary directory in tests).
+	VCAP  string
+	State State
+	// Out and Err are the container's stdout and stderr.
+	Out, Err io.Writer
+	Log      logr.Logger
+	// StopTimeout and QuitGrace are BPM's waits after the shutdown signal
+	// and after SIGQUIT.
+	StopTimeout, QuitGrace time.Duration
+	// PostStopWait bounds the wait for the instance's other processes to
+	// stop before post-stop runs.
+	PostStopWait time.Duration
+}
+
+// LoadProcess reads the process's configuration from the job's rendered
+// bpm.yml, with BPM's validation and defaults.
+func LoadProcess(vcap, job, process string) (bpm.Process, error) {
+	file := filepath.Join(vcap, "jobs", job, "config", "bpm.yml")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return bpm.Process{}, fmt.Errorf("job '%s': %w", job, err)
+	}
+	cfg, err := bpm.Parse(data, job)
+	if err != nil {
+		return bpm.Process{}, fmt.Errorf("job '%s', %s: %w", job, file, err)
+	}
+	for _, p := range cfg.Processes {
+		if p.Name == process {
+			return p, nil
+		}
+	}
+	return bpm.Process{}, fmt.Errorf("job '%s': %s has no process '%s'", job, file, process)
+}
+
+// Run runs the process until it exits or ctx ends (the container is asked
+// to stop), and returns the exit code for the container.
+func (l *Launcher) Run(ctx context.Context) (int, error) {
+	plan := l.Plan
+	p, err := LoadProcess(l.VCAP, plan.Job, plan.Process)
+	if err != nil {
+		return 1, err
+	}
+	privileged := p.Unsafe != nil && p.Unsafe.Privileged
+	uid := VcapUID
+	if privileged {
+		uid = 0
+	}
+	stdout, stderr, err := l.prepare(p, uid)
+	if err != nil {
+		return 1, fmt.Errorf("job '%s', process '%s': failed to create system files: %w", plan.Job, plan.Process, err)
+	}
+	defer stdout.Close()
+	defer stderr.Close()
+	outW, errW := io.MultiWriter(stdout, l.Out), io.MultiWriter(stderr, l.Err)
+	if err := SetLimits(p.Limits); err != nil {
+		return 1, fmt.Errorf("job '%s', process '%s': %w", plan.Job, plan.Process, err)
+	}
+	env := Environ(p)
+	// Alive while the hook runs: a slow pre_start must not look dead.
+	if err := l.State.Mark(startingFile(plan.Container), ""); err != nil {
+		return 1, err
+	}
+	defer func() { _ = l.State.Remove(startingFile(plan.Container)) }()
+
+	// BPM runs the pre_start hook as root, with the process's environment
+	// and output, before every start.
+	if p.Hooks != nil && p.Hooks.PreStart != "" {
+		hook := exec.CommandContext(ctx, p.Hooks.PreStart)
+		hook.Env, hook.Stdout, hook.Stderr = env, outW, errW
+		if err := hook.Run(); err != nil {
+			return 1, fmt.Errorf("job '%s', process '%s': prestart hook failed: %w", plan.Job, plan.Process, err)
+		}
+	}
+
+	cmd := exec.Command(p.Executable, p.Args...)
+	cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = env, p.Workdir, outW, errW
+	cmd.WaitDelay = time.Second
+	if !privileged {
+		attr, err := credentials(p.Capabilities)
+		if err != nil {
+			return 1, fmt.Errorf("job '%s', process '%s': %w", plan.Job, plan.Process, err)
+		}
+		cmd.SysProcAttr = attr
+	}
+	if err := cmd.Start(); err != nil {
+		return 1, fmt.Errorf("job '%s', process '%s': %w", plan.Job, plan.Process, err)
+	}
+	l.Log.Info("started", "job", plan.Job, "process", plan.Process, "pid", cmd.Process.Pid)
+	if err := l.State.Mark(pidFile(plan.Container), fmt.Sprint(cmd.Process.Pid)); err != nil {
+		return 1, err
+	}
+	_ = l.State.Remove(startingFile(plan.Container))
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+
+	scripts := Scripts{VCAP: l.VCAP, Out: l.Out, Err: l.Err}
+	postStartCtx, cancelPostStart := context.WithCancel(ctx)
+	defer cancelPostStart()
+	go l.postStart(postStartCtx, scripts)
+
+	select {
+	case err := <-done:
+		// Like monit, a process that exits is started again: the kubelet
+		// restarts the container. post-stop is not run.
+		_ = l.State.Remove(pidFile(plan.Container))
+		l.Log.Info("exited", "job", plan.Job, "process", plan.Process, "error", errText(err))
+		return exitCode(cmd, err), nil
+	case <-ctx.Done():
+	}
+	cancelPostStart()
+	code := l.stop(cmd, shutdownSignal(p), done)
+	_ = l.State.Remove(pidFile(plan.Container))
+	if err := l.State.Mark(stoppedFile(plan.Container), ""); err != nil {
+		l.Log.Error(err, "recording the stop")
+	}
+	l.postStop(scripts)
+	return code, nil
+}
+
+// stop sends the shutdown signal and waits as BPM does (StopTimeout, then
+// SIGQUIT and QuitGrace), then kills the process.
+func (l *Launcher) stop(cmd *exec.Cmd, sig syscall.Signal, done <-chan error) int {
+	plan := l.Plan
+	l.Log.Info("stopping", "job", plan.Job, "process", plan.Process, "signal", sig.String())
+	_ = cmd.Process.Signal(sig)
+	for _, step := range []struct {
+		wait time.Duration
+		next syscall.Signal
+	}{{l.StopTimeout, syscall.SIGQUIT}, {l.QuitGrace, syscall.SIGKILL}} {
+		select {
+		case err := <-done:
+			l.Log.Info("stopped", "job", plan.Job, "process", plan.Process, "error", errText(err))
+			return 0
+		case <-time.After(step.wait):
+			l.Log.Info("still running, sending "+step.next.String(), "job", plan.Job, "process", plan.Process)
+			_ = cmd.Process.Signal(step.next)
+		}
+	}
+	<-done
+	return 128 + int(syscall.SIGKILL)
+}
+
+// postStart runs post-start of the jobs this container hosts once every
+// process container of the instance runs its process; a job whose
+// post-start succeeded before (the container restarted) is not run again,
+// as monit restarts do not run it.
+func (l *Launcher) postStart(ctx context.Context, scripts Scripts) {
+	var jobs []string
+	for _, j := range l.Plan.Hosted() {
+		if j.Has(contract.PostStart) {
+			if _, ok := l.State.Read(okFile(contract.PostStart, j.Name)); !ok {
+				jobs = append(jobs, j.Name)
+			}
+		}
+	}
+	if len(jobs) == 0 {
+		return
+	}
+	var pids []string
+	for _, c := range l.Plan.Containers {
+		pids = append(pids, pidFile(c))
+	}
+	if missing := l.State.WaitAll(ctx, pids); len(missing) > 0 {
+		return
+	}
+	for _, job := range jobs {
+		_ = l.State.Remove(failedFile(contract.PostStart, job))
+		tail, err := scripts.PostStart(ctx, job)
+		if err != nil {
+			msg := err.Error()
+			if tail != "" {
+				msg += ": " + tail
+			}
+			l.Log.Info("post-start failed", "job", job, "output", tail)
+			_ = l.State.Mark(failedFile(contract.PostStart, job), msg)
+			continue
+		}
+		l.Log.Info("post-start succeeded", "job", job)
+		_ = l.State.Mark(okFile(contract.PostStart, job), "")
+	}
+}
+
+// postStop runs post-stop of the jobs this container hosts once every
+// process of the instance stopped (or PostStopWait passed).
+func (l *Launcher) postStop(scripts Scripts) {
+	var jobs []string
+	for _, j := range l.Plan.Hosted() {
+		if j.Has(contract.PostStop) {
+			jobs = append(jobs, j.Name)
+		}
+	}
+	if len(jobs) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.PostStopWait)
+	defer cancel()
+	for {
+		running := slices.ContainsFunc(l.Plan.Containers, func(c string) bool {
+			_, ok := l.State.Read(pidFile(c))
+			return ok
+		})
+		if !running || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(pollInterval)
+	}
+	for _, job := range jobs {
+		if err := scripts.PostStop(context.Background(), job); err != nil {
+			l.Log.Info("post-stop failed", "job", job, "error", err.Error())
+			continue
+		}
+		l.Log.Info("post-stop succeeded", "job", job)
+	}
+}
+
+// prepare creates what BPM creates before a start: the job's log, run, tmp
+// (and data or store when asked) directories and additional volumes, owned
+// by the process's user, and opens the process's log files for appending.
+func (l *Launcher) prepare(p bpm.Process, uid int) (*os.File, *os.File, error) {
+	job := l.Plan.Job
+	dirs := []string{
+		filepath.Join(l.VCAP, "sys", "log", job),
+		filepath.Join(l.VCAP, "sys", "run", job),
+		filepath.Join(l.VCAP, "data", job, "tmp"),
+	}
+	if p.EphemeralDisk {
+		dirs = append(dirs, filepath.Join(l.VCAP, "data", job))
+	}
+	if p.PersistentDisk {
+		dirs = append(dirs, filepath.Join(l.VCAP, "store", job))
+	}
+	for _, v := range p.AdditionalVolumes {
+		if !v.MountOnly {
+			dirs = append(dirs, filepath.Join(l.VCAP, strings.TrimPrefix(v.Path, "/var/vcap/")))
+		}
+	}
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, nil, err
+		}
+		if err := chown(d, uid); err != nil {
+			return nil, nil, err
+		}
+	}
+	var files []*os.File
+	for _, stream := range []string{"stdout", "stderr"} {
+		path := filepath.Join(l.VCAP, "sys", "log", job, p.Name+"."+stream+".log")
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := chown(path, uid); err != nil {
+			return nil, nil, err
+		}
+		files = append(files, f)
+	}
+	return files[0], files[1], nil
+}
+
+// chown gives path to uid, when the launcher may (it runs as root in a
+// pod; tests may run it as anyone).
+func chown(path string, uid int) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	return os.Chown(path, uid, uid)
+}
+
+// Environ is the process's environment: bpm.yml's env with BPM's defaults
+// (bpm.Parse applied them), sorted.
+func Environ(p bpm.Process) []string {
+	var env []string
+	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
+		env = append(env, k+"="+p.Env[k])
+	}
+	return env
+}
+
+func shutdownSignal(p bpm.Process) syscall.Signal {
+	if p.ShutdownSignal == "INT" {
+		return syscall.SIGINT
+	}
+	return syscall.SIGTERM
+}
+
+func exitCode(cmd *exec.Cmd, err error) int {
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return exit.ExitCode()
+	}
+	if err != nil {
+		return 1
+	}
+	return cmd.ProcessState.ExitCode()
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

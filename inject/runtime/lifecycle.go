@@ -1,0 +1,130 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
+)
+
+// Instance is the lifecycle of the whole instance as seen from one process
+// container: its preStop hook and its probes.
+type Instance struct {
+	Plan    contract.Plan
+	Scripts Scripts
+	State   State
+	Log     logr.Logger
+}
+
+// PreStop is every process container's preStop hook. Before any process is
+// signalled, the instance runs, as the agent's stop does, pre-stop of every
+// job, then drain of every job; each script runs once, in the container
+// hosting its job, and every hook returns only when all are done (or
+// Plan.DrainSeconds passed), so the kubelet signals no process earlier.
+func (in Instance) PreStop(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(in.Plan.DrainSeconds)*time.Second)
+	defer cancel()
+	for _, script := range []string{contract.PreStop, contract.Drain} {
+		var wg sync.WaitGroup
+		for _, j := range in.Plan.Hosted() {
+			if !j.Has(script) {
+				continue
+			}
+			mine, err := in.State.Claim(claimFile(script, j.Name))
+			if err != nil {
+				return err
+			}
+			if !mine {
+				continue
+			}
+			wg.Go(func() {
+				var err error
+				if script == contract.PreStop {
+					err = in.Scripts.PreStop(ctx, j.Name)
+				} else {
+					var rounds int
+					rounds, err = in.Scripts.Drain(ctx, j.Name, in.Plan.PersistentDiskMB)
+					in.Log.Info("drain done", "job", j.Name, "statusRounds", rounds)
+				}
+				if err != nil {
+					in.Log.Info(script+" failed", "job", j.Name, "error", err.Error())
+					_ = in.State.Mark(failedFile(script, j.Name), err.Error())
+				}
+				// Waiters look for the ok file: a failure does not hold the
+				// instance's stop back (the pod is going).
+				_ = in.State.Mark(okFile(script, j.Name), errText(err))
+			})
+		}
+		wg.Wait()
+		var all []string
+		for _, j := range in.Plan.Jobs {
+			if j.Has(script) {
+				all = append(all, okFile(script, j.Name))
+			}
+		}
+		if missing := in.State.WaitAll(ctx, all); len(missing) > 0 {
+			return fmt.Errorf("%s not done within %ds: %s", script, in.Plan.DrainSeconds, strings.Join(missing, ", "))
+		}
+	}
+	return nil
+}
+
+// Alive says whether the container's process runs, or is being started
+// (BPM's pre_start hook, a monit start program).
+func (in Instance) Alive() error {
+	if _, starting := in.State.Read(startingFile(in.Plan.Container)); starting {
+		return nil
+	}
+	return in.running()
+}
+
+// running says whether the container's process runs.
+func (in Instance) running() error {
+	raw, ok := in.State.Read(pidFile(in.Plan.Container))
+	if !ok {
+		return fmt.Errorf("process '%s' of job '%s' is not running", in.Plan.Process, in.Plan.Job)
+	}
+	pid, err := strconv.Atoi(raw)
+	if err != nil {
+		return fmt.Errorf("pid file of %s: %w", in.Plan.Container, err)
+	}
+	if err := syscall.Kill(pid, 0); err != nil {
+		return fmt.Errorf("process '%s' of job '%s' (pid %d) is not running: %w", in.Plan.Process, in.Plan.Job, pid, err)
+	}
+	return nil
+}
+
+// Ready is the agent's view of a healthy instance, for this container: its
+// process runs, every job's post-start succeeded, and the bin/dns/healthy
+// of the jobs it hosts succeeds.
+func (in Instance) Ready(ctx context.Context) error {
+	if err := in.running(); err != nil {
+		return err
+	}
+	for _, j := range in.Plan.Jobs {
+		if !j.Has(contract.PostStart) {
+			continue
+		}
+		if msg, failed := in.State.Read(failedFile(contract.PostStart, j.Name)); failed {
+			return fmt.Errorf("%s", msg)
+		}
+		if _, ok := in.State.Read(okFile(contract.PostStart, j.Name)); !ok {
+			return fmt.Errorf("post-start of job '%s' has not finished", j.Name)
+		}
+	}
+	for _, j := range in.Plan.Hosted() {
+		if j.Has(contract.DNSHealthy) {
+			if err := in.Scripts.DNSHealthy(ctx, j.Name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,81 @@
+package runtime
+
+import (
+	"fmt"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/bosh-injector/bosh-injector/gather/bpm"
+)
+
+// Capabilities by the names bpm.yml uses (with or without CAP_).
+var Capabilities = map[string]uintptr{
+	"CHOWN": unix.CAP_CHOWN, "DAC_OVERRIDE": unix.CAP_DAC_OVERRIDE, "DAC_READ_SEARCH": unix.CAP_DAC_READ_SEARCH,
+	"FOWNER": unix.CAP_FOWNER, "FSETID": unix.CAP_FSETID, "KILL": unix.CAP_KILL, "SETGID": unix.CAP_SETGID,
+	"SETUID": unix.CAP_SETUID, "SETPCAP": unix.CAP_SETPCAP, "LINUX_IMMUTABLE": unix.CAP_LINUX_IMMUTABLE,
+	"NET_BIND_SERVICE": unix.CAP_NET_BIND_SERVICE, "NET_BROADCAST": unix.CAP_NET_BROADCAST, "NET_ADMIN": unix.CAP_NET_ADMIN,
+	"NET_RAW": unix.CAP_NET_RAW, "IPC_LOCK": unix.CAP_IPC_LOCK, "IPC_OWNER": unix.CAP_IPC_OWNER, "SYS_MODULE": unix.CAP_SYS_MODULE,
+	"SYS_RAWIO": unix.CAP_SYS_RAWIO, "SYS_CHROOT": unix.CAP_SYS_CHROOT, "SYS_PTRACE": unix.CAP_SYS_PTRACE, "SYS_PACCT": unix.CAP_SYS_PACCT,
+	"SYS_ADMIN": unix.CAP_SYS_ADMIN, "SYS_BOOT": unix.CAP_SYS_BOOT, "SYS_NICE": unix.CAP_SYS_NICE, "SYS_RESOURCE": unix.CAP_SYS_RESOURCE,
+	"SYS_TIME": unix.CAP_SYS_TIME, "SYS_TTY_CONFIG": unix.CAP_SYS_TTY_CONFIG, "MKNOD": unix.CAP_MKNOD, "LEASE": unix.CAP_LEASE,
+	"AUDIT_WRITE": unix.CAP_AUDIT_WRITE, "AUDIT_CONTROL": unix.CAP_AUDIT_CONTROL, "SETFCAP": unix.CAP_SETFCAP,
+	"MAC_OVERRIDE": unix.CAP_MAC_OVERRIDE, "MAC_ADMIN": unix.CAP_MAC_ADMIN, "SYSLOG": unix.CAP_SYSLOG, "WAKE_ALARM": unix.CAP_WAKE_ALARM,
+	"BLOCK_SUSPEND": unix.CAP_BLOCK_SUSPEND, "AUDIT_READ": unix.CAP_AUDIT_READ, "PERFMON": unix.CAP_PERFMON, "BPF": unix.CAP_BPF,
+	"CHECKPOINT_RESTORE": unix.CAP_CHECKPOINT_RESTORE,
+}
+
+// credentials makes the process vcap (uid and gid 1000) with caps ambient:
+// Go's fork keeps them across setuid and raises them into the inheritable
+// and ambient sets, so the executable gets exactly these, as under BPM's
+// runc.
+func credentials(caps []string) (*syscall.SysProcAttr, error) {
+	attr := &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: VcapUID, Gid: VcapUID, Groups: []uint32{VcapUID}}}
+	for _, name := range caps {
+		c, ok := Capabilities[strings.TrimPrefix(strings.ToUpper(name), "CAP_")]
+		if !ok {
+			return nil, fmt.Errorf("unknown capability %q", name)
+		}
+		attr.AmbientCaps = append(attr.AmbientCaps, c)
+	}
+	return attr, nil
+}
+
+// SetLimits applies BPM's limits to the launcher, whose process inherits
+// them: open_files as RLIMIT_NOFILE, processes as RLIMIT_NPROC (BPM uses a
+// pids cgroup; a pod's cgroup is the kubelet's), core_file_size as
+// RLIMIT_CORE, each soft and hard. Raising a hard limit above the
+// container's needs CAP_SYS_RESOURCE, which the container does not get: the
+// error says so.
+func SetLimits(l *bpm.Limits) error {
+	if l == nil {
+		return nil
+	}
+	set := func(name string, res int, v uint64) error {
+		// syscall's Setrlimit, not x/sys's: only it stops Go restoring
+		// the start-up RLIMIT_NOFILE in children.
+		if err := syscall.Setrlimit(res, &syscall.Rlimit{Cur: v, Max: v}); err != nil {
+			var cur syscall.Rlimit
+			_ = syscall.Getrlimit(res, &cur)
+			return fmt.Errorf("limits.%s %d: setrlimit: %w (the container's hard limit is %d; raising it needs the node's or the runtime's ulimits)", name, v, err, cur.Max)
+		}
+		return nil
+	}
+	if l.OpenFiles != nil {
+		if err := set("open_files", unix.RLIMIT_NOFILE, *l.OpenFiles); err != nil {
+			return err
+		}
+	}
+	if l.Processes != nil && *l.Processes > 0 {
+		if err := set("processes", unix.RLIMIT_NPROC, uint64(*l.Processes)); err != nil {
+			return err
+		}
+	}
+	if l.CoreFileSize != nil {
+		if err := set("core_file_size", unix.RLIMIT_CORE, *l.CoreFileSize); err != nil {
+			return err
+		}
+	}
+	return nil
+}

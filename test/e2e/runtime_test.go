@@ -1,0 +1,277 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
+
+	"github.com/bosh-injector/bosh-injector/gather/bpm"
+	"github.com/bosh-injector/bosh-injector/inject"
+	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
+	"github.com/bosh-injector/bosh-injector/inject/runtime/monit"
+	"github.com/bosh-injector/bosh-injector/test/fixtures"
+	"github.com/bosh-injector/bosh-injector/test/podman"
+	"github.com/bosh-injector/bosh-injector/test/walkthrough"
+)
+
+// TestRuntimeUnderPodman runs the process container inject makes for the
+// lifecycle fixture job with real containers: the launcher from a freshly
+// built bosh-injector, BPM's limits, user and capabilities, the BPM log
+// files, post-start gating readiness, and a deletion through the preStop
+// hook (pre-stop, dynamic drain), the shutdown signal and post-stop; and the
+// fixture job without bpm.yml, run through its monit file's programs. The
+// copy and render init containers are what the walkthrough test covers;
+// here the job's files (plain, the fixture's templates use no ERB) are laid
+// out on the host and mounted where render would write them.
+func TestRuntimeUnderPodman(t *testing.T) {
+	ctx := context.Background()
+	if err := podman.Check(walkthrough.BaseImage); err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	for _, d := range []string{filepath.Dir(work), work} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(work, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := walkthrough.BuildBinary(bin); err != nil {
+		t.Fatal(err)
+	}
+	pkg := filepath.Join(work, "packages", "lifecycled")
+	build := exec.Command("go", "build", "-o", filepath.Join(pkg, "bin", "lifecycled"), "./printconfig")
+	build.Dir, build.Env = fixtures.Dir(), append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building printconfig: %v: %s", err, out)
+	}
+
+	run := func(t *testing.T, name string, failPostStart bool) (*podman.Run, string) {
+		root := filepath.Join(work, name)
+		jobs := filepath.Join(root, "jobs")
+		layoutJob(t, jobs, "lifecycled")
+		legacyMonit := layoutJob(t, jobs, "legacyd")
+		bpmYAML, err := os.ReadFile(filepath.Join(jobs, "lifecycled", "config", "bpm.yml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := bpm.Parse(bpmYAML, "lifecycled")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if failPostStart {
+			if err := os.WriteFile(filepath.Join(jobs, "lifecycled", "fail-post-start"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		info := &bpm.Info{Deployment: "lifecycle", InstanceGroup: "lifecycled", Instances: 1, Lifecycle: "service", ResolvedSecret: "unused",
+			Releases: []bpm.Release{{Name: "lifecycle", Image: walkthrough.BaseImage}},
+			Jobs: []bpm.Job{{Name: "lifecycled", Release: "lifecycle", Scripts: []string{"post-start", "pre-stop", "drain", "post-stop"}},
+				{Name: "legacyd", Release: "lifecycle", MonitProcesses: monit.Processes(legacyMonit)}},
+			BPM: []bpm.InstanceBPM{{Indexes: []int{0}, Jobs: map[string]bpm.Config{"lifecycled": cfg}}}}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "lifecycled-0", Namespace: "e2e"}}
+		if err := inject.Mutate(pod, inject.Plan{Info: info, Instance: inject.Instance{Bootstrap: true}}); err != nil {
+			t.Fatal(err)
+		}
+		// The job laid out on the host stands in for copy and render.
+		pod.Spec.InitContainers = nil
+		hostVolume(t, pod, inject.VolumeJobs, jobs)
+		hostVolume(t, pod, inject.VolumeSys, filepath.Join(root, "sys"))
+		hostVolume(t, pod, contract.BinVolume, bin)
+		hostVolume(t, pod, inject.VolumeResolved, "")
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "packages", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: pkg}}})
+		for i := range pod.Spec.Containers {
+			pod.Spec.Containers[i].VolumeMounts = append(pod.Spec.Containers[i].VolumeMounts, corev1.VolumeMount{Name: "packages", MountPath: "/var/vcap/packages/lifecycled", ReadOnly: true})
+		}
+
+		r, err := podman.Adapt(pod, podman.Env{PodIP: "127.0.0.1", Dir: root, Prefix: fmt.Sprintf("rt%d-", time.Now().UnixNano()%1e6)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := r.Remove(); err != nil {
+				t.Error(err)
+			}
+		})
+		if err := r.Play(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return r, root
+	}
+	// waitProbe polls the container's readiness probe until cond holds for
+	// its result.
+	waitProbe := func(t *testing.T, r *podman.Run, cond func(podman.ContainerResult) bool) podman.ContainerResult {
+		var last podman.ContainerResult
+		err := wait.PollUntilContextTimeout(ctx, time.Second, 90*time.Second, true, func(context.Context) (bool, error) {
+			for _, res := range r.Results() {
+				if res.Name == "lifecycled-lifecycled" {
+					last = res
+				}
+			}
+			return cond(last), nil
+		})
+		if err != nil {
+			t.Fatalf("%v: %+v", err, last)
+		}
+		return last
+	}
+
+	t.Run("a failing post-start keeps the pod not ready, naming the job and showing its output", func(t *testing.T) {
+		r, _ := run(t, "failing", true)
+		res := waitProbe(t, r, func(res podman.ContainerResult) bool {
+			return res.Running && strings.Contains(res.ProbeOutput, "post-start of job") && !strings.Contains(res.ProbeOutput, "not finished")
+		})
+		if res.Ready || !strings.Contains(res.ProbeOutput, "post-start of job 'lifecycled' failed: exit status 1: post-start: cannot reach the database") {
+			t.Errorf("readiness: ready=%v output %q", res.Ready, res.ProbeOutput)
+		}
+	})
+
+	t.Run("BPM's limits, user and capabilities, logs, the lifecycle in BOSH's order, a monit-only job", func(t *testing.T) {
+		r, root := run(t, "serving", false)
+		waitProbe(t, r, func(res podman.ContainerResult) bool { return res.Ready })
+		// Readiness follows post-start, not the process's first lines.
+		logs, err := r.WaitForLog(ctx, "lifecycled-lifecycled", "==> listen", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdoutLog, err := os.ReadFile(filepath.Join(root, "sys", "log", "lifecycled", "lifecycled.stdout.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{
+			"==> uid 1000 gid 1000, open files 4096 <==",
+			"==> CapAmb: 0000000000000400 <==", // NET_BIND_SERVICE, ambient
+			"==> listening on :80 <==",
+			"==> /var/vcap/jobs/lifecycled/config/bpm.yml <==",
+		} {
+			if !strings.Contains(logs, want) {
+				t.Errorf("podman logs lack %q:\n%s", want, logs)
+			}
+			if !strings.Contains(string(stdoutLog), want) {
+				t.Errorf("/var/vcap/sys/log/lifecycled/lifecycled.stdout.log lacks %q:\n%s", want, stdoutLog)
+			}
+		}
+
+		hooks, err := r.Delete(ctx)
+		if err != nil {
+			t.Fatalf("%v: %v", err, hooks)
+		}
+		lifecycle, err := os.ReadFile(filepath.Join(root, "sys", "log", "lifecycled", "lifecycle.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := `post-start
+pre-stop vm=delete instance=keep deployment=keep
+drain job_shutdown hash_unchanged
+drain job_check_status hash_unchanged
+drain job_check_status hash_unchanged
+process stopped by signal
+post-stop
+`
+		if string(lifecycle) != want {
+			t.Errorf("lifecycle.log:\n%s\nwant:\n%s\nhooks: %v\ncontainers: %+v", lifecycle, want, hooks, r.Results())
+		}
+		// The job without bpm.yml ran and stopped through its monit file.
+		legacy, err := os.ReadFile(filepath.Join(root, "sys", "log", "legacyd", "legacyd.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !regexp.MustCompile(`(?s)^start program\n.*==> /var/vcap/jobs/legacyd/monit <==.*stop program\n.*==> stopping on terminated <==`).Match(legacy) {
+			t.Errorf("legacyd.log:\n%s", legacy)
+		}
+	})
+}
+
+// layoutJob writes a fixture job's templates (which use no ERB) and monit
+// file where render would write them, and returns the monit file.
+func layoutJob(t *testing.T, jobs, job string) string {
+	t.Helper()
+	src := filepath.Join(fixtures.ReleaseDir("lifecycle"), "jobs", job)
+	data, err := os.ReadFile(filepath.Join(src, "spec"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec struct {
+		Templates map[string]string `json:"templates"`
+	}
+	if err := yaml.Unmarshal(data, &spec); err != nil {
+		t.Fatal(err)
+	}
+	for from, to := range spec.Templates {
+		body, err := os.ReadFile(filepath.Join(src, "templates", from))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := filepath.Join(jobs, job, to)
+		mode := os.FileMode(0o644)
+		if strings.HasPrefix(to, "bin/") {
+			mode = 0o755
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, body, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	monitFile, err := os.ReadFile(filepath.Join(src, "monit"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(jobs, job, "monit"), monitFile, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return string(monitFile)
+}
+
+// hostVolume replaces a pod volume by host directories under dir, one per
+// mount (subPaths included); with dir empty it drops the volume and its
+// mounts.
+func hostVolume(t *testing.T, pod *corev1.Pod, volume, dir string) {
+	t.Helper()
+	var volumes []corev1.Volume
+	for _, v := range pod.Spec.Volumes {
+		if v.Name != volume {
+			volumes = append(volumes, v)
+		}
+	}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		var mounts []corev1.VolumeMount
+		for _, m := range c.VolumeMounts {
+			if m.Name != volume {
+				mounts = append(mounts, m)
+				continue
+			}
+			if dir == "" {
+				continue
+			}
+			host := filepath.Join(dir, m.SubPath)
+			if err := os.MkdirAll(host, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(host, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			name := fmt.Sprintf("%s-%d", volume, len(volumes))
+			volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: host}}})
+			m.Name, m.SubPath = name, ""
+			mounts = append(mounts, m)
+		}
+		c.VolumeMounts = mounts
+	}
+	pod.Spec.Volumes = volumes
+}
