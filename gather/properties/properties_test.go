@@ -103,7 +103,7 @@ func TestBindOrderAndSorting(t *testing.T) {
 		// T39f second half: tls.cert with {tls: {cert: ((tls))}} binds.
 		{"name: myjob\nproperties: {tls.cert: {type: certificate}}", job("    properties: {tls: {cert: ((tls))}}\n"), `{"tls":{"cert":"((tls))"}}`},
 		// YAML 1.1 typing of manifest values.
-		{"name: myjob\nproperties: {v: {}}", job("    properties: {v: [yes, no, on, off, ~, null, 0777, 0x1F, 1.5, nil, '1', 1e3]}\n"), `{"v":[true,false,true,false,null,null,511,31,1.5,"nil","1",1000]}`},
+		{"name: myjob\nproperties: {v: {}}", job("    properties: {v: [yes, no, on, off, ~, null, 0777, 0x1F, 1.5, nil, '1', 1e3]}\n"), `{"v":[true,false,true,false,null,null,511,31,1.5,"nil","1",1000.0]}`},
 	}
 	for _, tc := range tests {
 		got, err := bind(t, tc.spec, tc.manifest)

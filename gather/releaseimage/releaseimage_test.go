@@ -214,6 +214,9 @@ func TestFixtureReleases(t *testing.T) {
 		}
 		var want strings.Builder
 		for _, r := range cold {
+			if !bytes.Contains(shop, []byte("- name: "+r.Release+"\n")) {
+				continue // a fixture release the shop deployment does not use
+			}
 			fmt.Fprintf(&want, "- type: replace\n  path: /releases/name=%s/image?\n  value: %s\n", r.Release, r.Ref())
 		}
 		if string(ops) != want.String() {
