@@ -5,7 +5,6 @@ package webhook
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -18,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -64,8 +64,14 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	start := time.Now()
 	defer func() { latency.Observe(time.Since(start).Seconds()) }()
 
+	// Decoded as the API server does (case sensitive), and without
+	// duplicate keys, so the patch's paths are the request's members.
 	var pod corev1.Pod
-	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
+	strict, err := kjson.UnmarshalStrict(req.Object.Raw, &pod, kjson.DisallowDuplicateFields)
+	if err == nil && len(strict) > 0 {
+		err = errors.Join(strict...)
+	}
+	if err != nil {
 		requests.WithLabelValues("error").Inc()
 		h.Log.Info("denied", "namespace", req.Namespace, "reason", inject.ReasonInvalidPod, "error", err.Error())
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("%s: %w", inject.ReasonInvalidPod, err))
@@ -84,7 +90,10 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	if err == nil {
 		inst, err = inject.InstanceOf(&pod, info)
 	}
+	var before *corev1.Pod
 	if err == nil {
+		// Mutate changes the pod in place; the patch is the difference.
+		before = pod.DeepCopy()
 		err = inject.Mutate(&pod, inject.Plan{Info: info, Instance: inst, Settings: h.Settings})
 	}
 	var denial *inject.Denial
@@ -99,13 +108,9 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 		log.Error(err, "injection failed")
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	patched, err := json.Marshal(&pod)
-	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, err)
-	}
 	requests.WithLabelValues("injected").Inc()
 	log.V(1).Info("injected", "deployment", deployment, "instanceGroup", ig, "index", inst.Index, "resolved", info.ResolvedSecret)
-	return admission.PatchResponseFromRaw(req.Object.Raw, patched)
+	return admission.Patched("", podPatch(before, &pod)...)
 }
 
 func (h *Handler) skip(log logr.Logger, r inject.Reason) admission.Response {

@@ -72,17 +72,13 @@ const GCPercent = 400
 // NewManager builds the operator's manager.
 func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 	ctrl.SetLogger(log)
-	// Only Secrets of deployments are cached: BPM info for admissions,
-	// manifests and variables for the runner.
-	deploymentSecrets, err := labels.NewRequirement(names.LabelDeployment, selection.Exists, nil)
+	cacheOptions, err := CacheOptions()
 	if err != nil {
 		return nil, err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Logger: log,
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}: {Label: labels.NewSelector().Add(*deploymentSecrets)},
-		}},
+		Logger:                        log,
+		Cache:                         cacheOptions,
 		Metrics:                       metricsserver.Options{BindAddress: address(o.MetricsPort)},
 		HealthProbeBindAddress:        address(o.HealthPort),
 		LeaderElection:                o.LeaderElection,
@@ -130,6 +126,18 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, err
 		}
 	}
 	return mgr, nil
+}
+
+// CacheOptions is what the operator caches: only Secrets of deployments
+// (BPM info for admissions, manifests and variables for the runner).
+func CacheOptions() (cache.Options, error) {
+	deploymentSecrets, err := labels.NewRequirement(names.LabelDeployment, selection.Exists, nil)
+	if err != nil {
+		return cache.Options{}, err
+	}
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Secret{}: {Label: labels.NewSelector().Add(*deploymentSecrets)},
+	}}, nil
 }
 
 func address(port int) string {

@@ -116,8 +116,12 @@ var _ = Describe("gather", func() {
 		Expect(svcNames).To(ConsistOf("shop-bus", "shop-bus-0", "shop-bus-1", "shop-bus-2", "shop-db", "shop-db-0",
 			"shop-web", "shop-web-0", "shop-web-1", "shop-smoke-tests", "shop-smoke-tests-0"))
 
-		again, err := gather()
+		counted, writes := countingClient()
+		again, err := gathering.Run(ctx, counted, gathering.Config{
+			Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: jobsDir, ClusterDomain: "cluster.local",
+		}, gathering.NewRenderBPM(ctx), time.Now())
 		Expect(err).NotTo(HaveOccurred())
+		Expect(writes.Load()).To(BeZero(), "API writes re-gathering an unchanged deployment")
 		for _, g := range again.Groups {
 			Expect(g.Resolved.Created || g.BPM.Created).To(BeFalse(), g.InstanceGroup)
 		}
