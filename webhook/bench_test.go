@@ -330,7 +330,7 @@ func BenchmarkOperatorHeap(b *testing.B) {
 				}
 				key := map[string]string{names.KindBPM: bpm.InfoKey, names.KindResolved: resolved.Key}[kind]
 				write(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: names.VersionedSecret(dep, kind, info.InstanceGroup, 1), Namespace: "default",
-					Labels: map[string]string{names.LabelDeployment: dep, names.LabelInstanceGroup: info.InstanceGroup, names.LabelSecretKind: kind, names.LabelVersion: "1"},
+					Labels:      map[string]string{names.LabelDeployment: dep, names.LabelInstanceGroup: info.InstanceGroup, names.LabelSecretKind: kind, names.LabelVersion: "1"},
 					Annotations: map[string]string{names.AnnotationInstanceGroupName: info.InstanceGroup}},
 					Data: map[string][]byte{key: data}})
 			}

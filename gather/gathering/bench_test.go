@@ -116,7 +116,7 @@ func scaled(b *testing.B, dir string, n int) []byte {
 	b.Helper()
 	jobs := map[string]map[string]string{
 		"db": {
-			"job.MF": "name: db\ntemplates: {bpm.yml.erb: config/bpm.yml}\nprovides:\n- {name: db, type: db, properties: [port]}\nproperties:\n  port: {default: 5432}\n",
+			"job.MF":                "name: db\ntemplates: {bpm.yml.erb: config/bpm.yml}\nprovides:\n- {name: db, type: db, properties: [port]}\nproperties:\n  port: {default: 5432}\n",
 			"templates/bpm.yml.erb": "processes:\n- name: db\n  executable: /var/vcap/packages/db/bin/run\n  args: [--index, \"<%= spec.index %>\", --port, \"<%= p('port') %>\"]\n",
 		},
 		"web": {
@@ -124,7 +124,7 @@ func scaled(b *testing.B, dir string, n int) []byte {
 			"templates/bpm.yml.erb": "processes:\n- name: web\n  executable: /var/vcap/packages/web/bin/run\n  args: [--index, \"<%= spec.index %>\"]\n",
 		},
 		"client": {
-			"job.MF":                "name: client\ntemplates: {peers.erb: config/peers}\nconsumes:\n- {name: db, type: db}\n",
+			"job.MF":              "name: client\ntemplates: {peers.erb: config/peers}\nconsumes:\n- {name: db, type: db}\n",
 			"templates/peers.erb": "<% link('db').instances.each do |i| %><%= i.address %>:<%= link('db').p('port') %>\n<% end %>",
 		},
 	}
