@@ -64,9 +64,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger) erro
 
 // GCPercent is the operator's GOGC unless the environment sets one. An
 // admission allocates copies of the pod (decode, the copy the patch is
-// taken against, mutate, the patch); at Go's default of 100 the collector's assists and pauses
-// land on concurrent admissions (BenchmarkAdmission compares both in one
-// run). The chart bounds the heap with GOMEMLIMIT at the memory limit.
+// taken against, mutate, the patch); at Go's default of 100 the collector's
+// assists and pauses land on concurrent admissions (BenchmarkAdmission
+// compares both in one run). The chart bounds the heap with GOMEMLIMIT at the memory limit.
 const GCPercent = 400
 
 // NewManager builds the operator's manager.
