@@ -129,6 +129,7 @@ func scaled(b *testing.B, dir string, n int) []byte {
 		},
 	}
 	for job, files := range jobs {
+		files["monit"] = ""
 		for name, content := range files {
 			path := filepath.Join(dir, "gen", job, name)
 			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
