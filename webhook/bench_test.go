@@ -154,8 +154,8 @@ func BenchmarkAdmission(b *testing.B) {
 			now := perAdmission(b, handler, req)
 			was := perAdmission(b, diff, req)
 			floor := perAdmission(b, mutateOnly(diff), req)
-			b.Logf("  %2d jobs: handler %7.0f µs %6.0f allocs %8.0f B | diff %7.0f µs %6.0f allocs %8.0f B | handler/diff CPU %.2f | of which decode and inject.Mutate %7.0f µs",
-				s.jobs, now.us, now.allocs, now.bytes, was.us, was.allocs, was.bytes, now.us/was.us, floor.us)
+			b.Logf("  %2d jobs: handler %7.0f µs %6.0f allocs %8.0f B | diff %7.0f µs %6.0f allocs %8.0f B | handler/diff CPU %.2f | decode and inject.Mutate %6.0f µs | patch %7.0f B (diff's %7.0f B)",
+				s.jobs, now.us, now.allocs, now.bytes, was.us, was.allocs, was.bytes, now.us/was.us, floor.us, now.patch, was.patch)
 			b.ReportMetric(now.us, fmt.Sprintf("handler-%djobs-µs", s.jobs))
 			b.ReportMetric(now.us/was.us, fmt.Sprintf("handler/diff-%djobs-cpu", s.jobs))
 		}
@@ -183,12 +183,13 @@ func mutateOnly(d diffHandler) admission.Handler {
 	})
 }
 
-type cost struct{ us, allocs, bytes float64 }
+type cost struct{ us, allocs, bytes, patch float64 }
 
 // perAdmission is the mean cost of one admission by h of req, response
 // encoding included, after a warm-up.
 func perAdmission(b *testing.B, h admission.Handler, req admission.Request) cost {
 	const n = 200
+	patch := 0
 	run := func() {
 		resp := h.Handle(context.Background(), req)
 		if !resp.Allowed {
@@ -197,6 +198,7 @@ func perAdmission(b *testing.B, h admission.Handler, req admission.Request) cost
 		if err := resp.Complete(req); err != nil {
 			b.Fatal(err)
 		}
+		patch = len(resp.Patch)
 	}
 	for range 20 {
 		run()
@@ -210,7 +212,7 @@ func perAdmission(b *testing.B, h admission.Handler, req admission.Request) cost
 	}
 	elapsed := time.Since(start)
 	goruntime.ReadMemStats(&after)
-	return cost{us: float64(elapsed.Microseconds()) / n, allocs: float64(after.Mallocs-before.Mallocs) / n, bytes: float64(after.TotalAlloc-before.TotalAlloc) / n}
+	return cost{us: float64(elapsed.Microseconds()) / n, allocs: float64(after.Mallocs-before.Mallocs) / n, bytes: float64(after.TotalAlloc-before.TotalAlloc) / n, patch: float64(patch)}
 }
 
 // concurrent sends rounds of concurrent admissions over TLS.
