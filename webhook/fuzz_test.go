@@ -1,6 +1,7 @@
 package webhook_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
@@ -27,7 +29,8 @@ import (
 
 // FuzzHandle sends random pods, with random BPM info stored as the group's
 // bpm Secret, through the admission handler: it must never panic, and an
-// admitted pod's patch must apply to the request and give a pod.
+// admitted pod's patch must apply to the request and give exactly the pod
+// inject.Mutate makes of it, which is what diffing the whole pod gave.
 func FuzzHandle(f *testing.F) {
 	cases, _ := filepath.Glob("../inject/testdata/*.yaml")
 	for _, file := range cases {
@@ -100,8 +103,29 @@ func FuzzHandle(f *testing.F) {
 		if err != nil {
 			t.Fatalf("patch does not apply to the request: %v", err)
 		}
-		if err := json.Unmarshal(patched, &corev1.Pod{}); err != nil {
+		var got corev1.Pod
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(patched, &got); err != nil {
 			t.Fatalf("patched request is no pod: %v", err)
+		}
+		var want corev1.Pod
+		var stored bpm.Info
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, &want); err != nil {
+			t.Fatalf("admitted a request that is no pod: %v", err)
+		}
+		if err := secretdata.Decode(data, &stored); err != nil {
+			t.Fatal(err)
+		}
+		inst, err := inject.InstanceOf(&want, &stored)
+		if err == nil {
+			err = inject.Mutate(&want, inject.Plan{Info: &stored, Instance: inst, Settings: h.Settings})
+		}
+		if err != nil {
+			t.Fatalf("admitted a pod inject refuses: %v", err)
+		}
+		gotJSON, _ := json.Marshal(&got)
+		wantJSON, _ := json.Marshal(&want)
+		if !bytes.Equal(gotJSON, wantJSON) {
+			t.Fatalf("patched request differs from the mutated pod:\n got %s\nwant %s\npatch %s", gotJSON, wantJSON, ops)
 		}
 	})
 }

@@ -6,7 +6,6 @@ package webhook
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -21,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	kjson "sigs.k8s.io/json"
 
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/names"
@@ -65,8 +65,14 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	start := time.Now()
 	defer func() { latency.Observe(time.Since(start).Seconds()) }()
 
+	// Decoded as the API server does (case sensitive), and without
+	// duplicate keys, so the patch's paths are the request's members.
 	var pod corev1.Pod
-	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
+	strict, err := kjson.UnmarshalStrict(req.Object.Raw, &pod, kjson.DisallowDuplicateFields)
+	if err == nil && len(strict) > 0 {
+		err = errors.Join(strict...)
+	}
+	if err != nil {
 		requests.WithLabelValues("error").Inc()
 		h.Log.Info("denied", "namespace", req.Namespace, "reason", inject.ReasonInvalidPod, "error", err.Error())
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("%s: %w", inject.ReasonInvalidPod, err))
@@ -85,7 +91,10 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	if err == nil {
 		inst, err = inject.InstanceOf(&pod, info)
 	}
+	var before *corev1.Pod
 	if err == nil {
+		// Mutate changes the pod in place; the patch is the difference.
+		before = pod.DeepCopy()
 		err = inject.Mutate(&pod, inject.Plan{Info: info, Instance: inst, Settings: h.Settings, Namespace: cmp.Or(pod.Namespace, req.Namespace)})
 	}
 	var denial *inject.Denial
@@ -100,13 +109,9 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 		log.Error(err, "injection failed")
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	patched, err := json.Marshal(&pod)
-	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, err)
-	}
 	requests.WithLabelValues("injected").Inc()
 	log.V(1).Info("injected", "deployment", deployment, "instanceGroup", ig, "index", inst.Index, "resolved", info.ResolvedSecret)
-	resp := admission.PatchResponseFromRaw(req.Object.Raw, patched)
+	resp := admission.Patched("", podPatch(before, &pod)...)
 	resp.Warnings = inject.Warnings(info, inst.Index)
 	return resp
 }

@@ -39,6 +39,13 @@ var _ = Describe("the admission handler", func() {
 			Namespace: ns, Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw},
 		}})
 		Expect(resp.Allowed).To(BeTrue(), resp.Result.String())
+		// The patch replaces the fields injection changes, not the pod.
+		var paths []string
+		for _, op := range resp.Patches {
+			paths = append(paths, op.Path)
+		}
+		Expect(paths).To(ContainElements("/metadata/labels", "/metadata/annotations", "/spec/volumes", "/spec/initContainers", "/spec/containers"))
+		Expect(paths).To(HaveEach(MatchRegexp(`^/(metadata|spec)/[a-zA-Z]+$`)))
 		ops, err := json.Marshal(resp.Patches)
 		Expect(err).NotTo(HaveOccurred())
 		patch, err := jsonpatch.DecodePatch(ops)

@@ -71,26 +71,22 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger) erro
 }
 
 // GCPercent is the operator's GOGC unless the environment sets one. An
-// admission allocates several copies of the pod (decode, mutate, marshal,
-// the patch diff); at Go's default of 100 the collector's assists and pauses
-// land on concurrent admissions (BenchmarkAdmissionTLS compares both in one
-// run). The chart bounds the heap with GOMEMLIMIT at the memory limit.
+// admission allocates copies of the pod (decode, the copy the patch is
+// taken against, mutate, the patch); at Go's default of 100 the collector's
+// assists and pauses land on concurrent admissions (BenchmarkAdmission
+// compares both in one run). The chart bounds the heap with GOMEMLIMIT at the memory limit.
 const GCPercent = 400
 
 // NewManager builds the operator's manager.
 func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 	ctrl.SetLogger(log)
-	// Only Secrets of deployments are cached: BPM info for admissions,
-	// manifests and variables for the runner.
-	deploymentSecrets, err := labels.NewRequirement(names.LabelDeployment, selection.Exists, nil)
+	cacheOptions, err := CacheOptions()
 	if err != nil {
 		return nil, err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Logger: log,
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}: {Label: labels.NewSelector().Add(*deploymentSecrets)},
-		}},
+		Logger:                        log,
+		Cache:                         cacheOptions,
 		Metrics:                       metricsserver.Options{BindAddress: address(o.MetricsPort)},
 		HealthProbeBindAddress:        address(o.HealthPort),
 		LeaderElection:                o.LeaderElection,
@@ -161,6 +157,18 @@ func clusterIP(c client.Reader, namespace, name string) (string, error) {
 		return "", fmt.Errorf("DNS Service %s/%s has no cluster IP: %w", namespace, name, errors.Join(last, err))
 	}
 	return ip, nil
+}
+
+// CacheOptions is what the operator caches: only Secrets of deployments
+// (BPM info for admissions, manifests and variables for the runner).
+func CacheOptions() (cache.Options, error) {
+	deploymentSecrets, err := labels.NewRequirement(names.LabelDeployment, selection.Exists, nil)
+	if err != nil {
+		return cache.Options{}, err
+	}
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Secret{}: {Label: labels.NewSelector().Add(*deploymentSecrets)},
+	}}, nil
 }
 
 func address(port int) string {

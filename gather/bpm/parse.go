@@ -1,10 +1,10 @@
 package bpm
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
-	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -129,21 +129,22 @@ func ParseMemory(s string) (int64, error) {
 
 // Group groups instances whose BPM configurations are identical: configs[i]
 // holds instance indexes[i]'s configuration per job. Groups keep the order
-// of first appearance, so the common case comes first.
+// of first appearance, so the common case comes first. Configurations are
+// compared by their encoding (map keys sorted), which is what the webhook
+// reads, in one pass: a group of instances rendered per index is as many
+// configurations as instances.
 func Group(indexes []int, configs []map[string]Config) []InstanceBPM {
 	var out []InstanceBPM
+	seen := map[string]int{}
 	for i, c := range configs {
-		found := false
-		for g := range out {
-			if reflect.DeepEqual(out[g].Jobs, c) {
-				out[g].Indexes = append(out[g].Indexes, indexes[i])
-				found = true
-				break
-			}
+		// A Config always encodes (strings, bools, numbers, nested of them).
+		data, _ := json.Marshal(c)
+		if g, ok := seen[string(data)]; ok {
+			out[g].Indexes = append(out[g].Indexes, indexes[i])
+			continue
 		}
-		if !found {
-			out = append(out, InstanceBPM{Indexes: []int{indexes[i]}, Jobs: c})
-		}
+		seen[string(data)] = len(out)
+		out = append(out, InstanceBPM{Indexes: []int{indexes[i]}, Jobs: c})
 	}
 	return out
 }

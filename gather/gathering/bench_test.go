@@ -108,3 +108,101 @@ func BenchmarkGather(b *testing.B) {
 	b.ReportMetric(float64(largest), "largest-secret-bytes")
 	b.ReportMetric(float64(len(secrets.Items)), "secrets")
 }
+
+// scaled writes three jobs under dir/gen and returns a deployment of two
+// instance groups of n instances over two AZs: db provides a link, web runs
+// a job rendering bpm.yml per instance and one consuming db's link.
+func scaled(b *testing.B, dir string, n int) []byte {
+	b.Helper()
+	jobs := map[string]map[string]string{
+		"db": {
+			"job.MF":                "name: db\ntemplates: {bpm.yml.erb: config/bpm.yml}\nprovides:\n- {name: db, type: db, properties: [port]}\nproperties:\n  port: {default: 5432}\n",
+			"templates/bpm.yml.erb": "processes:\n- name: db\n  executable: /var/vcap/packages/db/bin/run\n  args: [--index, \"<%= spec.index %>\", --port, \"<%= p('port') %>\"]\n",
+		},
+		"web": {
+			"job.MF":                "name: web\ntemplates: {bpm.yml.erb: config/bpm.yml}\n",
+			"templates/bpm.yml.erb": "processes:\n- name: web\n  executable: /var/vcap/packages/web/bin/run\n  args: [--index, \"<%= spec.index %>\"]\n",
+		},
+		"client": {
+			"job.MF":              "name: client\ntemplates: {peers.erb: config/peers}\nconsumes:\n- {name: db, type: db}\n",
+			"templates/peers.erb": "<% link('db').instances.each do |i| %><%= i.address %>:<%= link('db').p('port') %>\n<% end %>",
+		},
+	}
+	for job, files := range jobs {
+		files["monit"] = ""
+		for name, content := range files {
+			path := filepath.Join(dir, "gen", job, name)
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				b.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	return fmt.Appendf(nil, `name: scale
+releases: [{name: gen, version: '1', image: localhost/gen:1}]
+instance_groups:
+- {name: db, azs: [z1, z2], instances: %d, networks: [{name: default}], jobs: [{name: db, release: gen}]}
+- {name: web, azs: [z1, z2], instances: %d, networks: [{name: default}], jobs: [{name: web, release: gen}, {name: client, release: gen}]}
+`, n, n)
+}
+
+// BenchmarkGatherInstances gathers a deployment of two groups of 10, 100
+// and 1000 instances, one consuming the other's link, on a real API server,
+// then gathers it again unchanged, and prints the growth from size to size
+// and the second gathering against the first. That the second writes
+// nothing is a test (gathering_test.go); here it is counted.
+func BenchmarkGatherInstances(b *testing.B) {
+	cp, err := controlplane.Start(controlplane.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cp.Stop()
+	ctx := context.Background()
+	base, err := client.NewWithWatch(cp.Config, client.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, writes := counting(base)
+	sizes := []int{10, 100, 1000}
+	for b.Loop() {
+		var firsts []time.Duration
+		for _, n := range sizes {
+			ns := fmt.Sprintf("scale-%d", n)
+			dir := b.TempDir()
+			manifest := scaled(b, dir, n)
+			if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+				b.Fatal(err)
+			}
+			if err := c.Create(ctx, &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Name: "scale", Namespace: ns, Labels: map[string]string{names.LabelDeployment: "scale"}},
+				Data:       map[string][]byte{names.ManifestKey: manifest},
+			}); err != nil {
+				b.Fatal(err)
+			}
+			cfg := gathering.Config{Namespace: ns, ManifestSecret: "scale", JobsDir: dir, ClusterDomain: "cluster.local"}
+			gather := func() (time.Duration, int64) {
+				writes.Store(0)
+				start := time.Now()
+				if _, err := gathering.Run(ctx, c, cfg, gathering.NewRenderBPM(ctx), time.Now()); err != nil {
+					b.Fatal(err)
+				}
+				return time.Since(start), writes.Load()
+			}
+			first, firstWrites := gather()
+			again, againWrites := gather()
+			growth := ""
+			if len(firsts) > 0 {
+				prev := firsts[len(firsts)-1]
+				growth = fmt.Sprintf(" | %.1f× the %d-instance gathering", float64(first)/float64(prev), sizes[len(firsts)-1])
+				b.ReportMetric(float64(first)/float64(prev), fmt.Sprintf("gather-%d/%d", n, sizes[len(firsts)-1]))
+			}
+			firsts = append(firsts, first)
+			b.Logf("%4d instances a group: first %6.2f s (%4d writes), again %6.2f s (%d writes, %.2f of the first)%s",
+				n, first.Seconds(), firstWrites, again.Seconds(), againWrites, float64(again)/float64(first), growth)
+			b.ReportMetric(first.Seconds(), fmt.Sprintf("gather-%d-s", n))
+			b.ReportMetric(float64(again)/float64(first), fmt.Sprintf("again/first-%d", n))
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -168,35 +169,32 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 	}
 	zone := names.DNSZone(d.Name, cfg.Namespace)
 
-	res := &Result{Deployment: d.Name}
+	// One read of every stored version; groups are then written
+	// concurrently, and an unchanged group costs no API call.
+	stored, err := versions.ListDeployment(ctx, c, cfg.Namespace, d.Name)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Deployment: d.Name, Groups: make([]GroupResult, len(all))}
+	series := make([][]versions.Version, 2*len(all))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(services.Writers)
+	for i, p := range all {
+		g.Go(func() error {
+			gr, rseries, bseries, err := writeGroup(gctx, c, stored, versions.Key{Namespace: cfg.Namespace, Deployment: d.Name, InstanceGroup: p.group.Manifest.Name}, p.resolved, p.info, owner)
+			res.Groups[i], series[2*i], series[2*i+1] = gr, rseries, bseries
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return &Result{Deployment: d.Name}, err
+	}
 	var desired []services.Desired
 	for _, p := range all {
-		ig := p.group.Manifest.Name
-		key := versions.Key{Namespace: cfg.Namespace, Deployment: d.Name, InstanceGroup: ig}
-		rkey := key
-		rkey.Kind = names.KindResolved
-		rres, err := versions.Write(ctx, c, versions.Desired{Key: rkey, Data: map[string][]byte{resolved.Key: p.resolved}, Owner: owner})
-		if err != nil {
-			return res, err
-		}
-		// The BPM info names its resolved version, so a new resolved
-		// version always makes a new BPM version and the webhook mounts it.
-		p.info.ResolvedSecret = rres.Name
-		enc, err := secretdata.Encode(p.info)
-		if err != nil {
-			return res, fmt.Errorf("instance group '%s': BPM info is %w", ig, err)
-		}
-		bkey := key
-		bkey.Kind = names.KindBPM
-		bres, err := versions.Write(ctx, c, versions.Desired{Key: bkey, Data: map[string][]byte{bpm.InfoKey: enc}, Owner: owner})
-		if err != nil {
-			return res, err
-		}
-		res.Groups = append(res.Groups, GroupResult{InstanceGroup: ig, Resolved: rres, BPM: bres})
-
 		// The group Service is the first label of the group's address, which
 		// the 253-character rule may have shortened.
 		groupService, _, _ := strings.Cut(p.group.Address, ".")
+		ig := p.group.Manifest.Name
 		desired = append(desired, services.Desired{Name: groupService, InstanceGroup: ig})
 		for _, inst := range p.group.Instances {
 			desired = append(desired, services.Desired{Name: inst.Service, InstanceGroup: ig, Index: &inst.Index})
@@ -218,16 +216,32 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 	if res.DNS, _, err = dns.Write(ctx, c, cfg.Namespace, d.Name, zone, dns.ZoneFile(zone, records), owner); err != nil {
 		return res, err
 	}
-	for _, p := range all {
-		for _, kind := range []string{names.KindResolved, names.KindBPM} {
-			pruned, err := versions.Prune(ctx, c, versions.Key{Namespace: cfg.Namespace, Deployment: d.Name, Kind: kind, InstanceGroup: p.group.Manifest.Name})
-			if err != nil {
-				return res, err
-			}
-			res.Pruned = append(res.Pruned, pruned...)
-		}
+	res.Pruned, err = versions.Prune(ctx, c, cfg.Namespace, d.Name, series...)
+	return res, err
+}
+
+// writeGroup writes the resolved properties and BPM info of one group over
+// its stored versions, and returns the two series after writing.
+func writeGroup(ctx context.Context, c client.Client, stored versions.Stored, key versions.Key, resolvedData []byte, info bpm.Info, owner *metav1.OwnerReference) (GroupResult, []versions.Version, []versions.Version, error) {
+	ig := key.InstanceGroup
+	rkey, bkey := key, key
+	rkey.Kind, bkey.Kind = names.KindResolved, names.KindBPM
+	rres, rseries, err := versions.WriteOver(ctx, c, versions.Desired{Key: rkey, Data: map[string][]byte{resolved.Key: resolvedData}, Owner: owner}, stored.Of(rkey))
+	if err != nil {
+		return GroupResult{}, nil, nil, err
 	}
-	return res, nil
+	// The BPM info names its resolved version, so a new resolved version
+	// always makes a new BPM version and the webhook mounts it.
+	info.ResolvedSecret = rres.Name
+	enc, err := secretdata.Encode(info)
+	if err != nil {
+		return GroupResult{}, nil, nil, fmt.Errorf("instance group '%s': BPM info is %w", ig, err)
+	}
+	bres, bseries, err := versions.WriteOver(ctx, c, versions.Desired{Key: bkey, Data: map[string][]byte{bpm.InfoKey: enc}, Owner: owner}, stored.Of(bkey))
+	if err != nil {
+		return GroupResult{}, nil, nil, err
+	}
+	return GroupResult{InstanceGroup: ig, Resolved: rres, BPM: bres}, rseries, bseries, nil
 }
 
 // bpmInfo is what the webhook needs of group g.

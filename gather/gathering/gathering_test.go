@@ -127,8 +127,12 @@ var _ = Describe("gather", func() {
 		Expect(records.Data).To(HaveKeyWithValue(names.DNSZoneKey, "shop."+ns+".bosh-injector.internal"))
 		Expect(records.Data[names.DNSRecordsKey]).To(ContainSubstring("q-s0.bus.default.shop.bosh\tIN\tCNAME\tshop-bus." + ns + ".svc.cluster.local.\n"))
 
-		again, err := gather()
+		counted, writes := countingClient()
+		again, err := gathering.Run(ctx, counted, gathering.Config{
+			Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: jobsDir, ClusterDomain: "cluster.local",
+		}, gathering.NewRenderBPM(ctx), time.Now())
 		Expect(err).NotTo(HaveOccurred())
+		Expect(writes.Load()).To(BeZero(), "API writes re-gathering an unchanged deployment")
 		for _, g := range again.Groups {
 			Expect(g.Resolved.Created || g.BPM.Created).To(BeFalse(), g.InstanceGroup)
 		}

@@ -63,12 +63,16 @@ func publish(ctx context.Context, c client.Client, namespace, deployment string,
 			return out, fmt.Errorf("shared link '%s': %w", l.Name, err)
 		}
 		key := versions.Key{Namespace: namespace, Deployment: deployment, Kind: names.KindLink, InstanceGroup: l.Name}
-		res, err := versions.Write(ctx, c, versions.Desired{Key: key, Data: map[string][]byte{names.LinkKey: data}, Owner: owner})
+		existing, err := versions.List(ctx, c, key)
+		if err != nil {
+			return out, err
+		}
+		res, series, err := versions.WriteOver(ctx, c, versions.Desired{Key: key, Data: map[string][]byte{names.LinkKey: data}, Owner: owner}, existing)
 		if err != nil {
 			return out, err
 		}
 		out = append(out, res)
-		if _, err := versions.Prune(ctx, c, key); err != nil {
+		if _, err := versions.Prune(ctx, c, namespace, deployment, series); err != nil {
 			return out, err
 		}
 	}

@@ -142,27 +142,33 @@ func (n Network) SubsetAddress(deployment, group string, s Subset) (service, add
 // Instances lists every instance of a group of count instances over azs:
 // index i runs in AZ i mod |azs| with ordinal i div |azs|.
 func (n Network) Instances(deployment, group string, azs []string, count int) ([]Instance, error) {
-	azCount := max(len(azs), 1)
 	out := make([]Instance, count)
 	for i := range out {
-		inst := Instance{
-			Index:     i,
-			AZIndex:   i%azCount + 1,
-			Ordinal:   i / azCount,
-			Bootstrap: i == 0,
-			ID:        ID(deployment, group, i),
-		}
-		if len(azs) > 0 {
-			inst.AZ = azs[i%azCount]
-		}
 		var err error
-		inst.Service, inst.Address, err = n.Address(fmt.Sprintf("%s-%s-%d", deployment, group, i))
-		if err != nil {
+		if out[i], err = n.Instance(deployment, group, azs, i); err != nil {
 			return nil, err
 		}
-		out[i] = inst
 	}
 	return out, nil
+}
+
+// Instance is instance i of a group over azs, as Instances lists it: a pod
+// needs its own identity only, not its whole group's.
+func (n Network) Instance(deployment, group string, azs []string, i int) (Instance, error) {
+	azCount := max(len(azs), 1)
+	inst := Instance{
+		Index:     i,
+		AZIndex:   i%azCount + 1,
+		Ordinal:   i / azCount,
+		Bootstrap: i == 0,
+		ID:        ID(deployment, group, i),
+	}
+	if len(azs) > 0 {
+		inst.AZ = azs[i%azCount]
+	}
+	var err error
+	inst.Service, inst.Address, err = n.Address(fmt.Sprintf("%s-%s-%d", deployment, group, i))
+	return inst, err
 }
 
 // JobRef names a job, or a release, with its version.

@@ -56,15 +56,14 @@ func FromDeployment(d *deployment.Deployment, g *deployment.Group, clusterDomain
 // Instance returns instance index of the group in namespace, and its
 // template spec per job (in job order) with the pod's IP filled in.
 func (g *Group) Instance(namespace string, index int, podIP string) (instance.Instance, []*yamlvalue.Map, error) {
+	if index < 0 || index >= g.Instances {
+		return instance.Instance{}, nil, fmt.Errorf("instance index %d is beyond instance group '%s', which has %d instances", index, g.InstanceGroup, g.Instances)
+	}
 	net := instance.Network{Namespace: namespace, ClusterDomain: g.ClusterDomain}
-	all, err := net.Instances(g.Deployment, g.InstanceGroup, g.AZs, g.Instances)
+	inst, err := net.Instance(g.Deployment, g.InstanceGroup, g.AZs, index)
 	if err != nil {
 		return instance.Instance{}, nil, err
 	}
-	if index < 0 || index >= len(all) {
-		return instance.Instance{}, nil, fmt.Errorf("instance index %d is beyond instance group '%s', which has %d instances", index, g.InstanceGroup, len(all))
-	}
-	inst := all[index]
 	refs := make([]instance.JobRef, len(g.Jobs))
 	for i, j := range g.Jobs {
 		refs[i] = instance.JobRef{Name: j.Name, Version: j.ReleaseVersion}

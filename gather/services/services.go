@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -89,7 +90,10 @@ func Apply(ctx context.Context, c client.Client, namespace, deployment string, d
 		current[existing.Items[i].Name] = &existing.Items[i]
 	}
 
+	// Writes are decided first and then made concurrently: a group of a
+	// thousand instances is a thousand Services.
 	var ch Changes
+	var writes []func(context.Context) error
 	wanted := map[string]bool{}
 	for _, d := range desired {
 		want := Build(namespace, deployment, d)
@@ -100,16 +104,22 @@ func Apply(ctx context.Context, c client.Client, namespace, deployment string, d
 		have, ok := current[want.Name]
 		switch {
 		case !ok:
-			if err := c.Create(ctx, want); err != nil {
-				return ch, fmt.Errorf("creating Service %s: %w", want.Name, err)
-			}
+			writes = append(writes, func(ctx context.Context) error {
+				if err := c.Create(ctx, want); err != nil {
+					return fmt.Errorf("creating Service %s: %w", want.Name, err)
+				}
+				return nil
+			})
 			ch.Created = append(ch.Created, want.Name)
 		case !upToDate(have, want):
 			have.Labels, have.Annotations, have.OwnerReferences = want.Labels, want.Annotations, want.OwnerReferences
 			have.Spec.Selector, have.Spec.PublishNotReadyAddresses = want.Spec.Selector, want.Spec.PublishNotReadyAddresses
-			if err := c.Update(ctx, have); err != nil {
-				return ch, fmt.Errorf("updating Service %s: %w", want.Name, err)
-			}
+			writes = append(writes, func(ctx context.Context) error {
+				if err := c.Update(ctx, have); err != nil {
+					return fmt.Errorf("updating Service %s: %w", want.Name, err)
+				}
+				return nil
+			})
 			ch.Updated = append(ch.Updated, want.Name)
 		}
 	}
@@ -117,13 +127,27 @@ func Apply(ctx context.Context, c client.Client, namespace, deployment string, d
 		if wanted[name] {
 			continue
 		}
-		if err := c.Delete(ctx, current[name]); err != nil && !apierrors.IsNotFound(err) {
-			return ch, fmt.Errorf("deleting Service %s: %w", name, err)
-		}
+		writes = append(writes, func(ctx context.Context) error {
+			if err := c.Delete(ctx, current[name]); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deleting Service %s: %w", name, err)
+			}
+			return nil
+		})
 		ch.Deleted = append(ch.Deleted, name)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(Writers)
+	for _, w := range writes {
+		g.Go(func() error { return w(gctx) })
+	}
+	if err := g.Wait(); err != nil {
+		return Changes{}, err
 	}
 	return ch, nil
 }
+
+// Writers bounds the API writes a gathering makes at once.
+const Writers = 16
 
 func upToDate(have, want *corev1.Service) bool {
 	return maps.Equal(have.Labels, want.Labels) && maps.Equal(have.Annotations, want.Annotations) &&

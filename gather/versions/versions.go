@@ -61,6 +61,39 @@ func List(ctx context.Context, c client.Reader, k Key) ([]Version, error) {
 	return out, nil
 }
 
+// Stored is every versioned Secret of a deployment by series, read in one
+// List, so a gathering costs one read however many groups it has.
+type Stored map[seriesOf][]Version
+
+type seriesOf struct{ kind, group string }
+
+// ListDeployment returns the stored versions of every series of a
+// deployment.
+func ListDeployment(ctx context.Context, c client.Reader, namespace, deployment string) (Stored, error) {
+	var list corev1.SecretList
+	if err := c.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{names.LabelDeployment: names.LabelValue(deployment)},
+		client.HasLabels{names.LabelSecretKind, names.LabelInstanceGroup, names.LabelVersion}); err != nil {
+		return nil, fmt.Errorf("listing the versioned Secrets of deployment %q: %w", deployment, err)
+	}
+	out := Stored{}
+	for i := range list.Items {
+		s := &list.Items[i]
+		if n, ok := versionOf(s); ok {
+			k := seriesOf{s.Labels[names.LabelSecretKind], s.Labels[names.LabelInstanceGroup]}
+			out[k] = append(out[k], Version{Number: n, Secret: s})
+		}
+	}
+	for _, v := range out {
+		slices.SortFunc(v, func(a, b Version) int { return a.Number - b.Number })
+	}
+	return out, nil
+}
+
+// Of returns the stored versions of k, oldest first.
+func (s Stored) Of(k Key) []Version {
+	return s[seriesOf{k.Kind, names.LabelValue(k.InstanceGroup)}]
+}
+
 // LatestByGroup maps each instance group of a deployment, by its sanitized
 // name (its label value), to the newest version number of its kind Secrets.
 func LatestByGroup(ctx context.Context, c client.Reader, namespace, deployment, kind string) (map[string]int, error) {
@@ -124,10 +157,18 @@ func Write(ctx context.Context, c client.Client, d Desired) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	res, _, err := WriteOver(ctx, c, d, existing)
+	return res, err
+}
+
+// WriteOver is Write given the series' stored versions (oldest first, as
+// List or Stored.Of return them); it also returns the series after writing.
+// Unchanged content costs no API call.
+func WriteOver(ctx context.Context, c client.Client, d Desired, existing []Version) (Result, []Version, error) {
 	next := 1
 	if latest := Latest(existing); latest != nil {
 		if sameData(latest.Secret.Data, d.Data) {
-			return Result{Name: latest.Secret.Name, Number: latest.Number}, nil
+			return Result{Name: latest.Secret.Name, Number: latest.Number}, existing, nil
 		}
 		next = latest.Number + 1
 	}
@@ -153,29 +194,37 @@ func Write(ctx context.Context, c client.Client, d Desired) (Result, error) {
 		secret.OwnerReferences = []metav1.OwnerReference{*d.Owner}
 	}
 	if err := c.Create(ctx, secret); err != nil {
-		return Result{}, fmt.Errorf("creating Secret %s: %w", secret.Name, err)
+		return Result{}, existing, fmt.Errorf("creating Secret %s: %w", secret.Name, err)
 	}
-	return Result{Name: secret.Name, Number: next, Created: true}, nil
+	return Result{Name: secret.Name, Number: next, Created: true},
+		append(slices.Clip(existing), Version{Number: next, Secret: secret}), nil
 }
 
 func sameData(a, b map[string][]byte) bool {
 	return maps.EqualFunc(a, b, bytes.Equal)
 }
 
-// Prune deletes the versions of k older than the newest Keep, except those
-// mounted by a pod of the namespace (a running instance still renders from
-// its version until it is rolled). It returns the names it deleted.
-func Prune(ctx context.Context, c client.Client, k Key) ([]string, error) {
-	existing, err := List(ctx, c, k)
-	if err != nil || len(existing) <= Keep {
-		return nil, err
+// Prune deletes, of each series (oldest first), the versions older than
+// the newest Keep, except those mounted by a pod of the deployment (a
+// running instance still renders from its version until it is rolled). Pods
+// are listed once, and only when some series has versions to delete. It
+// returns the names it deleted.
+func Prune(ctx context.Context, c client.Client, namespace, deployment string, series ...[]Version) ([]string, error) {
+	var old []Version
+	for _, s := range series {
+		if len(s) > Keep {
+			old = append(old, s[:len(s)-Keep]...)
+		}
 	}
-	mounted, err := mountedSecrets(ctx, c, k)
+	if len(old) == 0 {
+		return nil, nil
+	}
+	mounted, err := mountedSecrets(ctx, c, namespace, deployment)
 	if err != nil {
 		return nil, err
 	}
 	var deleted []string
-	for _, v := range existing[:len(existing)-Keep] {
+	for _, v := range old {
 		if mounted[v.Secret.Name] {
 			continue
 		}
@@ -188,17 +237,16 @@ func Prune(ctx context.Context, c client.Client, k Key) ([]string, error) {
 }
 
 // mountedSecrets returns the Secret names mounted as volumes by the pods of
-// k's deployment and instance group. Users label pods with BOSH names as they
-// are, so labels are compared after sanitizing, not selected on.
-func mountedSecrets(ctx context.Context, c client.Reader, k Key) (map[string]bool, error) {
+// a deployment. Users label pods with BOSH names as they are, so labels are
+// compared after sanitizing, not selected on.
+func mountedSecrets(ctx context.Context, c client.Reader, namespace, deployment string) (map[string]bool, error) {
 	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.InNamespace(k.Namespace), client.HasLabels{names.LabelDeployment, names.LabelInstanceGroup}); err != nil {
-		return nil, fmt.Errorf("listing pods of instance group %q: %w", k.InstanceGroup, err)
+	if err := c.List(ctx, &pods, client.InNamespace(namespace), client.HasLabels{names.LabelDeployment, names.LabelInstanceGroup}); err != nil {
+		return nil, fmt.Errorf("listing pods of deployment %q: %w", deployment, err)
 	}
 	mounted := map[string]bool{}
 	for _, p := range pods.Items {
-		if names.LabelValue(p.Labels[names.LabelDeployment]) != names.LabelValue(k.Deployment) ||
-			names.LabelValue(p.Labels[names.LabelInstanceGroup]) != names.LabelValue(k.InstanceGroup) {
+		if names.LabelValue(p.Labels[names.LabelDeployment]) != names.LabelValue(deployment) {
 			continue
 		}
 		for _, v := range p.Spec.Volumes {

@@ -70,7 +70,10 @@ var _ = Describe("versioned Secrets", func() {
 			},
 		})).To(Succeed())
 
-		deleted, err := versions.Prune(ctx, cp.Client, key)
+		// The deployment's series are read in one List, as gathering does.
+		stored, err := versions.ListDeployment(ctx, cp.Client, key.Namespace, key.Deployment)
+		Expect(err).NotTo(HaveOccurred())
+		deleted, err := versions.Prune(ctx, cp.Client, key.Namespace, key.Deployment, stored.Of(key))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(deleted).To(ConsistOf("my-dep.bpm.web-ig-v1", "my-dep.bpm.web-ig-v3"))
 		left, err := versions.List(ctx, cp.Client, key)

@@ -93,5 +93,12 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
+	if c.QPS == 0 {
+		// client-go's default of 5 requests a second would make a group of
+		// a thousand instances a minutes-long gathering (a Service each);
+		// the API server's priority and fairness limits us instead, as
+		// controller-runtime's config does.
+		c.QPS = -1
+	}
 	return c, nil
 }
