@@ -128,7 +128,6 @@ var states = map[string]string{
 
 // same is whether a and b differ in nothing but LastChange.
 func (a Status) same(b Status) bool {
-	a.LastChange, b.LastChange = "", ""
 	return a.State == b.State && a.Digest == b.Digest && a.Job == b.Job && a.Message == b.Message && maps.Equal(a.Versions, b.Versions)
 }
 
