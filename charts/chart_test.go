@@ -70,17 +70,18 @@ var _ = Describe("the bosh-injector chart", func() {
 			var o map[string]any
 			Expect(yaml.Unmarshal([]byte(doc), &o)).To(Succeed())
 			if o != nil {
-				objects[o["kind"].(string)] = o
+				objects[o["kind"].(string)+"/"+o["metadata"].(map[string]any)["name"].(string)] = o
 			}
 		}
-		Expect(objects).NotTo(HaveKey("ServiceAccount"))
-		Expect(objects).To(HaveKey("NetworkPolicy"))
-		Expect(objects["PodDisruptionBudget"]).To(HaveKeyWithValue("spec", HaveKeyWithValue("maxUnavailable", BeEquivalentTo(1))))
-		Expect(objects["PodDisruptionBudget"]["spec"]).NotTo(HaveKey("minAvailable"))
-		Expect(objects["Service"]["spec"]).To(HaveKeyWithValue("ports", ContainElement(HaveKeyWithValue("name", "metrics"))))
+		Expect(objects).NotTo(HaveKey("ServiceAccount/bosh-injector"))
+		Expect(objects).To(HaveKey("NetworkPolicy/bosh-injector"))
+		pdb := objects["PodDisruptionBudget/bosh-injector"]
+		Expect(pdb).To(HaveKeyWithValue("spec", HaveKeyWithValue("maxUnavailable", BeEquivalentTo(1))))
+		Expect(pdb["spec"]).NotTo(HaveKey("minAvailable"))
+		Expect(objects["Service/bosh-injector"]["spec"]).To(HaveKeyWithValue("ports", ContainElement(HaveKeyWithValue("name", "metrics"))))
 
 		var deploy appsv1.Deployment
-		Expect(yaml.Unmarshal([]byte(mustYAML(objects["Deployment"])), &deploy)).To(Succeed())
+		Expect(yaml.Unmarshal([]byte(mustYAML(objects["Deployment/bosh-injector"])), &deploy)).To(Succeed())
 		pod := deploy.Spec.Template
 		Expect(pod.Labels).To(HaveKeyWithValue("team", "bosh"))
 		Expect(pod.Annotations).To(HaveKeyWithValue("prometheus.io/scrape", "true"))

@@ -432,7 +432,9 @@ func (r *Run) WaitForLog(ctx context.Context, container, text string, timeout ti
 // Remove removes the pod, its containers and the volumes Adapt created.
 func (r *Run) Remove() error {
 	var errs []error
-	if _, err := podman("pod", "rm", "--force", "--ignore", r.Pod.Name); err != nil {
+	// Remove is the end of a test or demo, not a pod's deletion (Delete runs
+	// preStop and the grace period): kill at once.
+	if _, err := podman("pod", "rm", "--force", "--time", "0", "--ignore", r.Pod.Name); err != nil {
 		errs = append(errs, err)
 	}
 	for _, v := range r.volumes {
