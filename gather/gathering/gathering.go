@@ -30,6 +30,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/secretdata"
 	"github.com/bosh-injector/bosh-injector/gather/services"
 	"github.com/bosh-injector/bosh-injector/gather/versions"
+	"github.com/bosh-injector/bosh-injector/inject"
 )
 
 // Config says what to gather.
@@ -45,19 +46,40 @@ type Config struct {
 	Progress Progress
 }
 
-// Progress reports a gathering stage on the manifest Secret.
-type Progress func(manifest *corev1.Secret, reason, message string)
+// Progress reports a gathering stage, or a warning, on the manifest Secret;
+// eventType is corev1.EventTypeNormal or EventTypeWarning.
+type Progress func(manifest *corev1.Secret, eventType, reason, message string)
 
-// Stage reasons of Progress.
+// Stage reasons of Progress, and the reason of its warnings about BPM
+// settings pods honour only in part.
 const (
 	StageVariables = "GatherVariables"
 	StageLinks     = "GatherLinks"
 	StageRendered  = "GatherRendered"
+	ReasonBPMField = "BPMFieldNotHonoured"
 )
 
 func (cfg *Config) progress(manifest *corev1.Secret, reason, format string, args ...any) {
 	if cfg.Progress != nil {
-		cfg.Progress(manifest, reason, fmt.Sprintf(format, args...))
+		cfg.Progress(manifest, corev1.EventTypeNormal, reason, fmt.Sprintf(format, args...))
+	}
+}
+
+// warnBPM reports, once per group, job, process and field, the BPM settings
+// the injected pods honour only in part (the admission warnings go to the
+// StatefulSet controller, which nobody reads).
+func (cfg *Config) warnBPM(manifest *corev1.Secret, info *bpm.Info) {
+	if cfg.Progress == nil {
+		return
+	}
+	seen := map[string]bool{}
+	for _, ib := range info.BPM {
+		for _, w := range inject.Warnings(info, ib.Indexes[0]) {
+			if !seen[w] {
+				seen[w] = true
+				cfg.Progress(manifest, corev1.EventTypeWarning, ReasonBPMField, fmt.Sprintf("instance group '%s': %s", info.InstanceGroup, w))
+			}
+		}
 	}
 }
 
@@ -158,6 +180,7 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 			errs = append(errs, fmt.Sprintf("- Instance group '%s': %s", g.Manifest.Name, err))
 			continue
 		}
+		cfg.warnBPM(&secret, &info)
 		all = append(all, pending{group: g, resolved: enc, info: info})
 	}
 	if len(errs) > 0 {

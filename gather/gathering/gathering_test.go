@@ -18,6 +18,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/resolved"
 	"github.com/bosh-injector/bosh-injector/gather/secretdata"
+	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 )
 
@@ -163,6 +164,30 @@ var _ = Describe("gather", func() {
 		db, _ := group.Jobs[0].Links.Get("database")
 		Expect(db).To(HaveField("Keys()", ContainElement("instances")))
 		Expect(string(rs.Data[resolved.Key])).To(ContainSubstring(`"address":"shop-db.` + ns + `.svc.cluster.local"`))
+	})
+
+	It("warns on the manifest Secret of BPM settings pods honour only in part", func() {
+		// The storefront job with a volume BPM mounts noexec, which a
+		// Kubernetes mount cannot be.
+		dir := GinkgoT().TempDir()
+		Expect(os.CopyFS(dir, os.DirFS(jobsDir))).To(Succeed())
+		tmpl := filepath.Join(dir, "shop", "storefront", "templates", "bpm.yml.erb")
+		data, err := os.ReadFile(tmpl)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(os.WriteFile(tmpl, append(data, "  additional_volumes:\n  - path: /var/vcap/data/storefront/cache\n    writable: true\n"...), 0o644)).To(Succeed())
+		apply(manifest)
+		type event struct{ Type, Reason, Message string }
+		var events []event
+		_, err = gathering.Run(ctx, cp.Client, gathering.Config{
+			Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: dir, ClusterDomain: "cluster.local",
+			Progress: func(_ *corev1.Secret, eventType, reason, message string) {
+				events = append(events, event{eventType, reason, message})
+			},
+		}, gathering.NewRenderBPM(ctx), time.Now())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(events).To(ContainElement(event{corev1.EventTypeWarning, gathering.ReasonBPMField,
+			"instance group 'web': job 'storefront', process 'storefront', volume /var/vcap/data/storefront/cache: " + string(inject.WarnExecutableMount)}))
+		Expect(events).To(ContainElement(HaveField("Reason", gathering.StageRendered)))
 	})
 
 	It("writes a new version only for the group whose content changed", func() {

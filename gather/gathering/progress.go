@@ -20,7 +20,7 @@ import (
 // Event, never the gathering.
 func Events(ctx context.Context, c client.Client, log logr.Logger) Progress {
 	host, _ := os.Hostname()
-	return func(manifest *corev1.Secret, reason, message string) {
+	return func(manifest *corev1.Secret, eventType, reason, message string) {
 		now := metav1.NowMicro()
 		ev := &eventsv1.Event{
 			// Named as client-go's recorders name Events (a generated name
@@ -32,7 +32,7 @@ func Events(ctx context.Context, c client.Client, log logr.Logger) Progress {
 			Action:              "Gather",
 			Reason:              reason,
 			Note:                message,
-			Type:                corev1.EventTypeNormal,
+			Type:                eventType,
 			Regarding: corev1.ObjectReference{APIVersion: "v1", Kind: "Secret", Namespace: manifest.Namespace,
 				Name: manifest.Name, UID: manifest.UID, ResourceVersion: manifest.ResourceVersion},
 		}
