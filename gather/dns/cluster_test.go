@@ -129,25 +129,16 @@ func TestOnCluster(t *testing.T) {
 	if err := os.WriteFile(kubeconfigFile, kubeconfig, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	clusterPort, err := dnsserver.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cluster, err := dnsserver.Start(fmt.Sprintf(".:%d {\n  kubernetes cluster.local {\n    kubeconfig %s\n  }\n}\n", clusterPort, kubeconfigFile),
-		fmt.Sprintf("127.0.0.1:%d", clusterPort), filepath.Join(logs, "cluster.log"))
+	cluster, err := dnsserver.Start(filepath.Join(logs, "cluster.log"), func(port int) (string, error) {
+		return fmt.Sprintf(".:%d {\n  kubernetes cluster.local {\n    kubeconfig %s\n  }\n}\n", port, kubeconfigFile), nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cluster.Stop()
-	port, err := dnsserver.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	corefile, err := dnsserver.ChartCorefile(port, zones, cluster.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := dnsserver.Start(corefile, fmt.Sprintf("127.0.0.1:%d", port), filepath.Join(logs, "bosh-injector.log"))
+	srv, err := dnsserver.Start(filepath.Join(logs, "bosh-injector.log"), func(port int) (string, error) {
+		return dnsserver.ChartCorefile(port, zones, cluster.Addr)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

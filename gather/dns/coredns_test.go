@@ -57,12 +57,9 @@ func TestCoreDNS(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(clusterDir, "db.cluster.local"), clusterZone(t, ips), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	clusterPort, err := dnsserver.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cluster, err := dnsserver.Start(fmt.Sprintf(".:%d {\n  auto {\n    directory %s\n  }\n}\n", clusterPort, clusterDir),
-		fmt.Sprintf("127.0.0.1:%d", clusterPort), filepath.Join(logs, "cluster.log"))
+	cluster, err := dnsserver.Start(filepath.Join(logs, "cluster.log"), func(port int) (string, error) {
+		return fmt.Sprintf(".:%d {\n  auto {\n    directory %s\n  }\n}\n", port, clusterDir), nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,15 +75,9 @@ func TestCoreDNS(t *testing.T) {
 	if err := dns.Sync(zones, map[string][]byte{dns.ZoneFilePrefix + zone: dns.ZoneFile(zone, recs)}); err != nil {
 		t.Fatal(err)
 	}
-	port, err := dnsserver.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	corefile, err := dnsserver.ChartCorefile(port, zones, cluster.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := dnsserver.Start(corefile, fmt.Sprintf("127.0.0.1:%d", port), filepath.Join(logs, "bosh-injector.log"))
+	srv, err := dnsserver.Start(filepath.Join(logs, "bosh-injector.log"), func(port int) (string, error) {
+		return dnsserver.ChartCorefile(port, zones, cluster.Addr)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,10 +78,19 @@ type Server struct {
 	log  *os.File
 }
 
-// Start runs CoreDNS with corefile (which must listen on the port of addr,
-// see FreePort) until Stop. Its log goes to logFile.
-func Start(corefile, addr, logFile string) (*Server, error) {
+// Start runs CoreDNS until Stop, on a free port of 127.0.0.1, with the
+// Corefile corefile makes for that port. Its log goes to logFile.
+func Start(logFile string, corefile func(port int) (string, error)) (*Server, error) {
 	bin, err := Binary()
+	if err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	config, err := corefile(port)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +99,7 @@ func Start(corefile, addr, logFile string) (*Server, error) {
 		return nil, err
 	}
 	conf := filepath.Join(dir, "Corefile")
-	if err := os.WriteFile(conf, []byte(corefile), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(config), 0o644); err != nil {
 		return nil, err
 	}
 	log, err := os.Create(logFile)
@@ -139,8 +148,8 @@ func (s *Server) Stop() {
 	_ = s.log.Close()
 }
 
-// FreePort returns a port free for both UDP and TCP on 127.0.0.1.
-func FreePort() (int, error) {
+// freePort returns a port free for both UDP and TCP on 127.0.0.1.
+func freePort() (int, error) {
 	for range 20 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
