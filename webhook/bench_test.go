@@ -86,10 +86,12 @@ type diffHandler struct {
 	settings inject.Settings
 }
 
-func (d diffHandler) Handle(_ context.Context, req admission.Request) admission.Response {
+// mutate decodes and mutates the request's pod: the part of an admission
+// that is inject's, whichever way the patch is made.
+func (d diffHandler) mutate(raw []byte) (*corev1.Pod, admission.Response, bool) {
 	var pod corev1.Pod
-	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
-		return admission.Errored(http.StatusBadRequest, err)
+	if err := json.Unmarshal(raw, &pod); err != nil {
+		return nil, admission.Errored(http.StatusBadRequest, err), false
 	}
 	info := d.infos[pod.Labels[names.LabelInstanceGroup]]
 	inst, err := inject.InstanceOf(&pod, info)
@@ -97,9 +99,17 @@ func (d diffHandler) Handle(_ context.Context, req admission.Request) admission.
 		err = inject.Mutate(&pod, inject.Plan{Info: info, Instance: inst, Settings: d.settings})
 	}
 	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, err)
+		return nil, admission.Errored(http.StatusInternalServerError, err), false
 	}
-	patched, err := json.Marshal(&pod)
+	return &pod, admission.Response{}, true
+}
+
+func (d diffHandler) Handle(_ context.Context, req admission.Request) admission.Response {
+	pod, failed, ok := d.mutate(req.Object.Raw)
+	if !ok {
+		return failed
+	}
+	patched, err := json.Marshal(pod)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
@@ -164,21 +174,11 @@ func BenchmarkAdmission(b *testing.B) {
 	}
 }
 
-// mutateOnly decodes and mutates the pod and answers without a patch: the
-// part of an admission that is inject's, whichever way the patch is made.
+// mutateOnly decodes and mutates the pod and answers without a patch.
 func mutateOnly(d diffHandler) admission.Handler {
 	return admission.HandlerFunc(func(_ context.Context, req admission.Request) admission.Response {
-		var pod corev1.Pod
-		if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
-			return admission.Errored(http.StatusBadRequest, err)
-		}
-		info := d.infos[pod.Labels[names.LabelInstanceGroup]]
-		inst, err := inject.InstanceOf(&pod, info)
-		if err == nil {
-			err = inject.Mutate(&pod, inject.Plan{Info: info, Instance: inst, Settings: d.settings})
-		}
-		if err != nil {
-			return admission.Errored(http.StatusInternalServerError, err)
+		if _, failed, ok := d.mutate(req.Object.Raw); !ok {
+			return failed
 		}
 		return admission.Allowed("")
 	})
