@@ -19,7 +19,9 @@ package deployment
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -38,6 +40,19 @@ import (
 type OpsFile struct {
 	Name string
 	Data []byte
+}
+
+// OpsFilesOf are the ops files of a manifest Secret's data: its keys
+// `ops-<NN>-<name>.yaml` (or .yml), in key order, which is the order they
+// apply in.
+func OpsFilesOf(data map[string][]byte) []OpsFile {
+	var ops []OpsFile
+	for _, k := range slices.Sorted(maps.Keys(data)) {
+		if strings.HasPrefix(k, "ops-") && (strings.HasSuffix(k, ".yaml") || strings.HasSuffix(k, ".yml")) {
+			ops = append(ops, OpsFile{Name: k, Data: data[k]})
+		}
+	}
+	return ops
 }
 
 // Load reads a manifest, applies ops files, generates the manifest's

@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/monit"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -121,12 +120,7 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 	if data == nil {
 		return nil, fmt.Errorf("manifest Secret %s/%s has no key %s", cfg.Namespace, cfg.ManifestSecret, names.ManifestKey)
 	}
-	var ops []deployment.OpsFile
-	for _, k := range slices.Sorted(maps.Keys(secret.Data)) {
-		if strings.HasPrefix(k, "ops-") && (strings.HasSuffix(k, ".yaml") || strings.HasSuffix(k, ".yml")) {
-			ops = append(ops, deployment.OpsFile{Name: k, Data: secret.Data[k]})
-		}
-	}
+	ops := deployment.OpsFilesOf(secret.Data)
 	owner := &metav1.OwnerReference{APIVersion: "v1", Kind: "Secret", Name: secret.Name, UID: secret.UID}
 	dep := secret.Labels[names.LabelDeployment]
 

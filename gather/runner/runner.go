@@ -261,16 +261,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, nil
 }
 
-func opsFiles(s *corev1.Secret) []deployment.OpsFile {
-	var ops []deployment.OpsFile
-	for _, k := range slices.Sorted(maps.Keys(s.Data)) {
-		if strings.HasPrefix(k, "ops-") && (strings.HasSuffix(k, ".yaml") || strings.HasSuffix(k, ".yml")) {
-			ops = append(ops, deployment.OpsFile{Name: k, Data: s.Data[k]})
-		}
-	}
-	return ops
-}
-
 // digest covers every input of a gathering: the manifest, the ops files, the
 // variable Secrets the user provided and the links consumed from other
 // deployments. Variables bosh-injector generated
@@ -396,6 +386,10 @@ func (r *Reconciler) gatherJob(manifest *corev1.Secret, deployment, name, digest
 }
 
 const annotationDigest = names.Prefix + "inputs-digest"
+
+// opsFiles are a manifest Secret's ops files; Reconcile's deployment
+// variable shadows the package.
+func opsFiles(s *corev1.Secret) []deployment.OpsFile { return deployment.OpsFilesOf(s.Data) }
 
 func jobCondition(job *batchv1.Job, t batchv1.JobConditionType) bool {
 	for _, c := range job.Status.Conditions {
