@@ -28,6 +28,10 @@ type Info struct {
 	// Instances share a BPM configuration unless bpm.yml.erb renders
 	// differently for them; each entry lists the indexes it applies to.
 	BPM []InstanceBPM `json:"bpm"`
+	// Rendered identifies what BPM was rendered from (the bpm.yml
+	// templates, their specs, the operator build): gathering renders the
+	// group again only when that changes.
+	Rendered string `json:"rendered,omitempty"`
 }
 
 // Release is a BOSH release used by the group and the image that ships it.

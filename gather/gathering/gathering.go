@@ -40,6 +40,10 @@ type Config struct {
 	// them: <JobsDir>/<release>/<job>/job.MF.
 	JobsDir       string
 	ClusterDomain string
+	// Build identifies the operator build (its version and commit): a BPM
+	// rendered by another build is rendered again, as its Ruby or its
+	// reading of bpm.yml may differ.
+	Build string
 	// Progress, when set, is told of each stage of a long gathering (one
 	// of the Stage reasons, and a message naming no value).
 	Progress Progress
@@ -145,12 +149,22 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 		return nil, err
 	}
 	cfg.progress(&secret, StageLinks, "properties bound and links resolved for %d instance groups", len(d.Groups))
-	bpms, err := renderBPM(d)
+	// One read of every stored version: it tells which groups need no
+	// rendering, and groups are then written over it.
+	stored, err := versions.ListDeployment(ctx, c, cfg.Namespace, d.Name)
 	if err != nil {
 		return nil, err
 	}
-	for gi := range d.Groups {
-		cfg.progress(&secret, StageRendered, "instance group '%s': bpm.yml rendered for %d instances, %d distinct", d.Groups[gi].Manifest.Name, len(d.Groups[gi].Instances), len(bpms[gi]))
+	bpms, err := cfg.bpmOf(d, stored, renderBPM)
+	if err != nil {
+		return nil, err
+	}
+	for gi, b := range bpms {
+		verb := "rendered"
+		if b.reused {
+			verb = "unchanged"
+		}
+		cfg.progress(&secret, StageRendered, "instance group '%s': bpm.yml %s for %d instances, %d distinct", d.Groups[gi].Manifest.Name, verb, len(d.Groups[gi].Instances), len(b.instances))
 	}
 
 	// Encode every group before writing anything: a group too large is an
@@ -169,11 +183,12 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 			errs = append(errs, fmt.Sprintf("- Instance group '%s': resolved properties are %s", g.Manifest.Name, err))
 			continue
 		}
-		info, err := bpmInfo(m, g, bpms[gi])
+		info, err := bpmInfo(m, g, bpms[gi].instances)
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("- Instance group '%s': %s", g.Manifest.Name, err))
 			continue
 		}
+		info.Rendered = bpms[gi].rendered
 		cfg.warnBPM(&secret, &info)
 		all = append(all, pending{group: g, resolved: enc, info: info})
 	}
@@ -186,12 +201,7 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 	}
 	zone := names.DNSZone(d.Name, cfg.Namespace)
 
-	// One read of every stored version; groups are then written
-	// concurrently, and an unchanged group costs no API call.
-	stored, err := versions.ListDeployment(ctx, c, cfg.Namespace, d.Name)
-	if err != nil {
-		return nil, err
-	}
+	// Groups are written concurrently; an unchanged group costs no API call.
 	res := &Result{Deployment: d.Name, Groups: make([]GroupResult, len(all))}
 	series := make([][]versions.Version, 2*len(all))
 	g, gctx := errgroup.WithContext(ctx)

@@ -14,10 +14,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
+	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/resolved"
 	"github.com/bosh-injector/bosh-injector/gather/secretdata"
+	"github.com/bosh-injector/bosh-injector/gather/versions"
 	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 )
@@ -202,6 +204,88 @@ var _ = Describe("gather", func() {
 		}
 		Expect(secretNames(client.MatchingLabels{names.LabelSecretKind: names.KindBPM})).To(ContainElement("shop.bpm.web-v2"))
 		Expect(bpmInfo("shop.bpm.web-v2").BPM[0].Jobs["storefront"].Processes[0].Env).To(HaveKeyWithValue("STOREFRONT_WORKERS", "7"))
+	})
+
+	It("renders again only the groups whose bpm.yml templates or specs changed, whatever input changed them", func() {
+		// Every change below is of one input kind; the BPM of the groups
+		// it does not reach comes from the stored version, without Ruby.
+		var rendered []string
+		gatherFrom := func(dir, build string) {
+			GinkgoHelper()
+			rendered = nil
+			render := gathering.NewRenderBPM(ctx)
+			_, err := gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: dir, ClusterDomain: "cluster.local", Build: build},
+				func(d *deployment.Deployment) ([][]bpm.InstanceBPM, error) {
+					for _, g := range d.Groups {
+						rendered = append(rendered, g.Manifest.Name)
+					}
+					return render(d)
+				}, time.Now())
+			Expect(err).NotTo(HaveOccurred())
+		}
+		storefront := func() bpm.Process {
+			GinkgoHelper()
+			stored, err := versions.List(ctx, cp.Client, versions.Key{Namespace: ns, Deployment: "shop", Kind: names.KindBPM, InstanceGroup: "web"})
+			Expect(err).NotTo(HaveOccurred())
+			return bpmInfo(versions.Latest(stored).Secret.Name).BPM[0].Jobs["storefront"].Processes[0]
+		}
+		withWorkers := []byte(strings.Replace(string(manifest), "        session_secret: ((session_secret))", "        session_secret: ((session_secret))\n        workers: 7", 1))
+
+		apply(manifest)
+		gatherFrom(jobsDir, "")
+		Expect(rendered).To(ConsistOf("bus", "db", "web", "smoke-tests"))
+		gatherFrom(jobsDir, "")
+		Expect(rendered).To(BeEmpty(), "nothing changed")
+
+		By("the manifest")
+		apply(withWorkers)
+		gatherFrom(jobsDir, "")
+		Expect(rendered).To(ConsistOf("web"))
+		Expect(storefront().Env).To(HaveKeyWithValue("STOREFRONT_WORKERS", "7"))
+
+		By("an ops file")
+		_, err := fixtures.ApplyManifest(ctx, cp.Client, ns, withWorkers, deployment.OpsFile{Name: "workers.yml", Data: []byte(
+			"- type: replace\n  path: /instance_groups/name=web/jobs/name=storefront/properties/storefront/workers\n  value: 8\n")})
+		Expect(err).NotTo(HaveOccurred())
+		gatherFrom(jobsDir, "")
+		Expect(rendered).To(ConsistOf("web"))
+		Expect(storefront().Env).To(HaveKeyWithValue("STOREFRONT_WORKERS", "8"))
+
+		By("a variable's Secret")
+		var secret corev1.Secret
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.VariableSecret("shop", "session_secret")}, &secret)).To(Succeed())
+		secret.Data["password"] = []byte("rotated-by-the-user")
+		Expect(cp.Client.Update(ctx, &secret)).To(Succeed())
+		gatherFrom(jobsDir, "")
+		Expect(rendered).To(ConsistOf("web"))
+
+		By("a provider's link properties")
+		apply([]byte(strings.Replace(string(withWorkers), "        databases:\n", "        port: 6543\n        databases:\n", 1)))
+		gatherFrom(jobsDir, "")
+		Expect(rendered).To(ConsistOf("db", "web"), "web consumes db's link")
+
+		By("a release job's bpm.yml template, and its spec")
+		changed := GinkgoT().TempDir()
+		Expect(os.CopyFS(changed, os.DirFS(jobsDir))).To(Succeed())
+		tmpl := filepath.Join(changed, "shop", "storefront", "templates", "bpm.yml.erb")
+		data, err := os.ReadFile(tmpl)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(os.WriteFile(tmpl, []byte(strings.Replace(string(data), "256M", "512M", 1)), 0o644)).To(Succeed())
+		gatherFrom(changed, "")
+		Expect(rendered).To(ConsistOf("web"))
+		Expect(*storefront().Limits.Memory).To(Equal("512M"))
+		spec := filepath.Join(changed, "shop", "smoke-tests", "job.MF")
+		data, err = os.ReadFile(spec)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(os.WriteFile(spec, append(data, "  smoke_tests.unused:\n    default: 1\n"...), 0o644)).To(Succeed())
+		gatherFrom(changed, "")
+		Expect(rendered).To(ConsistOf("smoke-tests"))
+
+		By("the operator build")
+		gatherFrom(changed, "v2")
+		Expect(rendered).To(ConsistOf("bus", "db", "web", "smoke-tests"))
+		gatherFrom(changed, "v2")
+		Expect(rendered).To(BeEmpty())
 	})
 
 	It("writes nothing when a template of one group is broken, and names the template and line", func() {

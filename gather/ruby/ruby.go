@@ -7,6 +7,7 @@ package ruby
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -77,6 +78,24 @@ func Render(ctx context.Context, jobs []Job) ([][]Output, error) {
 		return nil, fmt.Errorf("ruby returned %d results for %d jobs", len(out.Results), len(jobs))
 	}
 	return out.Results, nil
+}
+
+// Digest identifies what Render renders for jobs: the batch, the renderer
+// (context.rb) and salt (whatever else the caller's use of the outputs
+// depends on). Equal digests render equal outputs, unless a template reads
+// more than its spec: the clock, the environment, random numbers.
+func Digest(jobs []Job, salt string) (string, error) {
+	input, err := marshalBatch(jobs)
+	if err != nil {
+		return "", fmt.Errorf("encoding the templates for Ruby: %w", err)
+	}
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(salt), []byte(contextScript), input} {
+		// Lengths first, so no two different triples hash the same bytes.
+		fmt.Fprintf(h, "%d:", len(part))
+		h.Write(part)
+	}
+	return fmt.Sprintf("sha256:%x", h.Sum(nil)), nil
 }
 
 func lastLines(s string, n int) string {

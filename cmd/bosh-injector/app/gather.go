@@ -48,6 +48,7 @@ BOSH_INJECTOR_<FLAG> environment variables.`,
 				}
 				ctx := cmd.Context()
 				cfg.Progress = gathering.Events(ctx, c, log)
+				cfg.Build = version + " " + buildCommit()
 				res, err := gathering.Run(ctx, c, cfg, gathering.NewRenderBPM(ctx), time.Now())
 				if err != nil {
 					return fail(cmd, terminationLog, err)
