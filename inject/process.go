@@ -83,6 +83,7 @@ func processContainers(pod *corev1.Pod, plan Plan, images map[string]string) ([]
 		drain = drainSeconds(plan.Settings)
 	}
 
+	plans := contract.NewEncoder(contract.Plan{Containers: containerNames, Jobs: jobs, PersistentDiskMB: info.PersistentDiskMB, DrainSeconds: drain})
 	var containers []corev1.Container
 	var volumes []corev1.Volume
 	var err error
@@ -99,10 +100,9 @@ func processContainers(pod *corev1.Pod, plan Plan, images map[string]string) ([]
 				corev1.VolumeMount{Name: VolumeJobs, MountPath: "/var/vcap/jobs/" + g.Name, SubPath: g.Name, ReadOnly: true},
 				corev1.VolumeMount{Name: VolumeSys, MountPath: "/var/vcap/sys/log/" + g.Name, SubPath: "log/" + g.Name})
 		}
-		c.Env = []corev1.EnvVar{{Name: contract.EnvPlan, Value: contract.Plan{
-			Job: pr.job.Name, Process: pr.p.Name, Monit: pr.monit, Container: pr.container, Containers: containerNames,
-			Jobs: jobs, PersistentDiskMB: info.PersistentDiskMB, DrainSeconds: drain,
-		}.Encode()}}
+		c.Env = []corev1.EnvVar{{Name: contract.EnvPlan, Value: plans.Encode(contract.Plan{
+			Job: pr.job.Name, Process: pr.p.Name, Monit: pr.monit, Container: pr.container,
+		})}}
 		containers = append(containers, c)
 		for _, v := range vols {
 			if !slices.ContainsFunc(volumes, func(u corev1.Volume) bool { return u.Name == v.Name }) {

@@ -88,13 +88,13 @@ func FuzzHandle(f *testing.F) {
 		resp := h.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 			Namespace: "fuzz", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw},
 		}})
-		if !resp.Allowed || len(resp.Patches) == 0 {
+		if !resp.Allowed || len(resp.Patch) == 0 {
 			return
 		}
-		ops, err := json.Marshal(resp.Patches)
-		if err != nil {
-			t.Fatal(err)
+		if resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
+			t.Fatalf("patch type %v, want JSONPatch", resp.PatchType)
 		}
+		ops := resp.Patch
 		patch, err := jsonpatch.DecodePatch(ops)
 		if err != nil {
 			t.Fatalf("patch does not decode: %v", err)

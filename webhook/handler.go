@@ -91,11 +91,13 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	if err == nil {
 		inst, err = inject.InstanceOf(&pod, info)
 	}
-	var before *corev1.Pod
+	var patch []byte
 	if err == nil {
 		// Mutate changes the pod in place; the patch is the difference.
-		before = pod.DeepCopy()
-		err = inject.Mutate(&pod, inject.Plan{Info: info, Instance: inst, Settings: h.Settings, Namespace: cmp.Or(pod.Namespace, req.Namespace)})
+		before := pod.DeepCopy()
+		if err = inject.Mutate(&pod, inject.Plan{Info: info, Instance: inst, Settings: h.Settings, Namespace: cmp.Or(pod.Namespace, req.Namespace)}); err == nil {
+			patch, err = podPatch(before, &pod)
+		}
 	}
 	var denial *inject.Denial
 	if errors.As(err, &denial) {
@@ -111,7 +113,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	}
 	requests.WithLabelValues("injected").Inc()
 	log.V(1).Info("injected", "deployment", deployment, "instanceGroup", ig, "index", inst.Index, "resolved", info.ResolvedSecret)
-	resp := admission.Patched("", podPatch(before, &pod)...)
+	resp := patched(patch)
 	resp.Warnings = inject.Warnings(info, inst.Index)
 	return resp
 }

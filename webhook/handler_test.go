@@ -40,15 +40,17 @@ var _ = Describe("the admission handler", func() {
 		}})
 		Expect(resp.Allowed).To(BeTrue(), resp.Result.String())
 		// The patch replaces the fields injection changes, not the pod.
+		Expect(resp.PatchType).To(HaveValue(Equal(admissionv1.PatchTypeJSONPatch)))
+		var ops []struct{ Op, Path string }
+		Expect(json.Unmarshal(resp.Patch, &ops)).To(Succeed())
 		var paths []string
-		for _, op := range resp.Patches {
+		for _, op := range ops {
+			Expect(op.Op).To(Equal("add"))
 			paths = append(paths, op.Path)
 		}
 		Expect(paths).To(ContainElements("/metadata/labels", "/metadata/annotations", "/spec/volumes", "/spec/initContainers", "/spec/containers"))
 		Expect(paths).To(HaveEach(MatchRegexp(`^/(metadata|spec)/[a-zA-Z]+$`)))
-		ops, err := json.Marshal(resp.Patches)
-		Expect(err).NotTo(HaveOccurred())
-		patch, err := jsonpatch.DecodePatch(ops)
+		patch, err := jsonpatch.DecodePatch(resp.Patch)
 		Expect(err).NotTo(HaveOccurred())
 		patched, err := patch.Apply(raw)
 		Expect(err).NotTo(HaveOccurred())

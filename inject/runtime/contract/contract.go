@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 )
 
 const (
@@ -94,6 +95,33 @@ func (p Plan) Hosted() []Job {
 func (p Plan) Encode() string {
 	data, _ := json.Marshal(p) // a Plan always encodes
 	return string(data)
+}
+
+// Encoder encodes the Plans of one instance's process containers, which
+// differ only in their fields before Containers: the others, the n
+// container names of an instance of n processes among them, are encoded
+// once instead of n times.
+type Encoder struct{ tail string }
+
+// NewEncoder encodes shared's fields from Containers on.
+func NewEncoder(shared Plan) Encoder {
+	_, tail := shared.split()
+	return Encoder{tail}
+}
+
+// Encode is p.Encode() with p's fields from Containers on the Encoder's.
+func (e Encoder) Encode(p Plan) string {
+	p.Containers, p.Jobs, p.PersistentDiskMB, p.DrainSeconds = nil, nil, 0, 0
+	head, _ := p.split()
+	return head + e.tail
+}
+
+// split cuts p's encoding before Containers: the first `,"containers":`
+// is that member's, as a quote inside a string value is escaped.
+func (p Plan) split() (head, tail string) {
+	enc := p.Encode()
+	i := strings.Index(enc, `,"containers":`)
+	return enc[:i], enc[i:]
 }
 
 // FromEnv reads the Plan from EnvPlan.
