@@ -26,6 +26,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/runner"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/test/podman"
+	"github.com/bosh-injector/bosh-injector/test/registry"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 )
 
@@ -60,7 +61,6 @@ func run(ctx context.Context, opts walkthrough.Options) (err error) {
 	}
 	defer os.RemoveAll(opts.Dir)
 	out := opts.Out
-	releaseURL := fixtures.ReleaseURL
 
 	where := "a local control plane"
 	if opts.Kubeconfig != "" {
@@ -69,20 +69,30 @@ func run(ctx context.Context, opts walkthrough.Options) (err error) {
 	fmt.Fprintln(out, "bosh-injector runs BOSH releases on Kubernetes without a director. This walkthrough")
 	fmt.Fprintf(out, "installs it on %s and deploys the example `shop` deployment\n", where)
 	fmt.Fprintln(out, "(test/fixtures/deployments/shop.yml: a message bus, a database, a web tier).")
-	fmt.Fprintln(out, "\nBuilding the example release images with podman (jobs under /var/vcap/jobs-src, and")
-	fmt.Fprintln(out, "a small program as every package, printing the rendered files it is given)...")
-	if err := fixtures.BuildImages(ctx, walkthrough.BaseImage); err != nil {
+	// A registry for the run holds the stemcell image and, locally, the
+	// release images the node pulls, as a cluster's registry would.
+	regDir := filepath.Join(opts.Dir, "registry")
+	if err := os.MkdirAll(regDir, 0o755); err != nil {
+		return err
+	}
+	reg, err := registry.Start(regDir)
+	if err != nil {
+		return err
+	}
+	defer reg.Stop()
+	opts.RegistriesConf = reg.RegistriesConf
+	releaseURL := reg.Addr + "/bosh-injector-fixtures"
+	if opts.Registry != "" {
+		releaseURL = opts.Registry + "/bosh-injector-fixtures"
+	}
+	fmt.Fprintln(out, "\nBuilding the example release images from their BOSH release tarballs with")
+	fmt.Fprintf(out, "`bosh-injector release-image --push` (packages compiled on the stemcell image) into %s...\n", releaseURL)
+	if err := fixtures.BuildImages(ctx, walkthrough.BaseImage, reg, releaseURL); err != nil {
 		return err
 	}
 	if opts.Registry != "" {
-		releaseURL = opts.Registry + "/bosh-injector-fixtures"
 		if err := push(ctx, out, walkthrough.OperatorImage, opts.Registry+"/bosh-injector:dev"); err != nil {
 			return err
-		}
-		for _, r := range fixtures.Releases {
-			if err := push(ctx, out, fixtures.Image(fixtures.ReleaseURL, r), fixtures.Image(releaseURL, r)); err != nil {
-				return err
-			}
 		}
 	}
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/inject/runtime/monit"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/test/podman"
+	"github.com/bosh-injector/bosh-injector/test/registry"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 )
 
@@ -52,11 +52,16 @@ func TestRuntimeUnderPodman(t *testing.T) {
 	if _, err := walkthrough.BuildBinary(bin); err != nil {
 		t.Fatal(err)
 	}
-	pkg := filepath.Join(work, "packages", "lifecycled")
-	build := exec.Command("go", "build", "-o", filepath.Join(pkg, "bin", "lifecycled"), "./printconfig")
-	build.Dir, build.Env = fixtures.Dir(), append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building printconfig: %v: %s", err, out)
+	// The lifecycle release's image, pulled from a registry as a kubelet
+	// would: its lifecycled package is the fixture program.
+	reg, err := registry.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reg.Stop)
+	releaseURL := reg.Addr + "/bosh-injector-fixtures"
+	if err := fixtures.BuildImages(ctx, walkthrough.BaseImage, reg, releaseURL); err != nil {
+		t.Fatal(err)
 	}
 
 	run := func(t *testing.T, name string, failPostStart bool) (*podman.Run, string) {
@@ -78,7 +83,7 @@ func TestRuntimeUnderPodman(t *testing.T) {
 			}
 		}
 		info := &bpm.Info{Deployment: "lifecycle", InstanceGroup: "lifecycled", Instances: 1, Lifecycle: "service", ResolvedSecret: "unused",
-			Releases: []bpm.Release{{Name: "lifecycle", Image: walkthrough.BaseImage}},
+			Releases: []bpm.Release{{Name: "lifecycle", Image: fixtures.Image(releaseURL, "lifecycle")}},
 			Jobs: []bpm.Job{{Name: "lifecycled", Release: "lifecycle", Scripts: []string{"post-start", "pre-stop", "drain", "post-stop"}},
 				{Name: "legacyd", Release: "lifecycle", MonitProcesses: monit.Processes(legacyMonit)}},
 			BPM: []bpm.InstanceBPM{{Indexes: []int{0}, Jobs: map[string]bpm.Config{"lifecycled": cfg}}}}
@@ -92,12 +97,8 @@ func TestRuntimeUnderPodman(t *testing.T) {
 		hostVolume(t, pod, inject.VolumeSys, filepath.Join(root, "sys"))
 		hostVolume(t, pod, contract.BinVolume, bin)
 		hostVolume(t, pod, inject.VolumeResolved, "")
-		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "packages", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: pkg}}})
-		for i := range pod.Spec.Containers {
-			pod.Spec.Containers[i].VolumeMounts = append(pod.Spec.Containers[i].VolumeMounts, corev1.VolumeMount{Name: "packages", MountPath: "/var/vcap/packages/lifecycled", ReadOnly: true})
-		}
 
-		r, err := podman.Adapt(pod, podman.Env{PodIP: "127.0.0.1", Dir: root, Prefix: fmt.Sprintf("rt%d-", time.Now().UnixNano()%1e6)})
+		r, err := podman.Adapt(pod, podman.Env{PodIP: "127.0.0.1", Dir: root, RegistriesConf: reg.RegistriesConf, Prefix: fmt.Sprintf("rt%d-", time.Now().UnixNano()%1e6)})
 		if err != nil {
 			t.Fatal(err)
 		}
