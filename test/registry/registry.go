@@ -25,8 +25,8 @@ type Registry struct {
 	// what CRI-O and podman read) marking the registry insecure: plain HTTP,
 	// as a node is configured for a cluster-local registry.
 	RegistriesConf string
-	cmd  *exec.Cmd
-	log  *os.File
+	cmd            *exec.Cmd
+	log            *os.File
 }
 
 // Binary is the registry executable in the test bin.
