@@ -116,8 +116,9 @@ func config(t testing.TB, cache string, tarballs ...string) (releaseimage.Config
 func TestFixtureReleases(t *testing.T) {
 	ctx := context.Background()
 	cache := env.cache
+	cacheRepo := env.registry.Addr + "/compiled-packages"
 	cfg, engine := config(t, cache, env.tarballs...)
-	cfg.Push = true
+	cfg.Push, cfg.CacheRepository = true, cacheRepo
 	cold, err := releaseimage.Run(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -185,6 +186,29 @@ func TestFixtureReleases(t *testing.T) {
 	t.Cleanup(func() {
 		for _, r := range cold {
 			_ = exec.Command("podman", "rmi", "-f", r.Ref()).Run()
+		}
+	})
+
+	t.Run("a second machine shares the compiled packages through the registry", func(t *testing.T) {
+		// Another machine: an empty disk cache, the same --cache-repository.
+		empty := t.TempDir()
+		cfg, engine := config(t, empty, env.tarballs...)
+		cfg.CacheRepository = cacheRepo
+		res, err := releaseimage.Run(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := engine.calls.Load(); n != 0 {
+			t.Errorf("compiled %d packages with the registry cache warm", n)
+		}
+		for i := range cold {
+			if res[i].Digest != cold[i].Digest {
+				t.Errorf("%s: digest %s, on the first machine %s", cold[i].Release, res[i].Digest, cold[i].Digest)
+			}
+		}
+		fetched, _ := filepath.Glob(filepath.Join(empty, "*.tar.gz"))
+		if len(fetched) != 7 {
+			t.Errorf("the disk cache holds %d packages fetched from the registry, want 7", len(fetched))
 		}
 	})
 

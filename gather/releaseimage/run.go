@@ -39,6 +39,9 @@ type Config struct {
 	Load      bool
 	Jobs      int
 	CacheDir  string
+	// CacheRepository, when set, is a registry repository sharing compiled
+	// packages between machines, behind CacheDir.
+	CacheRepository string
 	// Engine compiles source packages; podman when nil.
 	Engine compile.Engine
 	Log    logr.Logger
@@ -142,6 +145,13 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 	}
 	compiler := &compile.Compiler{Engine: engine, Stemcell: stemcell.Ref, StemcellDigest: stemcell.Digest,
 		CacheDir: cfg.CacheDir, Jobs: cfg.Jobs, Log: cfg.Log}
+	if cfg.CacheRepository != "" {
+		shared, err := newRegistryCache(cfg.CacheRepository, cfg.Insecure, stemcell.Digest)
+		if err != nil {
+			return nil, err
+		}
+		compiler.Shared = shared
+	}
 
 	images := make([]v1.Image, len(builds))
 	results := make([]Result, len(builds))

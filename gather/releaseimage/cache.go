@@ -1,0 +1,122 @@
+package releaseimage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/bosh-injector/bosh-injector/gather/releaseimage/compile"
+)
+
+// Annotations of a compiled package in a registry cache, for people
+// browsing it; the tag is what release-image looks packages up by.
+const (
+	AnnotationPackage     = "org.opencontainers.image.title"
+	AnnotationFingerprint = "io.bosh-injector.package.fingerprint"
+	AnnotationStemcell    = "io.bosh-injector.stemcell.digest"
+)
+
+// registryCache keeps compiled packages in a registry repository, each a
+// one-layer image tagged with its cache key (a sha256 hex, a valid tag). The
+// layer is the disk cache's file byte for byte, so images built from a
+// fetched package have the digests of the machine that compiled it.
+type registryCache struct {
+	repo           name.Repository
+	stemcellDigest string
+}
+
+func newRegistryCache(repository string, insecure bool, stemcellDigest string) (*registryCache, error) {
+	repo, err := name.NewRepository(repository, nameOptions(insecure)...)
+	if err != nil {
+		return nil, fmt.Errorf("--cache-repository: %w", err)
+	}
+	return &registryCache{repo: repo, stemcellDigest: stemcellDigest}, nil
+}
+
+// Fetch implements compile.Shared.
+func (c *registryCache) Fetch(ctx context.Context, key, path string) (bool, error) {
+	ref := c.repo.Tag(key)
+	img, err := remote.Image(ref, remoteOptions(ctx)...)
+	if notFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		return false, err
+	}
+	if len(layers) != 1 {
+		return false, fmt.Errorf("%s has %d layers, not one compiled package", ref, len(layers))
+	}
+	// remote verifies the blob's digest as it is read.
+	blob, err := layers[0].Compressed()
+	if err != nil {
+		return false, err
+	}
+	defer blob.Close()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return false, err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return false, err
+	}
+	_, err = io.Copy(tmp, blob)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+		return false, fmt.Errorf("fetching %s: %w", ref, err)
+	}
+	return true, nil
+}
+
+// Store implements compile.Shared.
+func (c *registryCache) Store(ctx context.Context, key string, p compile.Package, path string) error {
+	ref := c.repo.Tag(key)
+	_, err := remote.Head(ref, remoteOptions(ctx)...)
+	if err == nil {
+		return nil
+	}
+	if !notFound(err) {
+		return err
+	}
+	l, err := tarball.LayerFromFile(path, tarball.WithMediaType(types.OCILayer))
+	if err != nil {
+		return err
+	}
+	img, err := mutate.AppendLayers(mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON), l)
+	if err != nil {
+		return err
+	}
+	img = mutate.Annotations(img, map[string]string{AnnotationPackage: p.Name, AnnotationFingerprint: p.Fingerprint,
+		AnnotationStemcell: c.stemcellDigest}).(v1.Image)
+	if err := remote.Write(ref, img, remoteOptions(ctx)...); err != nil {
+		return fmt.Errorf("pushing %s: %w", ref, err)
+	}
+	return nil
+}
+
+func notFound(err error) bool {
+	var terr *transport.Error
+	return errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound
+}
