@@ -26,7 +26,7 @@ import (
 const (
 	AnnotationPackage     = "org.opencontainers.image.title"
 	AnnotationFingerprint = "io.bosh-injector.package.fingerprint"
-	AnnotationStemcell    = "io.bosh-injector.stemcell.digest"
+	AnnotationStemcell    = "io.bosh-injector.stemcell.id"
 )
 
 // registryCache keeps compiled packages in a registry repository, each a
@@ -34,16 +34,16 @@ const (
 // layer is the disk cache's file byte for byte, so images built from a
 // fetched package have the digests of the machine that compiled it.
 type registryCache struct {
-	repo           name.Repository
-	stemcellDigest string
+	repo       name.Repository
+	stemcellID string
 }
 
-func newRegistryCache(repository string, insecure bool, stemcellDigest string) (*registryCache, error) {
+func newRegistryCache(repository string, insecure bool, stemcellID string) (*registryCache, error) {
 	repo, err := name.NewRepository(repository, nameOptions(insecure)...)
 	if err != nil {
 		return nil, fmt.Errorf("--cache-repository: %w", err)
 	}
-	return &registryCache{repo: repo, stemcellDigest: stemcellDigest}, nil
+	return &registryCache{repo: repo, stemcellID: stemcellID}, nil
 }
 
 // Fetch implements compile.Shared.
@@ -109,7 +109,7 @@ func (c *registryCache) Store(ctx context.Context, key string, p compile.Package
 		return err
 	}
 	img = mutate.Annotations(img, map[string]string{AnnotationPackage: p.Name, AnnotationFingerprint: p.Fingerprint,
-		AnnotationStemcell: c.stemcellDigest}).(v1.Image)
+		AnnotationStemcell: c.stemcellID}).(v1.Image)
 	if err := remote.Write(ref, img, remoteOptions(ctx)...); err != nil {
 		return fmt.Errorf("pushing %s: %w", ref, err)
 	}

@@ -470,3 +470,52 @@ func TestBadReleases(t *testing.T) {
 		})
 	}
 }
+
+// TestLocalStemcell builds on a stemcell image only on this machine: in
+// podman's storage, and saved as an OCI layout. Packages are cached by the
+// stemcell's image ID, so what the registry stemcell compiled serves both,
+// and both give the same image, which podman pulls and runs.
+func TestLocalStemcell(t *testing.T) {
+	ctx := context.Background()
+	cfg, _ := config(t, env.cache, env.tarballs[0])
+	if _, err := releaseimage.Run(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	layoutDir := filepath.Join(t.TempDir(), "stemcell")
+	if out, err := exec.Command("podman", "image", "save", "-q", "--format", "oci-dir", "-o", layoutDir, base).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var digests []string
+	for _, stemcell := range []string{releaseimage.TransportStorage + base, releaseimage.TransportOCI + layoutDir, releaseimage.TransportOCI + layoutDir + ":" + base} {
+		t.Run(stemcell, func(t *testing.T) {
+			cfg, engine := config(t, env.cache, env.tarballs[0])
+			cfg.StemcellImage, cfg.Repository, cfg.Push = stemcell, env.registry.Addr+"/local-stemcell", true
+			res, err := releaseimage.Run(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := engine.calls.Load(); n != 0 {
+				t.Errorf("compiled %d packages the registry stemcell's build cached", n)
+			}
+			digests = append(digests, res[0].Digest)
+			out, err := exec.Command("podman", "run", "--rm", "--tls-verify=false", "--network=none", res[0].Ref(), "bash", "-c",
+				"timeout -s TERM 3 /var/vcap/packages/bus/bin/bus /var/vcap/jobs-src/bus/monit; true").CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "==> /var/vcap/jobs-src/bus/monit <==") {
+				t.Errorf("running bus in its image: %v: %s", err, out)
+			}
+			_ = exec.Command("podman", "rmi", "-f", res[0].Ref()).Run()
+		})
+	}
+	if len(digests) == 3 && (digests[0] != digests[1] || digests[1] != digests[2]) {
+		t.Errorf("digests differ by where the stemcell came from: %v", digests)
+	}
+
+	t.Run("an OCI layout without the named image", func(t *testing.T) {
+		cfg, _ := config(t, env.cache, env.tarballs[0])
+		cfg.StemcellImage = releaseimage.TransportOCI + layoutDir + ":nope"
+		_, err := releaseimage.Run(ctx, cfg)
+		if err == nil || !strings.Contains(err.Error(), `0 images match "nope"`) || !strings.Contains(err.Error(), base) {
+			t.Errorf("error %v, want one listing the layout's images", err)
+		}
+	})
+}

@@ -135,7 +135,7 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 		}
 	}
 
-	stemcell, err := FetchStemcell(ctx, cfg.StemcellImage, cfg.Insecure)
+	stemcell, err := OpenStemcell(ctx, cfg.StemcellImage, cfg.Insecure, filepath.Join(work, "stemcell"))
 	if err != nil {
 		return nil, err
 	}
@@ -143,10 +143,10 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 	if engine == nil {
 		engine = compile.Podman{Insecure: cfg.Insecure}
 	}
-	compiler := &compile.Compiler{Engine: engine, Stemcell: stemcell.Ref, StemcellDigest: stemcell.Digest,
+	compiler := &compile.Compiler{Engine: engine, Stemcell: stemcell.Ref, StemcellID: stemcell.ID,
 		CacheDir: cfg.CacheDir, Jobs: cfg.Jobs, Log: cfg.Log}
 	if cfg.CacheRepository != "" {
-		shared, err := newRegistryCache(cfg.CacheRepository, cfg.Insecure, stemcell.Digest)
+		shared, err := newRegistryCache(cfg.CacheRepository, cfg.Insecure, stemcell.ID)
 		if err != nil {
 			return nil, err
 		}

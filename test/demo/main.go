@@ -69,25 +69,24 @@ func run(ctx context.Context, opts walkthrough.Options) (err error) {
 	fmt.Fprintln(out, "bosh-injector runs BOSH releases on Kubernetes without a director. This walkthrough")
 	fmt.Fprintf(out, "installs it on %s and deploys the example `shop` deployment\n", where)
 	fmt.Fprintln(out, "(test/fixtures/deployments/shop.yml: a message bus, a database, a web tier).")
-	// A registry for the run holds the stemcell image and, locally, the
-	// release images the node pulls, as a cluster's registry would.
-	regDir := filepath.Join(opts.Dir, "registry")
-	if err := os.MkdirAll(regDir, 0o755); err != nil {
-		return err
-	}
-	reg, err := registry.Start(regDir)
-	if err != nil {
-		return err
-	}
-	defer reg.Stop()
-	opts.RegistriesConf = reg.RegistriesConf
-	releaseURL := reg.Addr + "/bosh-injector-fixtures"
-	if opts.Registry != "" {
-		releaseURL = opts.Registry + "/bosh-injector-fixtures"
+	releaseURL := opts.Registry + "/bosh-injector-fixtures"
+	if opts.Registry == "" {
+		// The node pulls the release images from a registry started for
+		// the run, as a cluster's kubelets pull from its registry.
+		regDir := filepath.Join(opts.Dir, "registry")
+		if err := os.MkdirAll(regDir, 0o755); err != nil {
+			return err
+		}
+		reg, err := registry.Start(regDir)
+		if err != nil {
+			return err
+		}
+		defer reg.Stop()
+		opts.RegistriesConf, releaseURL = reg.RegistriesConf, reg.Addr+"/bosh-injector-fixtures"
 	}
 	fmt.Fprintln(out, "\nBuilding the example release images from their BOSH release tarballs with")
-	fmt.Fprintf(out, "`bosh-injector release-image --push` (packages compiled on the stemcell image) into %s...\n", releaseURL)
-	if err := fixtures.BuildImages(ctx, walkthrough.BaseImage, reg, releaseURL); err != nil {
+	fmt.Fprintf(out, "`bosh-injector release-image --push` (packages compiled on the stemcell image, here\n%s) into %s...\n", walkthrough.BaseImage, releaseURL)
+	if err := fixtures.BuildImages(ctx, walkthrough.BaseImage, releaseURL); err != nil {
 		return err
 	}
 	if opts.Registry != "" {

@@ -48,7 +48,7 @@ func TestWalkthrough(t *testing.T) {
 	}
 	t.Cleanup(reg.Stop)
 	releaseURL := reg.Addr + "/bosh-injector-fixtures"
-	if err := fixtures.BuildImages(ctx, walkthrough.BaseImage, reg, releaseURL); err != nil {
+	if err := fixtures.BuildImages(ctx, walkthrough.BaseImage, releaseURL); err != nil {
 		t.Fatal(err)
 	}
 

@@ -60,7 +60,7 @@ func TestRuntimeUnderPodman(t *testing.T) {
 	}
 	t.Cleanup(reg.Stop)
 	releaseURL := reg.Addr + "/bosh-injector-fixtures"
-	if err := fixtures.BuildImages(ctx, walkthrough.BaseImage, reg, releaseURL); err != nil {
+	if err := fixtures.BuildImages(ctx, walkthrough.BaseImage, releaseURL); err != nil {
 		t.Fatal(err)
 	}
 

@@ -65,7 +65,7 @@ images is printed.`,
 		cache, _ := os.UserCacheDir()
 		f := cmd.Flags()
 		f.StringVar(&cfg.Repository, "repository", "", "image repository prefix, the releases' url in the manifest (e.g. ghcr.io/acme)")
-		f.StringVar(&cfg.StemcellImage, "stemcell-image", "", "stemcell image to build on and compile in, in a registry")
+		f.StringVar(&cfg.StemcellImage, "stemcell-image", "", "stemcell image to build on and compile in: in a registry, an OCI layout (oci:DIR[:NAME]) or podman's storage (containers-storage:IMAGE)")
 		f.StringVar(&cfg.StemcellOS, "stemcell-os", "", "stemcell os naming the images (default: the manifest's stemcell)")
 		f.StringVar(&cfg.StemcellVersion, "stemcell-version", "", "stemcell version naming the images (default: the manifest's stemcell)")
 		f.BoolVar(&cfg.Push, "push", false, "push the images (credentials from the docker or podman configuration)")

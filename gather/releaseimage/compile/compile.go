@@ -26,10 +26,12 @@ import (
 // Compiler compiles packages for one stemcell image.
 type Compiler struct {
 	Engine Engine
-	// Stemcell is the stemcell image pinned by digest (repo@sha256:…), and
-	// StemcellDigest that digest, part of every cache key.
-	Stemcell       string
-	StemcellDigest string
+	// Stemcell is the stemcell image for the compile containers, pinned
+	// (repo@sha256:…, or an image ID), and StemcellID its image ID (config
+	// digest), part of every cache key: the same for the same stemcell
+	// pulled from a registry or loaded locally.
+	Stemcell   string
+	StemcellID string
 	// CacheDir holds compiled packages as layers, <key>.tar.gz.
 	CacheDir string
 	// Shared, when set, is a cache shared between machines behind CacheDir.
@@ -114,10 +116,10 @@ func (c *Compiler) Compile(ctx context.Context, release string, pkgs []Package, 
 
 // key is the cache key of p: its name and fingerprint, its dependencies'
 // keys (so a changed dependency recompiles its dependents) and the stemcell
-// image digest, what the director keys compiled packages on.
+// image's ID, what the director keys compiled packages on.
 func (c *Compiler) key(p Package, keys map[string]string) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "name %s\nfingerprint %s\nstemcell %s\n", p.Name, p.Fingerprint, c.StemcellDigest)
+	fmt.Fprintf(h, "name %s\nfingerprint %s\nstemcell %s\n", p.Name, p.Fingerprint, c.StemcellID)
 	for _, d := range slices.Sorted(slices.Values(p.Dependencies)) {
 		fmt.Fprintf(h, "dependency %s %s\n", d, keys[d])
 	}
