@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -19,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/bosh-injector/bosh-injector/gather/releaseimage/compile"
+	"github.com/bosh-injector/bosh-injector/gather/releaseimage/layer"
 )
 
 // Annotations of a compiled package in a registry cache, for people
@@ -69,22 +67,7 @@ func (c *registryCache) Fetch(ctx context.Context, key, path string) (bool, erro
 		return false, err
 	}
 	defer blob.Close()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return false, err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return false, err
-	}
-	_, err = io.Copy(tmp, blob)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp.Name())
+	if err := layer.Save(path, blob); err != nil {
 		return false, fmt.Errorf("fetching %s: %w", ref, err)
 	}
 	return true, nil

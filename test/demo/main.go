@@ -26,7 +26,6 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/runner"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/test/podman"
-	"github.com/bosh-injector/bosh-injector/test/registry"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 )
 
@@ -70,26 +69,27 @@ func run(ctx context.Context, opts walkthrough.Options) (err error) {
 	fmt.Fprintf(out, "installs it on %s and deploys the example `shop` deployment\n", where)
 	fmt.Fprintln(out, "(test/fixtures/deployments/shop.yml: a message bus, a database, a web tier).")
 	releaseURL := opts.Registry + "/bosh-injector-fixtures"
+	fmt.Fprintln(out, "\nBuilding the example release images from their BOSH release tarballs with")
+	fmt.Fprintln(out, "`bosh-injector release-image --push`, packages compiled on the stemcell image (here")
 	if opts.Registry == "" {
-		// The node pulls the release images from a registry started for
-		// the run, as a cluster's kubelets pull from its registry.
+		// The node pulls them from a registry started for the run, as a
+		// cluster's kubelets pull from its registry.
+		fmt.Fprintf(out, "%s) into a registry on this machine...\n", walkthrough.BaseImage)
 		regDir := filepath.Join(opts.Dir, "registry")
 		if err := os.MkdirAll(regDir, 0o755); err != nil {
 			return err
 		}
-		reg, err := registry.Start(regDir)
+		reg, url, err := fixtures.ServeImages(ctx, walkthrough.BaseImage, regDir)
 		if err != nil {
 			return err
 		}
 		defer reg.Stop()
-		opts.RegistriesConf, releaseURL = reg.RegistriesConf, reg.Addr+"/bosh-injector-fixtures"
-	}
-	fmt.Fprintln(out, "\nBuilding the example release images from their BOSH release tarballs with")
-	fmt.Fprintf(out, "`bosh-injector release-image --push` (packages compiled on the stemcell image, here\n%s) into %s...\n", walkthrough.BaseImage, releaseURL)
-	if err := fixtures.BuildImages(ctx, walkthrough.BaseImage, releaseURL); err != nil {
-		return err
-	}
-	if opts.Registry != "" {
+		opts.RegistriesConf, releaseURL = reg.RegistriesConf, url
+	} else {
+		fmt.Fprintf(out, "%s) into %s...\n", walkthrough.BaseImage, releaseURL)
+		if err := fixtures.BuildImages(ctx, walkthrough.BaseImage, releaseURL); err != nil {
+			return err
+		}
 		if err := push(ctx, out, walkthrough.OperatorImage, opts.Registry+"/bosh-injector:dev"); err != nil {
 			return err
 		}

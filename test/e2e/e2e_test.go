@@ -18,7 +18,6 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/runner"
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
-	"github.com/bosh-injector/bosh-injector/test/registry"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 )
 
@@ -42,15 +41,11 @@ func TestWalkthrough(t *testing.T) {
 	}
 	// The release images are pushed to a registry the node pulls them
 	// from, as a cluster's would.
-	reg, err := registry.Start(t.TempDir())
+	reg, releaseURL, err := fixtures.ServeImages(ctx, walkthrough.BaseImage, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(reg.Stop)
-	releaseURL := reg.Addr + "/bosh-injector-fixtures"
-	if err := fixtures.BuildImages(ctx, walkthrough.BaseImage, releaseURL); err != nil {
-		t.Fatal(err)
-	}
 
 	w, err := walkthrough.Start(ctx, walkthrough.Options{Out: logWriter{t}, Binary: binary, Dir: work, RegistriesConf: reg.RegistriesConf})
 	t.Cleanup(func() {

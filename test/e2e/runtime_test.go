@@ -21,7 +21,6 @@ import (
 	"github.com/bosh-injector/bosh-injector/inject/runtime/monit"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/test/podman"
-	"github.com/bosh-injector/bosh-injector/test/registry"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 )
 
@@ -54,15 +53,11 @@ func TestRuntimeUnderPodman(t *testing.T) {
 	}
 	// The lifecycle release's image, pulled from a registry as a kubelet
 	// would: its lifecycled package is the fixture program.
-	reg, err := registry.Start(t.TempDir())
+	reg, releaseURL, err := fixtures.ServeImages(ctx, walkthrough.BaseImage, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(reg.Stop)
-	releaseURL := reg.Addr + "/bosh-injector-fixtures"
-	if err := fixtures.BuildImages(ctx, walkthrough.BaseImage, releaseURL); err != nil {
-		t.Fatal(err)
-	}
 
 	run := func(t *testing.T, name string, failPostStart bool) (*podman.Run, string) {
 		root := filepath.Join(work, name)
