@@ -25,8 +25,9 @@ import (
 )
 
 // TestRuntimeUnderPodman runs the process container inject makes for the
-// lifecycle fixture job with real containers: the launcher from a freshly
-// built bosh-injector, BPM's limits, user and capabilities, the BPM log
+// lifecycle fixture job with real containers: the lifecycle release's image
+// built by release-image and pulled from a registry, the launcher from a
+// freshly built bosh-injector, BPM's limits, user and capabilities, the BPM log
 // files, post-start gating readiness, and a deletion through the preStop
 // hook (pre-stop, dynamic drain), the shutdown signal and post-stop; and the
 // fixture job without bpm.yml, run through its monit file's programs. The
