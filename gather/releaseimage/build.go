@@ -25,9 +25,14 @@ const JobsDir = "/var/vcap/jobs-src"
 // Stemcell is the base image releases are built on and compiled in.
 type Stemcell struct {
 	Image v1.Image
-	// Ref is the image pinned by digest, for the compile containers.
-	Ref     string
+	// Ref is the image for the compile containers: pinned by digest in its
+	// registry, or its ID in podman's storage.
+	Ref string
+	// Digest is the manifest's digest; ID the config's, the image ID, which
+	// stays the same whether the image comes from a registry or from local
+	// storage, compressed or not.
 	Digest  string
+	ID      string
 	OS      string
 	Version string
 }

@@ -2,10 +2,8 @@ package releaseimage
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -29,24 +27,6 @@ func nameOptions(insecure bool) []name.Option {
 // remoteOptions authenticate from the docker and podman configurations.
 func remoteOptions(ctx context.Context) []remote.Option {
 	return []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}
-}
-
-// FetchStemcell reads the stemcell image ref from its registry; OS and
-// Version are left for the caller to name it.
-func FetchStemcell(ctx context.Context, ref string, insecure bool) (Stemcell, error) {
-	r, err := name.ParseReference(ref, nameOptions(insecure)...)
-	if err != nil {
-		return Stemcell{}, fmt.Errorf("--stemcell-image: %w", err)
-	}
-	img, err := remote.Image(r, remoteOptions(ctx)...)
-	if err != nil {
-		return Stemcell{}, fmt.Errorf("stemcell image %s: %w", ref, err)
-	}
-	d, err := img.Digest()
-	if err != nil {
-		return Stemcell{}, err
-	}
-	return Stemcell{Image: img, Ref: r.Context().Digest(d.String()).String(), Digest: d.String()}, nil
 }
 
 // Push writes img to its registry under ref.
@@ -79,14 +59,14 @@ func Load(ctx context.Context, ref string, img v1.Image, work string) error {
 	if err != nil {
 		return err
 	}
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return err
+	}
 	archive := filepath.Join(work, "load.tar")
 	if err := tarball.WriteToFile(archive, r, img); err != nil {
 		return err
 	}
 	defer os.Remove(archive)
-	out, err := exec.CommandContext(ctx, "podman", "load", "-q", "-i", archive).CombinedOutput()
-	if err != nil {
-		return errors.Join(fmt.Errorf("podman load %s: %w", ref, err), errors.New(string(out)))
-	}
-	return nil
+	_, err = podman(ctx, "load", "-q", "-i", archive)
+	return err
 }

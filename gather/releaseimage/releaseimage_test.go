@@ -116,16 +116,17 @@ func config(t testing.TB, cache string, tarballs ...string) (releaseimage.Config
 func TestFixtureReleases(t *testing.T) {
 	ctx := context.Background()
 	cache := env.cache
+	cacheRepo := env.registry.Addr + "/compiled-packages"
 	cfg, engine := config(t, cache, env.tarballs...)
-	cfg.Push = true
+	cfg.Push, cfg.CacheRepository = true, cacheRepo
 	cold, err := releaseimage.Run(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// golang and printconfig are vendored by all three releases, compiled
-	// once; then bus, pgstore, storefront and smoke-tests.
-	if n := engine.calls.Load(); n != 6 {
-		t.Errorf("cold build compiled %d packages, want 6", n)
+	// golang and printconfig are vendored by every release, compiled once;
+	// then bus, pgstore, storefront, smoke-tests and lifecycled.
+	if n := engine.calls.Load(); n != 7 {
+		t.Errorf("cold build compiled %d packages, want 7", n)
 	}
 	for i, r := range cold {
 		if want := fixtures.Image(env.registry.Addr+"/fixtures", fixtures.Releases[i]); r.Tag != want {
@@ -185,6 +186,29 @@ func TestFixtureReleases(t *testing.T) {
 	t.Cleanup(func() {
 		for _, r := range cold {
 			_ = exec.Command("podman", "rmi", "-f", r.Ref()).Run()
+		}
+	})
+
+	t.Run("a second machine shares the compiled packages through the registry", func(t *testing.T) {
+		// Another machine: an empty disk cache, the same --cache-repository.
+		empty := t.TempDir()
+		cfg, engine := config(t, empty, env.tarballs...)
+		cfg.CacheRepository = cacheRepo
+		res, err := releaseimage.Run(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := engine.calls.Load(); n != 0 {
+			t.Errorf("compiled %d packages with the registry cache warm", n)
+		}
+		for i := range cold {
+			if res[i].Digest != cold[i].Digest {
+				t.Errorf("%s: digest %s, on the first machine %s", cold[i].Release, res[i].Digest, cold[i].Digest)
+			}
+		}
+		fetched, _ := filepath.Glob(filepath.Join(empty, "*.tar.gz"))
+		if len(fetched) != 7 {
+			t.Errorf("the disk cache holds %d packages fetched from the registry, want 7", len(fetched))
 		}
 	})
 
@@ -445,4 +469,53 @@ func TestBadReleases(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLocalStemcell builds on a stemcell image only on this machine: in
+// podman's storage, and saved as an OCI layout. Packages are cached by the
+// stemcell's image ID, so what the registry stemcell compiled serves both,
+// and both give the same image, which podman pulls and runs.
+func TestLocalStemcell(t *testing.T) {
+	ctx := context.Background()
+	cfg, _ := config(t, env.cache, env.tarballs[0])
+	if _, err := releaseimage.Run(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	layoutDir := filepath.Join(t.TempDir(), "stemcell")
+	if out, err := exec.Command("podman", "image", "save", "-q", "--format", "oci-dir", "-o", layoutDir, base).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var digests []string
+	for _, stemcell := range []string{releaseimage.TransportStorage + base, releaseimage.TransportOCI + layoutDir, releaseimage.TransportOCI + layoutDir + ":" + base} {
+		t.Run(stemcell, func(t *testing.T) {
+			cfg, engine := config(t, env.cache, env.tarballs[0])
+			cfg.StemcellImage, cfg.Repository, cfg.Push = stemcell, env.registry.Addr+"/local-stemcell", true
+			res, err := releaseimage.Run(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := engine.calls.Load(); n != 0 {
+				t.Errorf("compiled %d packages the registry stemcell's build cached", n)
+			}
+			digests = append(digests, res[0].Digest)
+			out, err := exec.Command("podman", "run", "--rm", "--tls-verify=false", "--network=none", res[0].Ref(), "bash", "-c",
+				"timeout -s TERM 3 /var/vcap/packages/bus/bin/bus /var/vcap/jobs-src/bus/monit; true").CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "==> /var/vcap/jobs-src/bus/monit <==") {
+				t.Errorf("running bus in its image: %v: %s", err, out)
+			}
+			_ = exec.Command("podman", "rmi", "-f", res[0].Ref()).Run()
+		})
+	}
+	if len(digests) == 3 && (digests[0] != digests[1] || digests[1] != digests[2]) {
+		t.Errorf("digests differ by where the stemcell came from: %v", digests)
+	}
+
+	t.Run("an OCI layout without the named image", func(t *testing.T) {
+		cfg, _ := config(t, env.cache, env.tarballs[0])
+		cfg.StemcellImage = releaseimage.TransportOCI + layoutDir + ":nope"
+		_, err := releaseimage.Run(ctx, cfg)
+		if err == nil || !strings.Contains(err.Error(), `0 images match "nope"`) || !strings.Contains(err.Error(), base) {
+			t.Errorf("error %v, want one listing the layout's images", err)
+		}
+	})
 }

@@ -39,6 +39,9 @@ type Config struct {
 	Load      bool
 	Jobs      int
 	CacheDir  string
+	// CacheRepository, when set, is a registry repository sharing compiled
+	// packages between machines, behind CacheDir.
+	CacheRepository string
 	// Engine compiles source packages; podman when nil.
 	Engine compile.Engine
 	Log    logr.Logger
@@ -132,7 +135,7 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 		}
 	}
 
-	stemcell, err := FetchStemcell(ctx, cfg.StemcellImage, cfg.Insecure)
+	stemcell, err := OpenStemcell(ctx, cfg.StemcellImage, cfg.Insecure, filepath.Join(work, "stemcell"))
 	if err != nil {
 		return nil, err
 	}
@@ -140,8 +143,15 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 	if engine == nil {
 		engine = compile.Podman{Insecure: cfg.Insecure}
 	}
-	compiler := &compile.Compiler{Engine: engine, Stemcell: stemcell.Ref, StemcellDigest: stemcell.Digest,
+	compiler := &compile.Compiler{Engine: engine, Stemcell: stemcell.Ref, StemcellID: stemcell.ID,
 		CacheDir: cfg.CacheDir, Jobs: cfg.Jobs, Log: cfg.Log}
+	if cfg.CacheRepository != "" {
+		shared, err := newRegistryCache(cfg.CacheRepository, cfg.Insecure, stemcell.ID)
+		if err != nil {
+			return nil, err
+		}
+		compiler.Shared = shared
+	}
 
 	images := make([]v1.Image, len(builds))
 	results := make([]Result, len(builds))

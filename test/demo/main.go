@@ -60,7 +60,6 @@ func run(ctx context.Context, opts walkthrough.Options) (err error) {
 	}
 	defer os.RemoveAll(opts.Dir)
 	out := opts.Out
-	releaseURL := fixtures.ReleaseURL
 
 	where := "a local control plane"
 	if opts.Kubeconfig != "" {
@@ -69,20 +68,30 @@ func run(ctx context.Context, opts walkthrough.Options) (err error) {
 	fmt.Fprintln(out, "bosh-injector runs BOSH releases on Kubernetes without a director. This walkthrough")
 	fmt.Fprintf(out, "installs it on %s and deploys the example `shop` deployment\n", where)
 	fmt.Fprintln(out, "(test/fixtures/deployments/shop.yml: a message bus, a database, a web tier).")
-	fmt.Fprintln(out, "\nBuilding the example release images with podman (jobs under /var/vcap/jobs-src, and")
-	fmt.Fprintln(out, "a small program as every package, printing the rendered files it is given)...")
-	if err := fixtures.BuildImages(ctx, walkthrough.BaseImage); err != nil {
-		return err
-	}
-	if opts.Registry != "" {
-		releaseURL = opts.Registry + "/bosh-injector-fixtures"
-		if err := push(ctx, out, walkthrough.OperatorImage, opts.Registry+"/bosh-injector:dev"); err != nil {
+	releaseURL := opts.Registry + "/bosh-injector-fixtures"
+	fmt.Fprintln(out, "\nBuilding the example release images from their BOSH release tarballs with")
+	fmt.Fprintln(out, "`bosh-injector release-image --push`, packages compiled on the stemcell image (here")
+	if opts.Registry == "" {
+		// The node pulls them from a registry started for the run, as a
+		// cluster's kubelets pull from its registry.
+		fmt.Fprintf(out, "%s) into a registry on this machine...\n", walkthrough.BaseImage)
+		regDir := filepath.Join(opts.Dir, "registry")
+		if err := os.MkdirAll(regDir, 0o755); err != nil {
 			return err
 		}
-		for _, r := range fixtures.Releases {
-			if err := push(ctx, out, fixtures.Image(fixtures.ReleaseURL, r), fixtures.Image(releaseURL, r)); err != nil {
-				return err
-			}
+		reg, url, err := fixtures.ServeImages(ctx, walkthrough.BaseImage, regDir)
+		if err != nil {
+			return err
+		}
+		defer reg.Stop()
+		opts.RegistriesConf, releaseURL = reg.RegistriesConf, url
+	} else {
+		fmt.Fprintf(out, "%s) into %s...\n", walkthrough.BaseImage, releaseURL)
+		if err := fixtures.BuildImages(ctx, walkthrough.BaseImage, releaseURL); err != nil {
+			return err
+		}
+		if err := push(ctx, out, walkthrough.OperatorImage, opts.Registry+"/bosh-injector:dev"); err != nil {
+			return err
 		}
 	}
 

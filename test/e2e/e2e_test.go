@@ -39,11 +39,15 @@ func TestWalkthrough(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := fixtures.BuildImages(ctx, walkthrough.BaseImage); err != nil {
+	// The release images are pushed to a registry the node pulls them
+	// from, as a cluster's would.
+	reg, releaseURL, err := fixtures.ServeImages(ctx, walkthrough.BaseImage, t.TempDir())
+	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(reg.Stop)
 
-	w, err := walkthrough.Start(ctx, walkthrough.Options{Out: logWriter{t}, Binary: binary, Dir: work})
+	w, err := walkthrough.Start(ctx, walkthrough.Options{Out: logWriter{t}, Binary: binary, Dir: work, RegistriesConf: reg.RegistriesConf})
 	t.Cleanup(func() {
 		if t.Failed() && w.CP != nil {
 			w.CP.Logs(os.Stderr, 40)
@@ -60,7 +64,7 @@ func TestWalkthrough(t *testing.T) {
 
 	t.Run("the gathered deployment's instance runs its rendered configuration", func(t *testing.T) {
 		const ns = "shop"
-		status, err := w.Deploy(ctx, ns, fixtures.Shop(fixtures.ReleaseURL))
+		status, err := w.Deploy(ctx, ns, fixtures.Shop(releaseURL))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +77,7 @@ func TestWalkthrough(t *testing.T) {
 			}
 		}
 
-		run, err := w.StartInstance(ctx, ns, walkthrough.Instance{Group: "web", AZIndex: 1, Container: "storefront-storefront", Image: fixtures.Image(fixtures.ReleaseURL, "shop")})
+		run, err := w.StartInstance(ctx, ns, walkthrough.Instance{Group: "web", AZIndex: 1, Container: "storefront-storefront", Image: fixtures.Image(releaseURL, "shop")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +115,7 @@ func TestWalkthrough(t *testing.T) {
 		// The db group's job keeps its data on the persistent disk: the
 		// StatefulSet's claim, mounted at /var/vcap/store/pgstore.
 		db, err := w.StartInstance(ctx, ns, walkthrough.Instance{Group: "db", AZIndex: 1, Container: "pgstore-pgstore",
-			Image: fixtures.Image(fixtures.ReleaseURL, "store"), Disk: "1Gi"})
+			Image: fixtures.Image(releaseURL, "store"), Disk: "1Gi"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +149,7 @@ func TestWalkthrough(t *testing.T) {
 
 	t.Run("a template that cannot render fails the render container with template, line and property", func(t *testing.T) {
 		const ns = "broken"
-		status, err := w.Deploy(ctx, ns, fixtures.Shop(fixtures.ReleaseURL, "missing-bus-password.yml"))
+		status, err := w.Deploy(ctx, ns, fixtures.Shop(releaseURL, "missing-bus-password.yml"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,7 +158,7 @@ func TestWalkthrough(t *testing.T) {
 		if status.State != runner.ReasonGathered {
 			t.Fatalf("gathering: %+v", status)
 		}
-		run, err := w.StartInstance(ctx, ns, walkthrough.Instance{Group: "bus", AZIndex: 1, Container: "bus-bus", Image: fixtures.Image(fixtures.ReleaseURL, "bus")})
+		run, err := w.StartInstance(ctx, ns, walkthrough.Instance{Group: "bus", AZIndex: 1, Container: "bus-bus", Image: fixtures.Image(releaseURL, "bus")})
 		if err != nil {
 			t.Fatal(err)
 		}

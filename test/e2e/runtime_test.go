@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -26,8 +25,9 @@ import (
 )
 
 // TestRuntimeUnderPodman runs the process container inject makes for the
-// lifecycle fixture job with real containers: the launcher from a freshly
-// built bosh-injector, BPM's limits, user and capabilities, the BPM log
+// lifecycle fixture job with real containers: the lifecycle release's image
+// built by release-image and pulled from a registry, the launcher from a
+// freshly built bosh-injector, BPM's limits, user and capabilities, the BPM log
 // files, post-start gating readiness, and a deletion through the preStop
 // hook (pre-stop, dynamic drain), the shutdown signal and post-stop; and the
 // fixture job without bpm.yml, run through its monit file's programs. The
@@ -52,12 +52,13 @@ func TestRuntimeUnderPodman(t *testing.T) {
 	if _, err := walkthrough.BuildBinary(bin); err != nil {
 		t.Fatal(err)
 	}
-	pkg := filepath.Join(work, "packages", "lifecycled")
-	build := exec.Command("go", "build", "-o", filepath.Join(pkg, "bin", "lifecycled"), "./printconfig")
-	build.Dir, build.Env = fixtures.Dir(), append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building printconfig: %v: %s", err, out)
+	// The lifecycle release's image, pulled from a registry as a kubelet
+	// would: its lifecycled package is the fixture program.
+	reg, releaseURL, err := fixtures.ServeImages(ctx, walkthrough.BaseImage, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(reg.Stop)
 
 	run := func(t *testing.T, name string, failPostStart bool) (*podman.Run, string) {
 		root := filepath.Join(work, name)
@@ -78,7 +79,7 @@ func TestRuntimeUnderPodman(t *testing.T) {
 			}
 		}
 		info := &bpm.Info{Deployment: "lifecycle", InstanceGroup: "lifecycled", Instances: 1, Lifecycle: "service", ResolvedSecret: "unused",
-			Releases: []bpm.Release{{Name: "lifecycle", Image: walkthrough.BaseImage}},
+			Releases: []bpm.Release{{Name: "lifecycle", Image: fixtures.Image(releaseURL, "lifecycle")}},
 			Jobs: []bpm.Job{{Name: "lifecycled", Release: "lifecycle", Scripts: []string{"post-start", "pre-stop", "drain", "post-stop"}},
 				{Name: "legacyd", Release: "lifecycle", MonitProcesses: monit.Processes(legacyMonit)}},
 			BPM: []bpm.InstanceBPM{{Indexes: []int{0}, Jobs: map[string]bpm.Config{"lifecycled": cfg}}}}
@@ -92,12 +93,8 @@ func TestRuntimeUnderPodman(t *testing.T) {
 		hostVolume(t, pod, inject.VolumeSys, filepath.Join(root, "sys"))
 		hostVolume(t, pod, contract.BinVolume, bin)
 		hostVolume(t, pod, inject.VolumeResolved, "")
-		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "packages", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: pkg}}})
-		for i := range pod.Spec.Containers {
-			pod.Spec.Containers[i].VolumeMounts = append(pod.Spec.Containers[i].VolumeMounts, corev1.VolumeMount{Name: "packages", MountPath: "/var/vcap/packages/lifecycled", ReadOnly: true})
-		}
 
-		r, err := podman.Adapt(pod, podman.Env{PodIP: "127.0.0.1", Dir: root, Prefix: fmt.Sprintf("rt%d-", time.Now().UnixNano()%1e6)})
+		r, err := podman.Adapt(pod, podman.Env{PodIP: "127.0.0.1", Dir: root, RegistriesConf: reg.RegistriesConf, Prefix: fmt.Sprintf("rt%d-", time.Now().UnixNano()%1e6)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,6 +24,8 @@ type Kubelet struct {
 	Dir string
 	// Prefix starts the names of the podman pods and volumes it creates.
 	Prefix string
+	// RegistriesConf is the node's registries.conf (see Env).
+	RegistriesConf string
 }
 
 // Start adapts and plays pod. kubeconfig, when not empty, gives the pod
@@ -42,7 +44,7 @@ func (k *Kubelet) Start(ctx context.Context, pod *corev1.Pod, kubeconfig string)
 		return nil, err
 	}
 	run, err := Adapt(pod, Env{Secrets: secrets, PodIP: "127.0.0.1", Dir: dir, Kubeconfig: kubeconfig,
-		Prefix: k.Prefix + pod.Namespace + "-"})
+		Prefix: k.Prefix + pod.Namespace + "-", RegistriesConf: k.RegistriesConf})
 	if err != nil {
 		return nil, err
 	}

@@ -44,6 +44,9 @@ type Env struct {
 	// its service-account token: the pod runs with host networking and every
 	// container gets the file with KUBECONFIG pointing at it.
 	Kubeconfig string
+	// RegistriesConf, when set, is the node's registries.conf, which images
+	// are pulled with (a local registry marked insecure, say).
+	RegistriesConf string
 }
 
 // kubeconfigPath is where containers find Env.Kubeconfig.
@@ -58,6 +61,8 @@ type Run struct {
 	termLogs map[string]string // container name -> host file of its termination log
 	volumes  []string
 	hostNet  bool
+	// registriesConf is Env.RegistriesConf.
+	registriesConf string
 }
 
 // Adapt returns a copy of pod that podman 4.3 can play, and the run state
@@ -67,7 +72,7 @@ func Adapt(pod *corev1.Pod, env Env) (*Run, error) {
 	if env.Kubeconfig != "" {
 		p.Spec.HostNetwork = true
 	}
-	run := &Run{Pod: p, source: client.ObjectKeyFromObject(pod), termLogs: map[string]string{}, hostNet: p.Spec.HostNetwork}
+	run := &Run{Pod: p, source: client.ObjectKeyFromObject(pod), termLogs: map[string]string{}, hostNet: p.Spec.HostNetwork, registriesConf: env.RegistriesConf}
 	if p.Annotations == nil {
 		p.Annotations = map[string]string{}
 	}
@@ -224,8 +229,6 @@ func adaptContainer(c *corev1.Container, p *corev1.Pod, env Env, dropped map[str
 	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: volName, VolumeSource: corev1.VolumeSource{
 		HostPath: &corev1.HostPathVolumeSource{Path: hostFile, Type: ptr.To(corev1.HostPathFile)}}})
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volName, MountPath: path})
-	// Images come from local storage: nothing can be pulled here.
-	c.ImagePullPolicy = corev1.PullNever
 	// kube play turns a liveness probe into a podman healthcheck run by
 	// systemd timers, which are not here; the stand-in runs readiness probes
 	// itself (lifecycle.go) and liveness probes not at all.
@@ -328,6 +331,11 @@ func (r *Run) Play(ctx context.Context) error {
 	// folder exists in its working directory: run it from the run's own one.
 	cmd := Command(ctx, append(args, r.yamlPath)...)
 	cmd.Dir = filepath.Dir(r.yamlPath)
+	// Images are pulled as the pod's imagePullPolicy says, as a kubelet
+	// does.
+	if r.registriesConf != "" {
+		cmd.Env = append(cmd.Env, "CONTAINERS_REGISTRIES_CONF="+r.registriesConf)
+	}
 	out, err := cmd.CombinedOutput()
 	// A failed init container fails kube play; for a kubelet it is how the
 	// pod ran, which Wait and Results report.

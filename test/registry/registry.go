@@ -1,6 +1,7 @@
 // Package registry runs the CNCF distribution registry that `make testbin`
 // builds from its Go module: a plain-HTTP registry on 127.0.0.1 that
-// release-image pushes to and podman pulls from (with --tls-verify=false).
+// release-image pushes to and podman pulls from, told it is insecure by the
+// registries.conf the registry writes, as a node's container runtime is.
 package registry
 
 import (
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
@@ -19,8 +21,12 @@ import (
 type Registry struct {
 	// Addr is host:port, the prefix of its image names.
 	Addr string
-	cmd  *exec.Cmd
-	log  *os.File
+	// RegistriesConf is a registries.conf (containers-registries.conf(5),
+	// what CRI-O and podman read) marking the registry insecure: plain HTTP,
+	// as a node is configured for a cluster-local registry.
+	RegistriesConf string
+	cmd            *exec.Cmd
+	log            *os.File
 }
 
 // Binary is the registry executable in the test bin.
@@ -61,13 +67,17 @@ http: {addr: %s}
 	if err != nil {
 		return nil, err
 	}
+	registries := filepath.Join(dir, "registries.conf")
+	if err := os.WriteFile(registries, fmt.Appendf(nil, "[[registry]]\nlocation = %q\ninsecure = true\n", addr), 0o644); err != nil {
+		return nil, err
+	}
 	cmd := exec.Command(bin, "serve", cfgPath)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		log.Close()
 		return nil, err
 	}
-	r := &Registry{Addr: addr, cmd: cmd, log: log}
+	r := &Registry{Addr: addr, RegistriesConf: registries, cmd: cmd, log: log}
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		resp, err := http.Get("http://" + addr + "/v2/")
 		if err == nil {
@@ -80,9 +90,17 @@ http: {addr: %s}
 	return nil, fmt.Errorf("registry on %s did not answer: %s", addr, out)
 }
 
-// Stop ends the registry.
+// Stop ends the registry and untags the images podman pulled from it: a
+// later registry on the same port would hold other images under their
+// names, which pods pulling only when missing would not fetch.
 func (r *Registry) Stop() {
 	_ = r.cmd.Process.Kill()
 	_ = r.cmd.Wait()
 	_ = r.log.Close()
+	out, _ := exec.Command("podman", "images", "--noheading", "--format", "{{.Repository}}:{{.Tag}}").Output()
+	for _, ref := range strings.Fields(string(out)) {
+		if strings.HasPrefix(ref, r.Addr+"/") && !strings.HasSuffix(ref, ":<none>") {
+			_ = exec.Command("podman", "rmi", ref).Run()
+		}
+	}
 }

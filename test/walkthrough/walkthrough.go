@@ -75,6 +75,9 @@ type Options struct {
 	Registry   string
 	// Keep leaves the cluster's objects in place when the walkthrough stops.
 	Keep bool
+	// RegistriesConf is the local node's registries.conf, telling it how to
+	// pull from a registry started for the run (see test/registry).
+	RegistriesConf string
 }
 
 // Walkthrough is a running local installation of bosh-injector.
@@ -140,7 +143,8 @@ func Start(ctx context.Context, opts Options) (*Walkthrough, error) {
 		return w, err
 	}
 	w.node = &podmanNode{client: cp.Client, kubeconfig: w.Kubeconfig,
-		kubelet: &podman.Kubelet{Client: cp.Client, Dir: filepath.Join(opts.Dir, "pods"), Prefix: fmt.Sprintf("walkthrough%d-", os.Getpid())}}
+		kubelet: &podman.Kubelet{Client: cp.Client, Dir: filepath.Join(opts.Dir, "pods"), Prefix: fmt.Sprintf("walkthrough%d-", os.Getpid()),
+			RegistriesConf: opts.RegistriesConf}}
 	w.Say("apiserver %s, up in %s", cp.Config.Host, time.Since(started).Round(100*time.Millisecond))
 
 	// The serving certificate also names localhost: the apiserver reaches

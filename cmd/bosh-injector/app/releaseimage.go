@@ -21,7 +21,8 @@ func init() {
 			Long: `release-image reads BOSH release tarballs (source releases from bosh create-release
 --tarball, compiled ones from bosh export-release), checks every job and package against
 release.MF, compiles source packages in dependency order in containers of the stemcell
-image (podman; results cached by fingerprint, dependencies and stemcell digest) and builds
+image (podman; results cached by fingerprint, dependencies and stemcell digest, on disk
+and with --cache-repository in a registry other machines share) and builds
 one image per release: jobs under /var/vcap/jobs-src, packages under /var/vcap/packages.
 Images are named <repository>/<release>:<stemcell os>-<stemcell version>-<release version>,
 the name the gathering and the webhook look for, and printed pinned by digest. Nothing is
@@ -64,7 +65,7 @@ images is printed.`,
 		cache, _ := os.UserCacheDir()
 		f := cmd.Flags()
 		f.StringVar(&cfg.Repository, "repository", "", "image repository prefix, the releases' url in the manifest (e.g. ghcr.io/acme)")
-		f.StringVar(&cfg.StemcellImage, "stemcell-image", "", "stemcell image to build on and compile in, in a registry")
+		f.StringVar(&cfg.StemcellImage, "stemcell-image", "", "stemcell image to build on and compile in: in a registry, an OCI layout (oci:DIR[:NAME]) or podman's storage (containers-storage:IMAGE)")
 		f.StringVar(&cfg.StemcellOS, "stemcell-os", "", "stemcell os naming the images (default: the manifest's stemcell)")
 		f.StringVar(&cfg.StemcellVersion, "stemcell-version", "", "stemcell version naming the images (default: the manifest's stemcell)")
 		f.BoolVar(&cfg.Push, "push", false, "push the images (credentials from the docker or podman configuration)")
@@ -73,6 +74,7 @@ images is printed.`,
 		f.BoolVar(&cfg.Insecure, "insecure", false, "allow registries without TLS or with self-signed certificates")
 		f.IntVar(&cfg.Jobs, "jobs", runtime.NumCPU(), "packages compiled at once")
 		f.StringVar(&cfg.CacheDir, "cache", filepath.Join(cache, "bosh-injector", "compiled-packages"), "compiled package cache")
+		f.StringVar(&cfg.CacheRepository, "cache-repository", "", "registry repository sharing compiled packages between machines, behind --cache (e.g. ghcr.io/acme/compiled-packages)")
 		f.StringVar(&manifestPath, "manifest", "", "deployment manifest: build its releases and print an ops file pointing it at the images")
 		return cmd
 	})

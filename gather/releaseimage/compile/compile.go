@@ -26,15 +26,32 @@ import (
 // Compiler compiles packages for one stemcell image.
 type Compiler struct {
 	Engine Engine
-	// Stemcell is the stemcell image pinned by digest (repo@sha256:…), and
-	// StemcellDigest that digest, part of every cache key.
-	Stemcell       string
-	StemcellDigest string
+	// Stemcell is the stemcell image for the compile containers, pinned
+	// (repo@sha256:…, or an image ID), and StemcellID its image ID (config
+	// digest), part of every cache key: the same for the same stemcell
+	// pulled from a registry or loaded locally.
+	Stemcell   string
+	StemcellID string
 	// CacheDir holds compiled packages as layers, <key>.tar.gz.
 	CacheDir string
+	// Shared, when set, is a cache shared between machines behind CacheDir.
+	Shared Shared
 	// Jobs is how many packages compile at once (at least 1).
 	Jobs int
 	Log  logr.Logger
+}
+
+// Shared is a compiled package cache shared between machines (a registry)
+// behind the disk cache, under the same keys: a package missing on disk is
+// fetched from it before compiling, and one compiled or found on disk is
+// stored in it.
+type Shared interface {
+	// Fetch writes the layer stored under key to the file path and says
+	// whether there was one.
+	Fetch(ctx context.Context, key, path string) (bool, error)
+	// Store stores the layer file at path, of package p, under key, unless
+	// one is stored there already.
+	Store(ctx context.Context, key string, p Package, path string) error
 }
 
 // LayerPrefix is where a package's files are in its layer.
@@ -99,10 +116,10 @@ func (c *Compiler) Compile(ctx context.Context, release string, pkgs []Package, 
 
 // key is the cache key of p: its name and fingerprint, its dependencies'
 // keys (so a changed dependency recompiles its dependents) and the stemcell
-// image digest, what the director keys compiled packages on.
+// image's ID, what the director keys compiled packages on.
 func (c *Compiler) key(p Package, keys map[string]string) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "name %s\nfingerprint %s\nstemcell %s\n", p.Name, p.Fingerprint, c.StemcellDigest)
+	fmt.Fprintf(h, "name %s\nfingerprint %s\nstemcell %s\n", p.Name, p.Fingerprint, c.StemcellID)
 	for _, d := range slices.Sorted(slices.Values(p.Dependencies)) {
 		fmt.Fprintf(h, "dependency %s %s\n", d, keys[d])
 	}
@@ -136,7 +153,17 @@ func (r *run) ensure(ctx context.Context, p Package) error {
 	log := r.c.Log.WithValues("release", r.release, "package", p.Name, "key", key[:12])
 	if _, err := os.Stat(r.c.cached(key)); err == nil {
 		log.V(1).Info("compiled package cached")
-		return nil
+		return r.share(ctx, p, key)
+	}
+	if r.c.Shared != nil {
+		found, err := r.c.Shared.Fetch(ctx, key, r.c.cached(key))
+		if err != nil {
+			return fmt.Errorf("package '%s': shared compiled package cache: %w", p.Name, err)
+		}
+		if found {
+			log.Info("compiled package fetched from the shared cache")
+			return nil
+		}
 	}
 	dir := filepath.Join(r.work, "compile", p.Name)
 	src, install := filepath.Join(dir, "source"), filepath.Join(dir, "install")
@@ -170,7 +197,21 @@ func (r *run) ensure(ctx context.Context, p Package) error {
 		return fmt.Errorf("package '%s': caching: %w", p.Name, err)
 	}
 	r.installed[p.Name].once.Do(func() { r.installed[p.Name].dir = install })
-	return os.RemoveAll(src)
+	if err := os.RemoveAll(src); err != nil {
+		return err
+	}
+	return r.share(ctx, p, key)
+}
+
+// share stores the cached layer of p in the shared cache, when there is one.
+func (r *run) share(ctx context.Context, p Package, key string) error {
+	if r.c.Shared == nil {
+		return nil
+	}
+	if err := r.c.Shared.Store(ctx, key, p, r.c.cached(key)); err != nil {
+		return fmt.Errorf("package '%s': shared compiled package cache: %w", p.Name, err)
+	}
+	return nil
 }
 
 // store writes the compiled package's layer into the cache.

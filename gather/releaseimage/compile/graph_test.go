@@ -46,7 +46,7 @@ func TestOrder(t *testing.T) {
 }
 
 func TestKey(t *testing.T) {
-	c := &Compiler{StemcellDigest: "sha256:aa"}
+	c := &Compiler{StemcellID: "sha256:aa"}
 	keys := map[string]string{"golang": "k1"}
 	p := Package{Name: "app", Fingerprint: "f", Dependencies: []string{"golang"}}
 	k := c.key(p, keys)
@@ -56,7 +56,7 @@ func TestKey(t *testing.T) {
 	for what, other := range map[string]string{
 		"fingerprint": c.key(Package{Name: "app", Fingerprint: "g", Dependencies: []string{"golang"}}, keys),
 		"dependency":  c.key(p, map[string]string{"golang": "k2"}),
-		"stemcell":    (&Compiler{StemcellDigest: "sha256:bb"}).key(p, keys),
+		"stemcell":    (&Compiler{StemcellID: "sha256:bb"}).key(p, keys),
 	} {
 		if other == k {
 			t.Errorf("a changed %s keeps the key", what)

@@ -33,6 +33,25 @@ type Writer struct {
 // Write writes the layer file at path (a .tar.gz) with add, atomically:
 // on failure nothing is left at path.
 func Write(path string, add func(*Writer) error) error {
+	return atomically(path, func(f *os.File) error {
+		w := newWriter(f)
+		err := add(w)
+		return errors.Join(err, w.close())
+	})
+}
+
+// Save writes the layer file at path from r (a layer's compressed blob),
+// atomically.
+func Save(path string, r io.Reader) error {
+	return atomically(path, func(f *os.File) error {
+		_, err := io.Copy(f, r)
+		return errors.Join(err, f.Close())
+	})
+}
+
+// atomically writes the file at path with write, which closes it, through
+// a temporary file renamed into place: on failure nothing is left at path.
+func atomically(path string, write func(*os.File) error) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -40,11 +59,7 @@ func Write(path string, add func(*Writer) error) error {
 	if err != nil {
 		return err
 	}
-	w := newWriter(tmp)
-	err = add(w)
-	if cerr := w.close(); err == nil {
-		err = cerr
-	}
+	err = write(tmp)
 	if err == nil {
 		err = os.Rename(tmp.Name(), path)
 	}
