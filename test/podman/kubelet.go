@@ -24,6 +24,9 @@ type Kubelet struct {
 	Dir string
 	// Prefix starts the names of the podman pods and volumes it creates.
 	Prefix string
+	// Network, when set, gives each pod an address of its own on it; pods
+	// with host networking or API access (a kubeconfig) keep the host's.
+	Network *Network
 }
 
 // Start adapts and plays pod. kubeconfig, when not empty, gives the pod
@@ -41,8 +44,11 @@ func (k *Kubelet) Start(ctx context.Context, pod *corev1.Pod, kubeconfig string)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	run, err := Adapt(pod, Env{Secrets: secrets, PodIP: "127.0.0.1", Dir: dir, Kubeconfig: kubeconfig,
-		Prefix: k.Prefix + pod.Namespace + "-"})
+	env := Env{Secrets: secrets, PodIP: "127.0.0.1", Dir: dir, Kubeconfig: kubeconfig, Prefix: k.Prefix + pod.Namespace + "-"}
+	if err := k.Network.join(&env, pod); err != nil {
+		return nil, err
+	}
+	run, err := Adapt(pod, env)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +120,8 @@ func (r *Run) Report(ctx context.Context, c client.Client, results []ContainerRe
 	}
 	pod.Status.Phase = phase
 	pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses = inits, mains
-	pod.Status.PodIP, pod.Status.HostIP = "127.0.0.1", "127.0.0.1"
+	pod.Status.PodIP, pod.Status.HostIP = r.podIP, "127.0.0.1"
+	pod.Status.PodIPs, pod.Status.HostIPs = []corev1.PodIP{{IP: r.podIP}}, []corev1.HostIP{{IP: "127.0.0.1"}}
 	if pod.Status.StartTime == nil {
 		pod.Status.StartTime = &now
 	}

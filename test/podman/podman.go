@@ -35,6 +35,9 @@ type Env struct {
 	Secrets map[string]*corev1.Secret
 	// PodIP replaces status.podIP; with --network=none only loopback exists.
 	PodIP string
+	// Network, when set, is the network the pod joins with address PodIP
+	// (see Network).
+	Network *Network
 	// Dir holds the files Adapt creates (secret data, termination logs).
 	Dir string
 	// Prefix makes the names of podman's pod and volumes unique per run:
@@ -58,6 +61,8 @@ type Run struct {
 	termLogs map[string]string // container name -> host file of its termination log
 	volumes  []string
 	hostNet  bool
+	network  string
+	podIP    string
 }
 
 // Adapt returns a copy of pod that podman 4.3 can play, and the run state
@@ -67,7 +72,8 @@ func Adapt(pod *corev1.Pod, env Env) (*Run, error) {
 	if env.Kubeconfig != "" {
 		p.Spec.HostNetwork = true
 	}
-	run := &Run{Pod: p, source: client.ObjectKeyFromObject(pod), termLogs: map[string]string{}, hostNet: p.Spec.HostNetwork}
+	run := &Run{Pod: p, source: client.ObjectKeyFromObject(pod), termLogs: map[string]string{}, hostNet: p.Spec.HostNetwork, podIP: env.PodIP}
+	env.Network.attach(p, run)
 	if p.Annotations == nil {
 		p.Annotations = map[string]string{}
 	}
@@ -320,10 +326,7 @@ func (r *Run) Key() client.ObjectKey { return r.source }
 // Play starts the adapted pod. Its containers run in the background; Wait
 // collects their results.
 func (r *Run) Play(ctx context.Context) error {
-	args := []string{"kube", "play"}
-	if !r.hostNet {
-		args = append(args, "--network=none")
-	}
+	args := append([]string{"kube", "play"}, r.networkArgs()...)
 	// kube play builds images from ./<image name>/Containerfile when such a
 	// folder exists in its working directory: run it from the run's own one.
 	cmd := Command(ctx, append(args, r.yamlPath)...)
