@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
@@ -104,6 +105,8 @@ func Start(logFile string, corefile func(port int) (string, error)) (*Server, er
 	cmd := exec.Command(bin, "-conf", conf)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = log, log
+	// Dies with the test process, also when that is killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		log.Close()
 		return nil, err

@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"context"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/bosh-injector/bosh-injector/gather/runner"
-	"github.com/bosh-injector/bosh-injector/test/controlplane"
 	"github.com/bosh-injector/bosh-injector/test/dnsserver"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
@@ -27,34 +25,10 @@ import (
 // reached.
 func TestAddressesUnderPodman(t *testing.T) {
 	ctx := context.Background()
-	if _, err := controlplane.BinDir(); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := dnsserver.Binary(); err != nil {
 		t.Fatal(err)
 	}
-	work := t.TempDir()
-	binary, err := walkthrough.BuildBinary(work)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fixtures.BuildImages(ctx, walkthrough.BaseImage, "echo", "dns"); err != nil {
-		t.Fatal(err)
-	}
-	w, err := walkthrough.Start(ctx, walkthrough.Options{Out: logWriter{t}, Binary: binary, Dir: work})
-	t.Cleanup(func() {
-		if t.Failed() && w.CP != nil {
-			w.CP.Logs(os.Stderr, 40)
-			data, _ := os.ReadFile(w.OperatorLog)
-			t.Logf("operator log:\n%s", data)
-		}
-		if err := w.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := startWalkthrough(t, "echo", "dns")
 
 	const ns = "addresses"
 	for _, d := range []string{"backend", "frontend"} {

@@ -29,7 +29,9 @@ func (w logWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func TestWalkthrough(t *testing.T) {
+// startWalkthrough starts the walkthrough with the fixture releases named
+// (all when none) built into images, and stops it when the test ends.
+func startWalkthrough(t *testing.T, releases ...string) *walkthrough.Walkthrough {
 	ctx := context.Background()
 	if _, err := controlplane.BinDir(); err != nil {
 		t.Fatal(err)
@@ -39,7 +41,7 @@ func TestWalkthrough(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := fixtures.BuildImages(ctx, walkthrough.BaseImage); err != nil {
+	if err := fixtures.BuildImages(ctx, walkthrough.BaseImage, releases...); err != nil {
 		t.Fatal(err)
 	}
 
@@ -57,6 +59,12 @@ func TestWalkthrough(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return w
+}
+
+func TestWalkthrough(t *testing.T) {
+	ctx := context.Background()
+	w := startWalkthrough(t)
 
 	t.Run("the gathered deployment's instance runs its rendered configuration", func(t *testing.T) {
 		const ns = "shop"

@@ -40,8 +40,9 @@ type Env struct {
 	Network *Network
 	// Dir holds the files Adapt creates (secret data, termination logs).
 	Dir string
-	// Prefix makes the names of podman's pod and volumes unique per run:
-	// podman shares volumes by name and refuses a second pod of a name.
+	// Prefix makes the names of podman's pod and volumes (named after the
+	// pod) unique per run: podman shares volumes by name and refuses a
+	// second pod of a name.
 	Prefix string
 	// Kubeconfig, when set, is how the pod reaches the apiserver instead of
 	// its service-account token: the pod runs with host networking and every
@@ -121,8 +122,9 @@ func Adapt(pod *corev1.Pod, env Env) (*Run, error) {
 			// An emptyDir becomes a podman volume named after it, shared by
 			// name between pods and created 0755, so a non-root container
 			// could not write after a root one: make a unique one, 0777.
-			// A claim too: nothing provisions volumes here.
-			name := env.Prefix + v.Name
+			// A claim too: nothing provisions volumes here. Named after the
+			// pod: the pods of a namespace run side by side.
+			name := p.Name + "-" + v.Name
 			mp, err := createVolume(name)
 			if err != nil {
 				return nil, err
@@ -194,7 +196,7 @@ func adaptContainer(c *corev1.Container, p *corev1.Pod, env Env, dropped map[str
 			case "status.podIP":
 				e.Value = env.PodIP
 			case "spec.nodeName":
-				e.Value = "podman"
+				e.Value = NodeName
 			case "metadata.name":
 				e.Value = p.Spec.Hostname
 			default:
@@ -251,16 +253,35 @@ func subPathMounts(c *corev1.Container, p *corev1.Pod, mountpoints map[string]st
 			continue
 		}
 		dir := filepath.Join(root, filepath.Clean("/"+m.SubPath))
-		if err := os.MkdirAll(dir, 0o777); err != nil {
-			return err
-		}
-		if err := os.Chmod(dir, 0o777); err != nil {
+		if err := mkdirVolumeMode(root, dir); err != nil {
 			return err
 		}
 		name := fmt.Sprintf("%s-sub-%d", m.Name, len(p.Spec.Volumes))
 		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
 			HostPath: &corev1.HostPathVolumeSource{Path: dir, Type: ptr.To(corev1.HostPathDirectory)}}})
 		m.Name, m.SubPath = name, ""
+	}
+	return nil
+}
+
+// mkdirVolumeMode creates dir and the directories between the volume's
+// root and it with the volume's mode, 0777, as a kubelet creates subPath
+// directories: a non-root container can then add a sibling (render making
+// /var/vcap/sys/log/<job> of a job without processes).
+func mkdirVolumeMode(root, dir string) error {
+	rel, err := filepath.Rel(root, dir)
+	if err != nil {
+		return err
+	}
+	path := root
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		path = filepath.Join(path, part)
+		if err := os.Mkdir(path, 0o777); err != nil && !os.IsExist(err) {
+			return err
+		}
+		if err := os.Chmod(path, 0o777); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -90,18 +90,25 @@ func (d *podDNS) stop() error {
 	if d.coredns != nil {
 		d.coredns.Stop()
 	}
-	if d.zones != nil {
-		_ = d.zones.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-d.exited:
-		case <-time.After(10 * time.Second):
-			_ = d.zones.Process.Kill()
-			errs = append(errs, errors.New("dns-zones did not stop on SIGTERM"))
-			<-d.exited
-		}
+	if d.zones != nil && !terminate(d.zones.Process, d.exited, 10*time.Second) {
+		errs = append(errs, errors.New("dns-zones did not stop on SIGTERM"))
 	}
 	if d.cluster != nil {
 		d.cluster.Stop()
 	}
 	return errors.Join(errs...)
+}
+
+// terminate stops a child process with SIGTERM, and SIGKILL after grace;
+// exited receives its end. It says whether SIGTERM was enough.
+func terminate(p *os.Process, exited <-chan error, grace time.Duration) bool {
+	_ = p.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+		return true
+	case <-time.After(grace):
+		_ = p.Kill()
+		<-exited
+		return false
+	}
 }

@@ -488,13 +488,7 @@ func (w *Walkthrough) Stop() error {
 		}
 	}
 	if w.operator != nil {
-		_ = w.operator.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-w.exited:
-		case <-time.After(15 * time.Second):
-			_ = w.operator.Process.Kill()
-			<-w.exited
-		}
+		terminate(w.operator.Process, w.exited, 15*time.Second)
 	}
 	if w.dns != nil {
 		errs = append(errs, w.dns.stop())
