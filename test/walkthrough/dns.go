@@ -38,7 +38,8 @@ type podDNS struct {
 
 // startDNS starts the pods' DNS on network n.
 func (w *Walkthrough) startDNS(ctx context.Context, n *podman.Network) (*podDNS, error) {
-	w.Step("DNS for the pods: the cluster's (CoreDNS, kubernetes plugin) and the chart's CoreDNS with its dns-zones sidecar, from the built binary")
+	// Part of the chart's step: its CoreDNS Deployment runs here as below.
+	w.Say("(nor the chart's CoreDNS: CoreDNS from `make coredns` runs its Corefile in a container on the pod network, the dns-zones sidecar from %s)", w.opts.Binary)
 	dir := filepath.Join(w.opts.Dir, "dns")
 	zones := filepath.Join(dir, "zones")
 	if err := os.MkdirAll(zones, 0o755); err != nil {
@@ -80,8 +81,8 @@ func (w *Walkthrough) startDNS(ctx context.Context, n *podman.Network) (*podDNS,
 	}
 	ip, _, _ := net.SplitHostPort(d.coredns.Addr)
 	n.MapService(svc.Spec.ClusterIP, ip)
-	w.Say("cluster DNS %s (pods reach it at %s); bosh-injector's CoreDNS at %s on network %s %s, for Service %s (cluster IP %s)",
-		d.cluster.Addr, upstream, d.coredns.Addr, n.Name, n.Subnet, DNSService, svc.Spec.ClusterIP)
+	w.Say("pod network %s %s; bosh-injector's CoreDNS at %s stands for Service %s (cluster IP %s); cluster DNS (CoreDNS, kubernetes plugin) at %s",
+		n.Name, n.Subnet, d.coredns.Addr, DNSService, svc.Spec.ClusterIP, upstream)
 	return d, nil
 }
 
