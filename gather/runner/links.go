@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/bosh-injector/bosh-injector/gather/dns"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/versions"
 	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
@@ -22,6 +23,70 @@ import (
 func consumedDeployments(doc *yamlvalue.Map) []string {
 	name, _ := doc.Get("name")
 	seen := map[string]bool{}
+	for _, jm := range jobsOf(doc) {
+		consumes, _ := jm.Get("consumes")
+		cm, _ := consumes.(*yamlvalue.Map)
+		if cm == nil {
+			continue
+		}
+		for _, k := range cm.Keys() {
+			entry, _ := cm.Get(k)
+			em, _ := entry.(*yamlvalue.Map)
+			if em == nil {
+				continue
+			}
+			dep, _ := em.Get("deployment")
+			if d, ok := dep.(string); ok && d != fmt.Sprint(name) && !strings.Contains(d, "((") {
+				seen[d] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// aliasTargetDeployments are the other deployments that the targets of the
+// manifest's BOSH DNS aliases name (the `aliases` property of its
+// bosh-dns-aliases jobs), sorted: their groups and instances are in the
+// deployment's DNS records.
+func aliasTargetDeployments(doc *yamlvalue.Map) []string {
+	name, _ := doc.Get("name")
+	seen := map[string]bool{}
+	for _, jm := range jobsOf(doc) {
+		if job, _ := jm.Get("name"); job != dns.AliasesJob {
+			continue
+		}
+		props, _ := jm.Get("properties")
+		pm, _ := props.(*yamlvalue.Map)
+		if pm == nil {
+			continue
+		}
+		aliases, _ := pm.Get("aliases")
+		list, _ := aliases.([]any)
+		for _, a := range list {
+			am, _ := a.(*yamlvalue.Map)
+			if am == nil {
+				continue
+			}
+			targets, _ := am.Get("targets")
+			ts, _ := targets.([]any)
+			for _, t := range ts {
+				tm, _ := t.(*yamlvalue.Map)
+				if tm == nil {
+					continue
+				}
+				dep, _ := tm.Get("deployment")
+				if d, ok := dep.(string); ok && d != "" && d != fmt.Sprint(name) && !strings.Contains(d, "((") {
+					seen[d] = true
+				}
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// jobsOf are the jobs of every instance group and addon of the manifest.
+func jobsOf(doc *yamlvalue.Map) []*yamlvalue.Map {
+	var out []*yamlvalue.Map
 	for _, list := range []string{"instance_groups", "addons"} {
 		groups, _ := doc.Get(list)
 		gs, _ := groups.([]any)
@@ -33,39 +98,24 @@ func consumedDeployments(doc *yamlvalue.Map) []string {
 			jobs, _ := gm.Get("jobs")
 			js, _ := jobs.([]any)
 			for _, j := range js {
-				jm, _ := j.(*yamlvalue.Map)
-				if jm == nil {
-					continue
-				}
-				consumes, _ := jm.Get("consumes")
-				cm, _ := consumes.(*yamlvalue.Map)
-				if cm == nil {
-					continue
-				}
-				for _, k := range cm.Keys() {
-					entry, _ := cm.Get(k)
-					em, _ := entry.(*yamlvalue.Map)
-					if em == nil {
-						continue
-					}
-					dep, _ := em.Get("deployment")
-					if d, ok := dep.(string); ok && d != fmt.Sprint(name) && !strings.Contains(d, "((") {
-						seen[d] = true
-					}
+				if jm, _ := j.(*yamlvalue.Map); jm != nil {
+					out = append(out, jm)
 				}
 			}
 		}
 	}
-	return slices.Sorted(maps.Keys(seen))
+	return out
 }
 
-// sharedLinkData is the content of the latest shared link Secrets of a
-// deployment, by link name: a consumer's gathering input.
-func (r *Reconciler) sharedLinkData(ctx context.Context, namespace, deployment string) (map[string][]byte, error) {
+// latestData is, by instance group label (a group, or a shared link's
+// name), the data under key of the latest Secrets of kind of a deployment:
+// the shared links a consumer's gathering reads, or the BPM info of groups
+// its DNS aliases target.
+func (r *Reconciler) latestData(ctx context.Context, namespace, deployment, kind, key string) (map[string][]byte, error) {
 	var list corev1.SecretList
 	if err := r.Client.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{
 		names.LabelDeployment: names.LabelValue(deployment),
-		names.LabelSecretKind: names.KindLink,
+		names.LabelSecretKind: kind,
 	}); err != nil {
 		return nil, err
 	}
@@ -79,17 +129,22 @@ func (r *Reconciler) sharedLinkData(ctx context.Context, namespace, deployment s
 	}
 	out := map[string][]byte{}
 	for l, s := range latest {
-		out[l] = s.Data[names.LinkKey]
+		out[l] = s.Data[key]
 	}
 	return out, nil
 }
 
-func isSharedLink(o client.Object) bool {
-	return o.GetLabels()[names.LabelSecretKind] == names.KindLink
+// isOtherDeploymentInput says whether a Secret may be an input of other
+// deployments' gatherings: a shared link, or a group's BPM info (DNS alias
+// targets).
+func isOtherDeploymentInput(o client.Object) bool {
+	kind := o.GetLabels()[names.LabelSecretKind]
+	return kind == names.KindLink || kind == names.KindBPM
 }
 
 // manifestsConsuming maps a shared link Secret to the manifest Secrets of
-// its namespace that consume from its deployment.
+// its namespace that consume from its deployment, and a BPM info Secret to
+// those whose DNS aliases target its deployment.
 func (r *Reconciler) manifestsConsuming(ctx context.Context, o client.Object) []reconcile.Request {
 	var list corev1.SecretList
 	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.HasLabels{names.LabelDeployment}); err != nil {
@@ -107,7 +162,11 @@ func (r *Reconciler) manifestsConsuming(ctx context.Context, o client.Object) []
 		if err != nil {
 			continue
 		}
-		if slices.ContainsFunc(in.Consumes, func(d string) bool { return names.LabelValue(d) == provider }) {
+		deps := in.Consumes
+		if o.GetLabels()[names.LabelSecretKind] == names.KindBPM {
+			deps = in.AliasTargets
+		}
+		if slices.ContainsFunc(deps, func(d string) bool { return names.LabelValue(d) == provider }) {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(s)})
 		}
 	}
