@@ -60,20 +60,8 @@ func aliasTargetDeployments(doc *yamlvalue.Map) []string {
 		if pm == nil {
 			continue
 		}
-		aliases, _ := pm.Get("aliases")
-		list, _ := aliases.([]any)
-		for _, a := range list {
-			am, _ := a.(*yamlvalue.Map)
-			if am == nil {
-				continue
-			}
-			targets, _ := am.Get("targets")
-			ts, _ := targets.([]any)
-			for _, t := range ts {
-				tm, _ := t.(*yamlvalue.Map)
-				if tm == nil {
-					continue
-				}
+		for _, am := range mapsAt(pm, "aliases") {
+			for _, tm := range mapsAt(am, "targets") {
 				dep, _ := tm.Get("deployment")
 				if d, ok := dep.(string); ok && d != "" && d != fmt.Sprint(name) && !strings.Contains(d, "((") {
 					seen[d] = true
@@ -88,20 +76,22 @@ func aliasTargetDeployments(doc *yamlvalue.Map) []string {
 func jobsOf(doc *yamlvalue.Map) []*yamlvalue.Map {
 	var out []*yamlvalue.Map
 	for _, list := range []string{"instance_groups", "addons"} {
-		groups, _ := doc.Get(list)
-		gs, _ := groups.([]any)
-		for _, g := range gs {
-			gm, _ := g.(*yamlvalue.Map)
-			if gm == nil {
-				continue
-			}
-			jobs, _ := gm.Get("jobs")
-			js, _ := jobs.([]any)
-			for _, j := range js {
-				if jm, _ := j.(*yamlvalue.Map); jm != nil {
-					out = append(out, jm)
-				}
-			}
+		for _, g := range mapsAt(doc, list) {
+			out = append(out, mapsAt(g, "jobs")...)
+		}
+	}
+	return out
+}
+
+// mapsAt are the hashes in the list at key of m; anything else there is
+// left to gather to report.
+func mapsAt(m *yamlvalue.Map, key string) []*yamlvalue.Map {
+	v, _ := m.Get(key)
+	list, _ := v.([]any)
+	var out []*yamlvalue.Map
+	for _, e := range list {
+		if em, _ := e.(*yamlvalue.Map); em != nil {
+			out = append(out, em)
 		}
 	}
 	return out
