@@ -45,5 +45,6 @@ func Inspect(data []byte, ops []deployment.OpsFile) (Inputs, error) {
 	}
 	in.Variables = variables.Placeholders(doc)
 	in.Consumes = consumedDeployments(root)
+	in.AliasTargets = aliasTargetDeployments(root)
 	return in, errors.Join(errs...)
 }

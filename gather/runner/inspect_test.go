@@ -38,3 +38,39 @@ addons:
 		t.Errorf("consumes %v, want %v", in.Consumes, want)
 	}
 }
+
+// The other deployments a manifest's DNS aliases target are inputs of its
+// gathering too: their groups and instances are in its records.
+func TestInspectAliasTargets(t *testing.T) {
+	manifest := []byte(`name: web
+releases: [{name: app, version: "1", url: localhost/x}]
+stemcells: [{alias: default, os: ubuntu-noble, version: "1"}]
+instance_groups:
+- name: app
+  jobs:
+  - name: bosh-dns-aliases
+    release: app
+    properties:
+      aliases:
+      - domain: _.db.internal
+        targets: [{query: _, instance_group: pg, deployment: data}, {query: "*", instance_group: app, deployment: web}]
+addons:
+- name: dns
+  jobs:
+  - name: bosh-dns-aliases
+    release: app
+    properties:
+      aliases:
+      - {domain: q.internal, targets: [{query: "*", instance_group: q, deployment: bus}, {query: "*", instance_group: x, deployment: ((other))}]}
+  - name: other-job
+    release: app
+    properties: {aliases: [{domain: not.internal, targets: [{query: "*", instance_group: y, deployment: nope}]}]}
+`)
+	in, err := runner.Inspect(manifest, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"bus", "data"}; !slices.Equal(in.AliasTargets, want) {
+		t.Errorf("alias targets %v, want %v", in.AliasTargets, want)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/bosh-injector/bosh-injector/gather/dns"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/versions"
 	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
@@ -22,36 +23,48 @@ import (
 func consumedDeployments(doc *yamlvalue.Map) []string {
 	name, _ := doc.Get("name")
 	seen := map[string]bool{}
-	for _, list := range []string{"instance_groups", "addons"} {
-		groups, _ := doc.Get(list)
-		gs, _ := groups.([]any)
-		for _, g := range gs {
-			gm, _ := g.(*yamlvalue.Map)
-			if gm == nil {
+	for _, jm := range jobsOf(doc) {
+		consumes, _ := jm.Get("consumes")
+		cm, _ := consumes.(*yamlvalue.Map)
+		if cm == nil {
+			continue
+		}
+		for _, k := range cm.Keys() {
+			entry, _ := cm.Get(k)
+			em, _ := entry.(*yamlvalue.Map)
+			if em == nil {
 				continue
 			}
-			jobs, _ := gm.Get("jobs")
-			js, _ := jobs.([]any)
-			for _, j := range js {
-				jm, _ := j.(*yamlvalue.Map)
-				if jm == nil {
-					continue
-				}
-				consumes, _ := jm.Get("consumes")
-				cm, _ := consumes.(*yamlvalue.Map)
-				if cm == nil {
-					continue
-				}
-				for _, k := range cm.Keys() {
-					entry, _ := cm.Get(k)
-					em, _ := entry.(*yamlvalue.Map)
-					if em == nil {
-						continue
-					}
-					dep, _ := em.Get("deployment")
-					if d, ok := dep.(string); ok && d != fmt.Sprint(name) && !strings.Contains(d, "((") {
-						seen[d] = true
-					}
+			dep, _ := em.Get("deployment")
+			if d, ok := dep.(string); ok && d != fmt.Sprint(name) && !strings.Contains(d, "((") {
+				seen[d] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// aliasTargetDeployments are the other deployments that the targets of the
+// manifest's BOSH DNS aliases name (the `aliases` property of its
+// bosh-dns-aliases jobs), sorted: their groups and instances are in the
+// deployment's DNS records.
+func aliasTargetDeployments(doc *yamlvalue.Map) []string {
+	name, _ := doc.Get("name")
+	seen := map[string]bool{}
+	for _, jm := range jobsOf(doc) {
+		if job, _ := jm.Get("name"); job != dns.AliasesJob {
+			continue
+		}
+		props, _ := jm.Get("properties")
+		pm, _ := props.(*yamlvalue.Map)
+		if pm == nil {
+			continue
+		}
+		for _, am := range mapsAt(pm, "aliases") {
+			for _, tm := range mapsAt(am, "targets") {
+				dep, _ := tm.Get("deployment")
+				if d, ok := dep.(string); ok && d != "" && d != fmt.Sprint(name) && !strings.Contains(d, "((") {
+					seen[d] = true
 				}
 			}
 		}
@@ -59,13 +72,40 @@ func consumedDeployments(doc *yamlvalue.Map) []string {
 	return slices.Sorted(maps.Keys(seen))
 }
 
-// sharedLinkData is the content of the latest shared link Secrets of a
-// deployment, by link name: a consumer's gathering input.
-func (r *Reconciler) sharedLinkData(ctx context.Context, namespace, deployment string) (map[string][]byte, error) {
+// jobsOf are the jobs of every instance group and addon of the manifest.
+func jobsOf(doc *yamlvalue.Map) []*yamlvalue.Map {
+	var out []*yamlvalue.Map
+	for _, list := range []string{"instance_groups", "addons"} {
+		for _, g := range mapsAt(doc, list) {
+			out = append(out, mapsAt(g, "jobs")...)
+		}
+	}
+	return out
+}
+
+// mapsAt are the hashes in the list at key of m; anything else there is
+// left to gather to report.
+func mapsAt(m *yamlvalue.Map, key string) []*yamlvalue.Map {
+	v, _ := m.Get(key)
+	list, _ := v.([]any)
+	var out []*yamlvalue.Map
+	for _, e := range list {
+		if em, _ := e.(*yamlvalue.Map); em != nil {
+			out = append(out, em)
+		}
+	}
+	return out
+}
+
+// latestData is, by instance group label (a group, or a shared link's
+// name), the data under key of the latest Secrets of kind of a deployment:
+// the shared links a consumer's gathering reads, or the BPM info of groups
+// its DNS aliases target.
+func (r *Reconciler) latestData(ctx context.Context, namespace, deployment, kind, key string) (map[string][]byte, error) {
 	var list corev1.SecretList
 	if err := r.Client.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{
 		names.LabelDeployment: names.LabelValue(deployment),
-		names.LabelSecretKind: names.KindLink,
+		names.LabelSecretKind: kind,
 	}); err != nil {
 		return nil, err
 	}
@@ -79,17 +119,22 @@ func (r *Reconciler) sharedLinkData(ctx context.Context, namespace, deployment s
 	}
 	out := map[string][]byte{}
 	for l, s := range latest {
-		out[l] = s.Data[names.LinkKey]
+		out[l] = s.Data[key]
 	}
 	return out, nil
 }
 
-func isSharedLink(o client.Object) bool {
-	return o.GetLabels()[names.LabelSecretKind] == names.KindLink
+// isOtherDeploymentInput says whether a Secret may be an input of other
+// deployments' gatherings: a shared link, or a group's BPM info (DNS alias
+// targets).
+func isOtherDeploymentInput(o client.Object) bool {
+	kind := o.GetLabels()[names.LabelSecretKind]
+	return kind == names.KindLink || kind == names.KindBPM
 }
 
 // manifestsConsuming maps a shared link Secret to the manifest Secrets of
-// its namespace that consume from its deployment.
+// its namespace that consume from its deployment, and a BPM info Secret to
+// those whose DNS aliases target its deployment.
 func (r *Reconciler) manifestsConsuming(ctx context.Context, o client.Object) []reconcile.Request {
 	var list corev1.SecretList
 	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.HasLabels{names.LabelDeployment}); err != nil {
@@ -107,7 +152,11 @@ func (r *Reconciler) manifestsConsuming(ctx context.Context, o client.Object) []
 		if err != nil {
 			continue
 		}
-		if slices.ContainsFunc(in.Consumes, func(d string) bool { return names.LabelValue(d) == provider }) {
+		deps := in.Consumes
+		if o.GetLabels()[names.LabelSecretKind] == names.KindBPM {
+			deps = in.AliasTargets
+		}
+		if slices.ContainsFunc(deps, func(d string) bool { return names.LabelValue(d) == provider }) {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(s)})
 		}
 	}

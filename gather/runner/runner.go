@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/yaml"
 
+	"github.com/bosh-injector/bosh-injector/gather/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/versions"
@@ -78,6 +79,10 @@ type Inputs struct {
 	// Consumes are the other deployments of the namespace whose shared
 	// links the manifest consumes; their content is part of the inputs.
 	Consumes []string
+	// AliasTargets are the other deployments of the namespace its DNS
+	// aliases target; their groups' BPM info (instance counts) is part of
+	// the inputs.
+	AliasTargets []string
 }
 
 // Config is the runner's configuration.
@@ -141,7 +146,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.manifestsOfVariable),
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return isVariable(o) }))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.manifestsConsuming),
-			builder.WithPredicates(predicate.NewPredicateFuncs(isSharedLink))).
+			builder.WithPredicates(predicate.NewPredicateFuncs(isOtherDeploymentInput))).
 		Complete(r)
 }
 
@@ -290,14 +295,21 @@ func (r *Reconciler) digest(ctx context.Context, manifest *corev1.Secret, ops []
 			write("var/"+v+"/"+k, s.Data[k])
 		}
 	}
-	// A provider's new link content re-gathers its consumers.
-	for _, dep := range inputs.Consumes {
-		shared, err := r.sharedLinkData(ctx, manifest.Namespace, dep)
-		if err != nil {
-			return "", err
-		}
-		for _, l := range slices.Sorted(maps.Keys(shared)) {
-			write("link/"+dep+"/"+l, shared[l])
+	// A provider's new link content re-gathers its consumers, and a
+	// targeted deployment's new groups or instances the deployments whose
+	// aliases name them.
+	for _, in := range []struct {
+		deps            []string
+		kind, key, path string
+	}{{inputs.Consumes, names.KindLink, names.LinkKey, "link/"}, {inputs.AliasTargets, names.KindBPM, bpm.InfoKey, "bpm/"}} {
+		for _, dep := range in.deps {
+			data, err := r.latestData(ctx, manifest.Namespace, dep, in.kind, in.key)
+			if err != nil {
+				return "", err
+			}
+			for _, l := range slices.Sorted(maps.Keys(data)) {
+				write(in.path+dep+"/"+l, data[l])
+			}
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil

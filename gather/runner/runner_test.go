@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/bosh-injector/bosh-injector/gather/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/runner"
@@ -299,5 +300,41 @@ var _ = Describe("the job runner", func() {
 			Data: map[string][]byte{names.LinkKey: []byte(`{"name":"database","type":"pgsql"}`)},
 		})).To(Succeed())
 		Eventually(reportJobs).WithTimeout(20 * time.Second).Should(HaveLen(2))
+	})
+
+	It("gathers a deployment again when a deployment its DNS aliases target changes", func() {
+		startOperator(ns, false)
+		report := strings.Replace(string(manifest), "\nname: shop\n", "\nname: report\n", 1) + `
+addons:
+- name: aliases
+  jobs:
+  - name: bosh-dns-aliases
+    release: shop
+    properties:
+      aliases:
+      - domain: _.bus.service.internal
+        targets: [{query: _, instance_group: bus, deployment: shop}]
+`
+		Expect(cp.Client.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "report-manifest", Namespace: ns, Labels: map[string]string{names.LabelDeployment: "report"}},
+			Data:       map[string][]byte{names.ManifestKey: []byte(report)},
+		})).To(Succeed())
+		reportJobs := func() []batchv1.Job {
+			var jobs batchv1.JobList
+			Expect(cp.Client.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{names.LabelDeployment: "report"})).To(Succeed())
+			return jobs.Items
+		}
+		Eventually(reportJobs).WithTimeout(20 * time.Second).Should(HaveLen(1))
+
+		// The shop's gathering writes a new version of the bus group's BPM
+		// info (its instances): the report's `_` names change with it.
+		for v := range 2 {
+			Expect(cp.Client.Create(ctx, &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("shop.bpm.bus-v%d", v+1), Namespace: ns, Labels: map[string]string{
+					names.LabelDeployment: "shop", names.LabelSecretKind: names.KindBPM, names.LabelInstanceGroup: "bus", names.LabelVersion: strconv.Itoa(v + 1)}},
+				Data: map[string][]byte{bpm.InfoKey: fmt.Appendf(nil, `{"deployment":"shop","instances":%d}`, v+3)},
+			})).To(Succeed())
+			Eventually(reportJobs).WithTimeout(20 * time.Second).Should(HaveLen(v + 2))
+		}
 	})
 })

@@ -35,8 +35,10 @@ import (
 )
 
 // DefaultControllers are the kube-controller-manager controllers the suites
-// need: workloads create pods, garbage collection follows owner references.
-var DefaultControllers = []string{"statefulset-controller", "job-controller", "garbage-collector-controller"}
+// need: workloads create pods, garbage collection follows owner references,
+// and Services list their pods' addresses in EndpointSlices (what the
+// cluster DNS answers for headless Services).
+var DefaultControllers = []string{"statefulset-controller", "job-controller", "garbage-collector-controller", "endpointslice-controller"}
 
 // Options say which parts of the control plane to start.
 type Options struct {

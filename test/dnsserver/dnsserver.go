@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
@@ -74,8 +75,8 @@ func ChartCorefile(port int, dir, upstream string) (string, error) {
 // Server is a running CoreDNS.
 type Server struct {
 	Addr string
-	cmd  *exec.Cmd
-	log  *os.File
+	stop func()
+	logs func() string
 }
 
 // Start runs CoreDNS until Stop, on a free port of 127.0.0.1, with the
@@ -89,17 +90,12 @@ func Start(logFile string, corefile func(port int) (string, error)) (*Server, er
 	if err != nil {
 		return nil, err
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	config, err := corefile(port)
-	if err != nil {
-		return nil, err
-	}
 	dir, err := os.MkdirTemp("", "coredns-")
 	if err != nil {
 		return nil, err
 	}
-	conf := filepath.Join(dir, "Corefile")
-	if err := os.WriteFile(conf, []byte(config), 0o644); err != nil {
+	conf, err := writeCorefile(dir, port, corefile)
+	if err != nil {
 		return nil, err
 	}
 	log, err := os.Create(logFile)
@@ -109,12 +105,40 @@ func Start(logFile string, corefile func(port int) (string, error)) (*Server, er
 	cmd := exec.Command(bin, "-conf", conf)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = log, log
+	// Dies with the test process, also when that is killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		log.Close()
 		return nil, err
 	}
-	s := &Server{Addr: addr, cmd: cmd, log: log}
-	// Ready when it answers anything over UDP.
+	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port),
+		stop: func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			_ = log.Close()
+		},
+		logs: func() string {
+			out, _ := os.ReadFile(logFile)
+			return string(out)
+		}}
+	if err := s.waitReady(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func writeCorefile(dir string, port int, corefile func(port int) (string, error)) (string, error) {
+	config, err := corefile(port)
+	if err != nil {
+		return "", err
+	}
+	conf := filepath.Join(dir, "Corefile")
+	return conf, os.WriteFile(conf, []byte(config), 0o644)
+}
+
+// waitReady waits until the server answers anything over UDP; it stops
+// the server when it does not.
+func (s *Server) waitReady() error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
@@ -122,12 +146,12 @@ func Start(logFile string, corefile func(port int) (string, error)) (*Server, er
 		cancel()
 		var dnsErr *net.DNSError
 		if err == nil || (errors.As(err, &dnsErr) && !dnsErr.IsTimeout && !strings.Contains(dnsErr.Err, "refused")) {
-			return s, nil
+			return nil
 		}
 		if time.Now().After(deadline) {
+			logs := s.logs()
 			s.Stop()
-			out, _ := os.ReadFile(logFile)
-			return nil, fmt.Errorf("CoreDNS did not answer on %s: %v\n%s", addr, err, out)
+			return fmt.Errorf("CoreDNS did not answer on %s: %v\n%s", s.Addr, err, logs)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -142,11 +166,7 @@ func (s *Server) Resolver() *net.Resolver {
 }
 
 // Stop ends the server.
-func (s *Server) Stop() {
-	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
-	_ = s.log.Close()
-}
+func (s *Server) Stop() { s.stop() }
 
 // freePort returns a port free for both UDP and TCP on 127.0.0.1.
 func freePort() (int, error) {

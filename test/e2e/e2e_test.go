@@ -29,7 +29,10 @@ func (w logWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func TestWalkthrough(t *testing.T) {
+// startWalkthrough starts the walkthrough with the fixture releases named
+// (all when none) built into images under releaseURL, and stops it when the
+// test ends.
+func startWalkthrough(t *testing.T, releases ...string) (w *walkthrough.Walkthrough, releaseURL string) {
 	ctx := context.Background()
 	if _, err := controlplane.BinDir(); err != nil {
 		t.Fatal(err)
@@ -41,13 +44,13 @@ func TestWalkthrough(t *testing.T) {
 	}
 	// The release images are pushed to a registry the node pulls them
 	// from, as a cluster's would.
-	reg, releaseURL, err := fixtures.ServeImages(ctx, walkthrough.BaseImage, t.TempDir())
+	reg, releaseURL, err := fixtures.ServeImages(ctx, walkthrough.BaseImage, t.TempDir(), releases...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(reg.Stop)
 
-	w, err := walkthrough.Start(ctx, walkthrough.Options{Out: logWriter{t}, Binary: binary, Dir: work, RegistriesConf: reg.RegistriesConf})
+	w, err = walkthrough.Start(ctx, walkthrough.Options{Out: logWriter{t}, Binary: binary, Dir: work, RegistriesConf: reg.RegistriesConf})
 	t.Cleanup(func() {
 		if t.Failed() && w.CP != nil {
 			w.CP.Logs(os.Stderr, 40)
@@ -61,6 +64,12 @@ func TestWalkthrough(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return w, releaseURL
+}
+
+func TestWalkthrough(t *testing.T) {
+	ctx := context.Background()
+	w, releaseURL := startWalkthrough(t)
 
 	t.Run("the gathered deployment's instance runs its rendered configuration", func(t *testing.T) {
 		const ns = "shop"

@@ -26,6 +26,9 @@ type Kubelet struct {
 	Prefix string
 	// RegistriesConf is the node's registries.conf (see Env).
 	RegistriesConf string
+	// Network, when set, gives each pod an address of its own on it; pods
+	// with host networking or API access (a kubeconfig) keep the host's.
+	Network *Network
 }
 
 // Start adapts and plays pod. kubeconfig, when not empty, gives the pod
@@ -43,8 +46,15 @@ func (k *Kubelet) Start(ctx context.Context, pod *corev1.Pod, kubeconfig string)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	run, err := Adapt(pod, Env{Secrets: secrets, PodIP: "127.0.0.1", Dir: dir, Kubeconfig: kubeconfig,
-		Prefix: k.Prefix + pod.Namespace + "-", RegistriesConf: k.RegistriesConf})
+	env := Env{Secrets: secrets, PodIP: "127.0.0.1", Dir: dir, Kubeconfig: kubeconfig, Prefix: k.Prefix + pod.Namespace + "-",
+		RegistriesConf: k.RegistriesConf}
+	if err := k.Network.join(&env, pod); err != nil {
+		return nil, err
+	}
+	if err := k.bind(ctx, pod); err != nil {
+		return nil, err
+	}
+	run, err := Adapt(pod, env)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +126,8 @@ func (r *Run) Report(ctx context.Context, c client.Client, results []ContainerRe
 	}
 	pod.Status.Phase = phase
 	pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses = inits, mains
-	pod.Status.PodIP, pod.Status.HostIP = "127.0.0.1", "127.0.0.1"
+	pod.Status.PodIP, pod.Status.HostIP = r.podIP, "127.0.0.1"
+	pod.Status.PodIPs, pod.Status.HostIPs = []corev1.PodIP{{IP: r.podIP}}, []corev1.HostIP{{IP: "127.0.0.1"}}
 	if pod.Status.StartTime == nil {
 		pod.Status.StartTime = &now
 	}

@@ -35,10 +35,14 @@ type Env struct {
 	Secrets map[string]*corev1.Secret
 	// PodIP replaces status.podIP; with --network=none only loopback exists.
 	PodIP string
+	// Network, when set, is the network the pod joins with address PodIP
+	// (see Network).
+	Network *Network
 	// Dir holds the files Adapt creates (secret data, termination logs).
 	Dir string
-	// Prefix makes the names of podman's pod and volumes unique per run:
-	// podman shares volumes by name and refuses a second pod of a name.
+	// Prefix makes the names of podman's pod and volumes (named after the
+	// pod) unique per run: podman shares volumes by name and refuses a
+	// second pod of a name.
 	Prefix string
 	// Kubeconfig, when set, is how the pod reaches the apiserver instead of
 	// its service-account token: the pod runs with host networking and every
@@ -63,6 +67,8 @@ type Run struct {
 	hostNet  bool
 	// registriesConf is Env.RegistriesConf.
 	registriesConf string
+	network        string
+	podIP          string
 }
 
 // Adapt returns a copy of pod that podman 4.3 can play, and the run state
@@ -72,7 +78,9 @@ func Adapt(pod *corev1.Pod, env Env) (*Run, error) {
 	if env.Kubeconfig != "" {
 		p.Spec.HostNetwork = true
 	}
-	run := &Run{Pod: p, source: client.ObjectKeyFromObject(pod), termLogs: map[string]string{}, hostNet: p.Spec.HostNetwork, registriesConf: env.RegistriesConf}
+	run := &Run{Pod: p, source: client.ObjectKeyFromObject(pod), termLogs: map[string]string{}, hostNet: p.Spec.HostNetwork,
+		registriesConf: env.RegistriesConf, podIP: env.PodIP}
+	env.Network.attach(p, run)
 	if p.Annotations == nil {
 		p.Annotations = map[string]string{}
 	}
@@ -120,8 +128,9 @@ func Adapt(pod *corev1.Pod, env Env) (*Run, error) {
 			// An emptyDir becomes a podman volume named after it, shared by
 			// name between pods and created 0755, so a non-root container
 			// could not write after a root one: make a unique one, 0777.
-			// A claim too: nothing provisions volumes here.
-			name := env.Prefix + v.Name
+			// A claim too: nothing provisions volumes here. Named after the
+			// pod: the pods of a namespace run side by side.
+			name := p.Name + "-" + v.Name
 			mp, err := createVolume(name)
 			if err != nil {
 				return nil, err
@@ -193,7 +202,7 @@ func adaptContainer(c *corev1.Container, p *corev1.Pod, env Env, dropped map[str
 			case "status.podIP":
 				e.Value = env.PodIP
 			case "spec.nodeName":
-				e.Value = "podman"
+				e.Value = NodeName
 			case "metadata.name":
 				e.Value = p.Spec.Hostname
 			default:
@@ -248,16 +257,35 @@ func subPathMounts(c *corev1.Container, p *corev1.Pod, mountpoints map[string]st
 			continue
 		}
 		dir := filepath.Join(root, filepath.Clean("/"+m.SubPath))
-		if err := os.MkdirAll(dir, 0o777); err != nil {
-			return err
-		}
-		if err := os.Chmod(dir, 0o777); err != nil {
+		if err := mkdirVolumeMode(root, dir); err != nil {
 			return err
 		}
 		name := fmt.Sprintf("%s-sub-%d", m.Name, len(p.Spec.Volumes))
 		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
 			HostPath: &corev1.HostPathVolumeSource{Path: dir, Type: ptr.To(corev1.HostPathDirectory)}}})
 		m.Name, m.SubPath = name, ""
+	}
+	return nil
+}
+
+// mkdirVolumeMode creates dir and the directories between the volume's
+// root and it with the volume's mode, 0777, as a kubelet creates subPath
+// directories: a non-root container can then add a sibling (render making
+// /var/vcap/sys/log/<job> of a job without processes).
+func mkdirVolumeMode(root, dir string) error {
+	rel, err := filepath.Rel(root, dir)
+	if err != nil {
+		return err
+	}
+	path := root
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		path = filepath.Join(path, part)
+		if err := os.Mkdir(path, 0o777); err != nil && !os.IsExist(err) {
+			return err
+		}
+		if err := os.Chmod(path, 0o777); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -323,10 +351,7 @@ func (r *Run) Key() client.ObjectKey { return r.source }
 // Play starts the adapted pod. Its containers run in the background; Wait
 // collects their results.
 func (r *Run) Play(ctx context.Context) error {
-	args := []string{"kube", "play"}
-	if !r.hostNet {
-		args = append(args, "--network=none")
-	}
+	args := append([]string{"kube", "play"}, r.networkArgs()...)
 	// kube play builds images from ./<image name>/Containerfile when such a
 	// folder exists in its working directory: run it from the run's own one.
 	cmd := Command(ctx, append(args, r.yamlPath)...)

@@ -10,6 +10,7 @@
 package walkthrough
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -98,6 +99,8 @@ type Walkthrough struct {
 	exited     chan error
 	namespaces []string
 	installed  bool
+	network    *podman.Network
+	dns        *podDNS
 }
 
 // BuildBinary builds bin/bosh-injector from this repository into dir, for
@@ -142,9 +145,12 @@ func Start(ctx context.Context, opts Options) (*Walkthrough, error) {
 	if w.Kubeconfig, err = cp.KubeconfigFile("walkthrough"); err != nil {
 		return w, err
 	}
+	if w.network, err = podman.CreateNetwork(fmt.Sprintf("walkthrough%d", os.Getpid())); err != nil {
+		return w, err
+	}
 	w.node = &podmanNode{client: cp.Client, kubeconfig: w.Kubeconfig,
 		kubelet: &podman.Kubelet{Client: cp.Client, Dir: filepath.Join(opts.Dir, "pods"), Prefix: fmt.Sprintf("walkthrough%d-", os.Getpid()),
-			RegistriesConf: opts.RegistriesConf}}
+			RegistriesConf: opts.RegistriesConf, Network: w.network}}
 	w.Say("apiserver %s, up in %s", cp.Config.Host, time.Since(started).Round(100*time.Millisecond))
 
 	// The serving certificate also names localhost: the apiserver reaches
@@ -153,6 +159,9 @@ func Start(ctx context.Context, opts Options) (*Walkthrough, error) {
 		return w, err
 	}
 	w.Say("(no kubelet here runs the chart's Deployment: the operator runs from %s instead, with the same certificate)", opts.Binary)
+	if w.dns, err = w.startDNS(ctx, w.network); err != nil {
+		return w, err
+	}
 	serving, hook, err := w.waitForCertificate(ctx)
 	if err != nil {
 		return w, err
@@ -276,7 +285,7 @@ func (w *Walkthrough) startOperator(ctx context.Context, serving *corev1.Secret)
 	defer logFile.Close()
 	cmd := exec.Command(w.opts.Binary, "webhook", "--kubeconfig="+w.Kubeconfig, "--namespace="+Namespace,
 		"--operator-image="+OperatorImage, "--cert-dir="+certDir, "--host=127.0.0.1",
-		"--port="+strconv.Itoa(ports[0]), "--health-port="+strconv.Itoa(ports[1]), "--metrics-port=0")
+		"--port="+strconv.Itoa(ports[0]), "--health-port="+strconv.Itoa(ports[1]), "--metrics-port=0", "--dns-service="+DNSService)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Dies with this process, as the control plane's children do.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -308,10 +317,13 @@ func (w *Walkthrough) startOperator(ctx context.Context, serving *corev1.Secret)
 // manifest Secret's status once gathering ended.
 func (w *Walkthrough) Deploy(ctx context.Context, ns string, apply func(context.Context, client.Client, string) (*corev1.Secret, error)) (runner.Status, error) {
 	w.Step("The deployment manifest, as a Secret labelled %s in namespace %s", names.LabelDeployment, ns)
-	if err := w.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		return runner.Status{}, err
+	// A namespace may hold several deployments.
+	if !slices.Contains(w.namespaces, ns) {
+		if err := w.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			return runner.Status{}, err
+		}
+		w.namespaces = append(w.namespaces, ns)
 	}
-	w.namespaces = append(w.namespaces, ns)
 	manifest, err := apply(ctx, w.Client, ns)
 	if err != nil {
 		return runner.Status{}, err
@@ -322,7 +334,8 @@ func (w *Walkthrough) Deploy(ctx context.Context, ns string, apply func(context.
 	var pod corev1.Pod
 	if err := poll(ctx, time.Minute, "the gathering Job's pod", func() (bool, error) {
 		var pods corev1.PodList
-		err := w.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{runner.LabelComponent: runner.ComponentGather})
+		err := w.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{runner.LabelComponent: runner.ComponentGather,
+			names.LabelDeployment: names.LabelValue(manifest.Labels[names.LabelDeployment])})
 		if err != nil || len(pods.Items) == 0 {
 			return false, err
 		}
@@ -375,8 +388,10 @@ func (w *Walkthrough) Deploy(ctx context.Context, ns string, apply func(context.
 
 // Instance is one instance of an instance group, as StartInstance runs it.
 type Instance struct {
-	Group   string
-	AZIndex int
+	// Deployment is "shop" when empty.
+	Deployment string
+	Group      string
+	AZIndex    int
 	// Container and Image: a container named for the group's first BPM
 	// process, which the webhook completes.
 	Container, Image string
@@ -391,7 +406,8 @@ type Instance struct {
 func (w *Walkthrough) StartInstance(ctx context.Context, ns string, in Instance) (Pod, error) {
 	name := fmt.Sprintf("%s-z%d", in.Group, in.AZIndex)
 	w.Step("A plain StatefulSet %s, its pod template labelled with deployment, instance group and AZ", name)
-	labels := map[string]string{names.LabelDeployment: "shop", names.LabelInstanceGroup: in.Group, names.LabelAZIndex: strconv.Itoa(in.AZIndex)}
+	deployment := cmp.Or(in.Deployment, "shop")
+	labels := map[string]string{names.LabelDeployment: deployment, names.LabelInstanceGroup: in.Group, names.LabelAZIndex: strconv.Itoa(in.AZIndex)}
 	sts := &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
@@ -476,13 +492,13 @@ func (w *Walkthrough) Stop() error {
 		}
 	}
 	if w.operator != nil {
-		_ = w.operator.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-w.exited:
-		case <-time.After(15 * time.Second):
-			_ = w.operator.Process.Kill()
-			<-w.exited
-		}
+		terminate(w.operator.Process, w.exited, 15*time.Second)
+	}
+	if w.dns != nil {
+		errs = append(errs, w.dns.stop())
+	}
+	if w.network != nil {
+		errs = append(errs, w.network.Remove())
 	}
 	if w.CP != nil {
 		errs = append(errs, w.CP.Stop(), w.CP.Cleanup())
