@@ -4,6 +4,7 @@
 package registry
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
+	"github.com/bosh-injector/bosh-injector/test/podman"
 )
 
 // Registry is a running registry.
@@ -85,4 +87,15 @@ func (r *Registry) Stop() {
 	_ = r.cmd.Process.Kill()
 	_ = r.cmd.Wait()
 	_ = r.log.Close()
+}
+
+// Push pushes local podman image into the registry as name (repository and
+// tag) and returns its reference there: the base image becomes the stemcell
+// image release-image builds on.
+func (r *Registry) Push(ctx context.Context, image, name string) (string, error) {
+	ref := r.Addr + "/" + name
+	if out, err := podman.Command(ctx, "push", "-q", "--tls-verify=false", image, ref).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("pushing %s as %s: %w: %s", image, ref, err, out)
+	}
+	return ref, nil
 }
