@@ -116,7 +116,8 @@ func Adapt(pod *corev1.Pod, env Env) (*Run, error) {
 			// name between pods and created 0755, so a non-root container
 			// could not write after a root one: make a unique one, 0777.
 			// A claim too: nothing provisions volumes here.
-			name := env.Prefix + v.Name
+			// Named after the pod: pods of one namespace run side by side.
+			name := p.Name + "-" + v.Name
 			mp, err := createVolume(name)
 			if err != nil {
 				return nil, err
