@@ -31,6 +31,9 @@ type node struct {
 	mu     sync.Mutex
 	pods   map[types.UID]*nodePod
 	starts sync.WaitGroup
+	// slots bounds the pods starting at once: kube play copies whole
+	// release images into volumes.
+	slots chan struct{}
 }
 
 // nodePod is a pod the node runs, and what it last saw of it.
@@ -49,7 +52,7 @@ type nodePod struct {
 const recheck = 10 * time.Second
 
 func newNode(kubelet *podman.Kubelet, c client.Client, kubeconfig, namespace string) *node {
-	return &node{kubelet: kubelet, client: c, kubeconfig: kubeconfig, namespace: namespace, pods: map[types.UID]*nodePod{}}
+	return &node{kubelet: kubelet, client: c, kubeconfig: kubeconfig, namespace: namespace, pods: map[types.UID]*nodePod{}, slots: make(chan struct{}, 3)}
 }
 
 // run syncs until ctx ends.
@@ -129,7 +132,9 @@ func (n *node) start(ctx context.Context, pod *corev1.Pod) {
 	n.pods[pod.UID] = p
 	n.mu.Unlock()
 	n.starts.Go(func() {
+		n.slots <- struct{}{}
 		run, err := n.kubelet.Start(ctx, pod, kubeconfig)
+		<-n.slots
 		if err != nil && run != nil {
 			// kube play failed as a whole: nothing of the pod runs.
 			_ = run.Remove()
