@@ -47,25 +47,28 @@ func TestSandbox(t *testing.T) {
 	state := filepath.Join(dir, "state")
 	args := []string{"--binary", binary, "--manifest", filepath.Join(deployments, "shop.yml"),
 		"--ops-file", filepath.Join(deployments, "ops", "missing-bus-password.yml"), "--keep", "--state-dir", state}
-	// One more group, whose process listens (on port 80).
-	listening := filepath.Join(dir, "listening.yml")
-	if err := os.WriteFile(listening, []byte(`- type: replace
-  path: /releases/-
-  value: {name: lifecycle, version: "1.0.0", url: localhost/bosh-injector-fixtures}
-- type: replace
-  path: /instance_groups/-
-  value:
-    name: lifecycle
-    azs: [z1]
-    instances: 1
-    networks: [{name: default}]
-    jobs: [{name: lifecycled, release: lifecycle}]
-`), 0o644); err != nil {
+	// The shop release as the fixture has it, but its storefront process
+	// listens on storefront.port, so the report has a port to show.
+	shop := filepath.Join(dir, "shop-listening")
+	if err := os.CopyFS(shop, os.DirFS(fixtures.ReleaseDir("shop"))); err != nil {
 		t.Fatal(err)
 	}
-	args = append(args, "--ops-file", listening)
-	for _, r := range []string{"bus", "store", "shop", "lifecycle"} {
-		tarball, err := fixtures.SourceTarball(dir, r)
+	bpm := filepath.Join(shop, "jobs", "storefront", "templates", "bpm.yml.erb")
+	data, err := os.ReadFile(bpm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = []byte(strings.Replace(string(data), "  env:\n", "  env:\n    PRINTCONFIG_LISTEN: \":<%= p(\"storefront.port\") %>\"\n", 1))
+	if err := os.WriteFile(bpm, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tarballs := []func() (string, error){
+		func() (string, error) { return fixtures.SourceTarball(dir, "bus") },
+		func() (string, error) { return fixtures.SourceTarball(dir, "store") },
+		func() (string, error) { return fixtures.SourceTarballFrom(dir, "shop", shop) },
+	}
+	for _, write := range tarballs {
+		tarball, err := write()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,7 +95,6 @@ func TestSandbox(t *testing.T) {
 		"web/1 (z2) pod shop-web-z2-0: injected; rendered; running: storefront-storefront",
 		"bus/0 (z1) pod shop-bus-z1-0: injected; not rendered",
 		"bus/1 (z2) pod shop-bus-z2-0: injected; not rendered",
-		"lifecycle/0 (z1) pod shop-lifecycle-z1-0: injected; rendered; running: lifecycled-lifecycled",
 		"FAILED: init container render exited 1:",
 		"- Unable to render jobs for instance group 'bus'. Errors are:",
 		"Error filling in template 'bus.conf.erb' (line 10: Can't find property '[\"bus.password\"]')",
@@ -105,8 +107,8 @@ func TestSandbox(t *testing.T) {
 	}
 	// Until pods get a network of their own, they have none: the port is
 	// found all the same.
-	if !regexp.MustCompile(`lifecycled-lifecycled listens on (\S+:)?80\b`).MatchString(report) {
-		t.Errorf("the report gives no port of lifecycled:\n%s", report)
+	if !regexp.MustCompile(`storefront-storefront listens on (\S+:)?8080\b`).MatchString(report) {
+		t.Errorf("the report gives no port of storefront:\n%s", report)
 	}
 
 	kubectl := exec.Command(filepath.Join(bin, "kubectl"), "get", "pod", "shop-web-z1-0", "--namespace", "shop", "-o", "jsonpath={.status.phase}")
