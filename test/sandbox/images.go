@@ -74,13 +74,9 @@ func (s *Sandbox) interpolated() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var ops []deployment.OpsFile
-	for _, path := range s.cfg.OpsFiles {
-		d, err := os.ReadFile(path)
-		if err != nil {
-			return "", err
-		}
-		ops = append(ops, deployment.OpsFile{Name: path, Data: d})
+	ops, err := deployment.ReadOpsFiles(s.cfg.OpsFiles)
+	if err != nil {
+		return "", err
 	}
 	doc, err := deployment.Document(data, ops)
 	if err != nil {
