@@ -7,6 +7,10 @@
 // With --kubeconfig and --registry (`make demo-cluster`) the same flow runs
 // on a real cluster with cert-manager: the images are pushed to the
 // registry, the chart's operator and the cluster's kubelets do the rest.
+//
+// With --manifest and --release (`make demo MANIFEST=… RELEASES=…`) it runs
+// that deployment in a sandbox instead (see test/sandbox); with --keep the
+// sandbox stays up until --down (`make demo-down`).
 package main
 
 import (

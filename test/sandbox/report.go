@@ -43,7 +43,9 @@ func workloads(objs []*unstructured.Unstructured) []workload {
 type instanceReport struct {
 	// Name is group/index (AZ) once the webhook placed it, else the pod's.
 	Name, Pod string
-	Injected  bool
+	// Errand: the instance of an errand's Job.
+	Errand   bool
+	Injected bool
 	// Rendered: every init container (copy, render) succeeded.
 	Rendered bool
 	// Running are the containers running (BPM processes); Ended the
@@ -72,7 +74,7 @@ func (s *Sandbox) observe(ctx context.Context, ws []workload, ports bool) ([]ins
 			if err != nil {
 				return nil, err
 			}
-			r := instanceReport{Name: fmt.Sprintf("%s %s #%d", w.Kind, w.Name, i)}
+			r := instanceReport{Name: fmt.Sprintf("%s %s #%d", w.Kind, w.Name, i), Errand: w.Kind == "Job"}
 			if pod == nil {
 				r.Failure, r.Settled = notCreated(events.Items, w)
 				out = append(out, r)
@@ -213,11 +215,14 @@ func printReport(out io.Writer, reports []instanceReport) {
 		if !r.Settled && r.Failure == "" {
 			state = append(state, "still starting")
 		}
-		pod := ""
-		if r.Pod != "" && r.Pod != r.Name {
-			pod = " pod " + r.Pod
+		what := ""
+		if r.Errand {
+			what = " errand"
 		}
-		fmt.Fprintf(out, "   %s%s: %s\n", r.Name, pod, strings.Join(state, "; "))
+		if r.Pod != "" && r.Pod != r.Name {
+			what += " pod " + r.Pod
+		}
+		fmt.Fprintf(out, "   %s%s: %s\n", r.Name, what, strings.Join(state, "; "))
 		if r.Failure != "" {
 			first, rest, _ := strings.Cut(r.Failure, "\n")
 			fmt.Fprintf(out, "      FAILED: %s\n", first)

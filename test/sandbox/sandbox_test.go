@@ -89,6 +89,7 @@ func TestSandbox(t *testing.T) {
 		t.Fatalf("no state after the sandbox came up: %v\n%s", stateErr, up)
 	}
 	report := string(up)
+	t.Logf("make demo … KEEP=1:\n%s", report)
 	for _, want := range []string{
 		"db/0 (z1) pod shop-db-z1-0: injected; rendered; running: pgstore-pgstore",
 		"web/0 (z1) pod shop-web-z1-0: injected; rendered; running: storefront-storefront",
