@@ -158,7 +158,7 @@ func (n *node) state(uid types.UID) (results []podman.ContainerResult, startErr 
 	return p.results, p.err, p.results != nil || p.err != nil
 }
 
-// run is the podman run of the pod of uid, nil when there is none.
+// runOf is the podman run of the pod of uid, nil when there is none.
 func (n *node) runOf(uid types.UID) *podman.Run {
 	n.mu.Lock()
 	defer n.mu.Unlock()

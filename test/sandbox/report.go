@@ -67,13 +67,14 @@ func (s *Sandbox) observe(ctx context.Context, ws []workload, ports bool) ([]ins
 	if err := s.client.List(ctx, &events, client.InNamespace(s.namespace)); err != nil {
 		return nil, err
 	}
+	var pods corev1.PodList
+	if err := s.client.List(ctx, &pods, client.InNamespace(s.namespace)); err != nil {
+		return nil, err
+	}
 	var out []instanceReport
 	for _, w := range ws {
 		for i := range w.Replicas {
-			pod, err := s.podOf(ctx, w, i)
-			if err != nil {
-				return nil, err
-			}
+			pod := podOf(pods.Items, w, i)
 			r := instanceReport{Name: fmt.Sprintf("%s %s #%d", w.Kind, w.Name, i), Errand: w.Kind == "Job"}
 			if pod == nil {
 				r.Failure, r.Settled = notCreated(events.Items, w)
@@ -89,21 +90,17 @@ func (s *Sandbox) observe(ctx context.Context, ws []workload, ports bool) ([]ins
 
 // podOf is instance i of w: the StatefulSet's pod of that ordinal, the
 // newest pod of the Job's completion index; nil while there is none.
-func (s *Sandbox) podOf(ctx context.Context, w workload, i int) (*corev1.Pod, error) {
-	var pods corev1.PodList
-	if err := s.client.List(ctx, &pods, client.InNamespace(s.namespace)); err != nil {
-		return nil, err
-	}
+func podOf(pods []corev1.Pod, w workload, i int) *corev1.Pod {
 	var found *corev1.Pod
-	for j := range pods.Items {
-		p := &pods.Items[j]
+	for j := range pods {
+		p := &pods[j]
 		match := w.Kind == "StatefulSet" && p.Name == fmt.Sprintf("%s-%d", w.Name, i) ||
 			w.Kind == "Job" && p.Labels[batchv1.JobNameLabel] == w.Name && p.Labels[batchv1.JobCompletionIndexAnnotation] == strconv.Itoa(i)
 		if match && (found == nil || found.CreationTimestamp.Before(&p.CreationTimestamp)) {
 			found = p
 		}
 	}
-	return found, nil
+	return found
 }
 
 // notCreated is why w has no pod: the controller's last FailedCreate
@@ -195,7 +192,7 @@ func (s *Sandbox) describe(ctx context.Context, pod *corev1.Pod, r *instanceRepo
 	}
 }
 
-// print writes the report of the instances.
+// printReport writes the report of the instances.
 func printReport(out io.Writer, reports []instanceReport) {
 	running := 0
 	for _, r := range reports {

@@ -112,7 +112,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if cfg.Ready == nil {
 		return nil
 	}
-	if err := cfg.Ready(s.state(true)); err != nil {
+	if err := cfg.Ready(s.state()); err != nil {
 		return err
 	}
 	<-ctx.Done()
@@ -123,8 +123,9 @@ func Run(ctx context.Context, cfg Config) (err error) {
 // by process pid.
 func Prefix(pid int) string { return fmt.Sprintf("sandbox%d-", pid) }
 
-func (s *Sandbox) state(ready bool) State {
-	st := State{Pid: os.Getpid(), Prefix: s.prefix, Dir: s.dir, Namespace: s.namespace, Ready: ready}
+// state is the sandbox's, once it is ready.
+func (s *Sandbox) state() State {
+	st := State{Pid: os.Getpid(), Prefix: s.prefix, Dir: s.dir, Namespace: s.namespace, Ready: true}
 	if s.w != nil {
 		st.Kubeconfig = s.w.Kubeconfig
 	}
