@@ -161,9 +161,18 @@ $(STATICCHECK):
 e2e: deps testbin image ## The end-to-end test: an injected pod running under podman
 	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) test $(GO_TEST_FLAGS) -v ./test/e2e
 
-.PHONY: demo
-demo: deps testbin image build ## The walkthrough: a local control plane, the chart, the example deployment running under podman
-	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) run ./test/demo --binary $(BIN_DIR)/bosh-injector
+# With MANIFEST and RELEASES (and OPS) the demo runs that deployment
+# instead, in a sandbox (test/sandbox); KEEP=1 leaves it up for kubectl
+# until `make demo-down`.
+SANDBOX_ARGS = $(if $(MANIFEST),--manifest $(abspath $(MANIFEST)) $(foreach r,$(RELEASES),--release $(abspath $(r))) \
+	$(foreach o,$(OPS),--ops-file $(abspath $(o))) $(if $(filter 1 yes true,$(KEEP)),--keep))
+
+.PHONY: demo demo-down
+demo: deps testbin image build ## The walkthrough; or your deployment: make demo MANIFEST=m.yml RELEASES="a.tgz b.tgz" [OPS="o.yml"] [KEEP=1]
+	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) run ./test/demo --binary $(BIN_DIR)/bosh-injector $(SANDBOX_ARGS)
+
+demo-down: ## Stop the sandbox `make demo … KEEP=1` left up
+	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) run ./test/demo --down
 
 # The same walkthrough on a real cluster that has cert-manager: the images
 # are pushed to $(REGISTRY), which the cluster must be able to pull from.

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -40,6 +41,19 @@ import (
 type OpsFile struct {
 	Name string
 	Data []byte
+}
+
+// ReadOpsFiles reads ops files, named by their paths.
+func ReadOpsFiles(paths []string) ([]OpsFile, error) {
+	var ops []OpsFile
+	for _, path := range paths {
+		d, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, OpsFile{Name: path, Data: d})
+	}
+	return ops, nil
 }
 
 // OpsFilesOf are the ops files of a manifest Secret's data: its keys

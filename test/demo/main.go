@@ -7,6 +7,10 @@
 // With --kubeconfig and --registry (`make demo-cluster`) the same flow runs
 // on a real cluster with cert-manager: the images are pushed to the
 // registry, the chart's operator and the cluster's kubelets do the rest.
+//
+// With --manifest and --release (`make demo MANIFEST=… RELEASES=…`) it runs
+// that deployment in a sandbox instead (see test/sandbox); with --keep the
+// sandbox stays up until --down (`make demo-down`).
 package main
 
 import (
@@ -26,6 +30,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/runner"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/test/podman"
+	"github.com/bosh-injector/bosh-injector/test/sandbox"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 )
 
@@ -36,8 +41,24 @@ func main() {
 	flags.StringVar(&opts.Binary, "binary", "bin/bosh-injector", "the bosh-injector binary the operator runs from (local control plane)")
 	flags.StringVar(&opts.Kubeconfig, "kubeconfig", "", "run on this real cluster (with cert-manager) instead of a local control plane")
 	flags.StringVar(&opts.Registry, "registry", "", "with --kubeconfig: registry prefix the cluster pulls from, e.g. registry.example.com/me")
-	flags.BoolVar(&opts.Keep, "keep", false, "with --kubeconfig: leave the chart and the demo namespaces installed")
+	flags.BoolVar(&opts.Keep, "keep", false, "with --kubeconfig: leave the chart and the demo namespaces installed; with --manifest: leave the sandbox up in the background")
+	var sb sandbox.Config
+	flags.StringVar(&sb.Manifest, "manifest", "", "run this deployment manifest in a sandbox instead of the walkthrough")
+	flags.Func("release", "with --manifest: a release tarball, source or compiled (repeatable)", appendTo(&sb.Releases))
+	flags.Func("ops-file", "with --manifest: an ops file (repeatable)", appendTo(&sb.OpsFiles))
+	stateDir := flags.String("state-dir", sandbox.DefaultDir(), "where a kept sandbox keeps its state")
+	down := flags.Bool("down", false, "stop the sandbox --keep left up")
+	daemon := flags.Bool("daemon", false, "be the kept sandbox's own process (--keep starts it)")
 	_ = flags.Parse(os.Args[1:])
+	if *down || sb.Manifest != "" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if err := runSandbox(ctx, sb, opts, *stateDir, *down, *daemon); err != nil {
+			fmt.Fprintln(os.Stderr, "sandbox failed:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if (opts.Kubeconfig == "") != (opts.Registry == "") {
 		fmt.Fprintln(os.Stderr, "--kubeconfig and --registry go together")
 		os.Exit(2)
@@ -152,6 +173,58 @@ func run(ctx context.Context, opts walkthrough.Options) (err error) {
 		return err
 	}
 	return w.Events(ctx, "broken")
+}
+
+// runSandbox runs the sandbox of cfg (`make demo MANIFEST=…`), in the
+// background with opts.Keep, or stops the kept one (down).
+func runSandbox(ctx context.Context, cfg sandbox.Config, opts walkthrough.Options, stateDir string, down, daemon bool) (err error) {
+	if down {
+		return sandbox.Down(os.Stdout, stateDir)
+	}
+	cfg.Out = os.Stdout
+	for _, p := range append([]*string{&cfg.Manifest, &opts.Binary}, pointers(cfg.Releases, cfg.OpsFiles)...) {
+		if *p, err = filepath.Abs(*p); err != nil {
+			return err
+		}
+	}
+	cfg.Binary = opts.Binary
+	switch {
+	case opts.Keep && !daemon:
+		args := []string{"--daemon", "--keep", "--state-dir", stateDir, "--binary", cfg.Binary, "--manifest", cfg.Manifest}
+		for _, r := range cfg.Releases {
+			args = append(args, "--release", r)
+		}
+		for _, o := range cfg.OpsFiles {
+			args = append(args, "--ops-file", o)
+		}
+		return sandbox.Background(os.Stdout, stateDir, args)
+	case opts.Keep:
+		cfg.Dir, cfg.Ready = filepath.Join(stateDir, "run"), sandbox.Keep(stateDir, os.Stdout)
+		err = os.MkdirAll(cfg.Dir, 0o755)
+	default:
+		cfg.Dir, err = os.MkdirTemp("", "bosh-injector-sandbox-")
+	}
+	if err != nil {
+		return err
+	}
+	return sandbox.Run(ctx, cfg)
+}
+
+func pointers(lists ...[]string) []*string {
+	var out []*string
+	for _, l := range lists {
+		for i := range l {
+			out = append(out, &l[i])
+		}
+	}
+	return out
+}
+
+func appendTo(list *[]string) func(string) error {
+	return func(v string) error {
+		*list = append(*list, v)
+		return nil
+	}
 }
 
 // deploy applies the shop manifest with ops files in namespace ns and

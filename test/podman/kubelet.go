@@ -105,9 +105,10 @@ func (r *Run) Report(ctx context.Context, c client.Client, results []ContainerRe
 	now := metav1.NewTime(time.Now())
 	inits, initsOK := statuses(pod.Spec.InitContainers, byName)
 	mains, mainsDone := statuses(pod.Spec.Containers, byName)
-	running, allReady := false, true
+	running, waiting, allReady := false, false, true
 	for _, s := range mains {
 		running = running || s.State.Running != nil
+		waiting = waiting || s.State.Waiting != nil
 		allReady = allReady && s.Ready
 	}
 	phase := corev1.PodPending
@@ -121,6 +122,9 @@ func (r *Run) Report(ctx context.Context, c client.Client, results []ContainerRe
 		phase = corev1.PodRunning
 	case mainsDone:
 		phase = corev1.PodSucceeded
+	case waiting:
+		// Containers still being created: a Failed pod would be replaced
+		// by its StatefulSet.
 	default:
 		phase = corev1.PodFailed
 	}

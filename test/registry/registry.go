@@ -97,10 +97,18 @@ func (r *Registry) Stop() {
 	_ = r.cmd.Process.Kill()
 	_ = r.cmd.Wait()
 	_ = r.log.Close()
-	out, _ := exec.Command("podman", "images", "--noheading", "--format", "{{.Repository}}:{{.Tag}}").Output()
-	for _, ref := range strings.Fields(string(out)) {
-		if strings.HasPrefix(ref, r.Addr+"/") && !strings.HasSuffix(ref, ":<none>") {
-			_ = exec.Command("podman", "rmi", ref).Run()
+	// Pods pull by tag or, pinned by an ops file of release-image, by
+	// digest (then untagged): either way the image goes with the registry.
+	out, _ := exec.Command("podman", "images", "--noheading", "--format", "{{.Repository}} {{.Tag}} {{.Digest}}").Output()
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 || !strings.HasPrefix(f[0], r.Addr+"/") {
+			continue
 		}
+		ref := f[0] + ":" + f[1]
+		if f[1] == "<none>" {
+			ref = f[0] + "@" + f[2]
+		}
+		_ = exec.Command("podman", "rmi", "--ignore", ref).Run()
 	}
 }

@@ -149,8 +149,7 @@ func Start(ctx context.Context, opts Options) (*Walkthrough, error) {
 		return w, err
 	}
 	w.node = &podmanNode{client: cp.Client, kubeconfig: w.Kubeconfig,
-		kubelet: &podman.Kubelet{Client: cp.Client, Dir: filepath.Join(opts.Dir, "pods"), Prefix: fmt.Sprintf("walkthrough%d-", os.Getpid()),
-			RegistriesConf: opts.RegistriesConf, Network: w.network}}
+		kubelet: w.Kubelet(filepath.Join(opts.Dir, "pods"), fmt.Sprintf("walkthrough%d-", os.Getpid()))}
 	w.Say("apiserver %s, up in %s", cp.Config.Host, time.Since(started).Round(100*time.Millisecond))
 
 	// The serving certificate also names localhost: the apiserver reaches
@@ -531,6 +530,13 @@ func (w *Walkthrough) tool(ctx context.Context, name string, args []string, env 
 		return "", fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, exit.Stderr)
 	}
 	return string(out), err
+}
+
+// Kubelet returns a kubelet stand-in of this machine's node: on the
+// walkthrough's pod network, pulling with its registries.conf, keeping pod
+// files under dir and naming podman objects with prefix.
+func (w *Walkthrough) Kubelet(dir, prefix string) *podman.Kubelet {
+	return &podman.Kubelet{Client: w.Client, Dir: dir, Prefix: prefix, RegistriesConf: w.opts.RegistriesConf, Network: w.network}
 }
 
 // Step starts a numbered step of the narration.

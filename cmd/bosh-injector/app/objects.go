@@ -62,7 +62,7 @@ func (o *objectsOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	ops, err := readOpsFiles(o.opsFiles)
+	ops, err := deployment.ReadOpsFiles(o.opsFiles)
 	if err != nil {
 		return err
 	}
@@ -157,19 +157,6 @@ func (o *objectsOptions) containers(cmd *cobra.Command, data []byte, ops []deplo
 		}
 	}
 	return out, nil
-}
-
-// readOpsFiles reads ops files, named by their paths.
-func readOpsFiles(paths []string) ([]deployment.OpsFile, error) {
-	var ops []deployment.OpsFile
-	for _, path := range paths {
-		d, err := os.ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		ops = append(ops, deployment.OpsFile{Name: path, Data: d})
-	}
-	return ops, nil
 }
 
 // pairs reads repeated KEY=VALUE flags.

@@ -76,7 +76,7 @@ func (o *templateOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	ops, err := readOpsFiles(o.opsFiles)
+	ops, err := deployment.ReadOpsFiles(o.opsFiles)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,269 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/test/podman"
+)
+
+// workload is a StatefulSet or an errand's Job that `objects` printed, and
+// how many instances it runs.
+type workload struct {
+	Kind, Name string
+	Replicas   int
+}
+
+// workloads are the StatefulSets and Jobs among objs.
+func workloads(objs []*unstructured.Unstructured) []workload {
+	var out []workload
+	for _, o := range objs {
+		field := map[string]string{"StatefulSet": "replicas", "Job": "completions"}[o.GetKind()]
+		if field == "" {
+			continue
+		}
+		n, _, _ := unstructured.NestedInt64(o.Object, "spec", field)
+		out = append(out, workload{Kind: o.GetKind(), Name: o.GetName(), Replicas: int(n)})
+	}
+	return out
+}
+
+// instanceReport is how one instance does.
+type instanceReport struct {
+	// Name is group/index (AZ) once the webhook placed it, else the pod's.
+	Name, Pod string
+	// Errand: the instance of an errand's Job.
+	Errand   bool
+	Injected bool
+	// Rendered: every init container (copy, render) succeeded.
+	Rendered bool
+	// Running are the containers running (BPM processes); Ended the
+	// errand containers that exited 0.
+	Running, Ended []string
+	// Failure says what went wrong, with the component's message.
+	Failure string
+	// Settled: nothing will change without a change to the objects.
+	Settled bool
+	// Ports by running container, and the address reaching them.
+	Ports      map[string][]listener
+	Address    string
+	PortErrors []string
+}
+
+// observe reports every instance of ws in namespace ns as it is now.
+func (s *Sandbox) observe(ctx context.Context, ws []workload, ports bool) ([]instanceReport, error) {
+	var events corev1.EventList
+	if err := s.client.List(ctx, &events, client.InNamespace(s.namespace)); err != nil {
+		return nil, err
+	}
+	var pods corev1.PodList
+	if err := s.client.List(ctx, &pods, client.InNamespace(s.namespace)); err != nil {
+		return nil, err
+	}
+	var out []instanceReport
+	for _, w := range ws {
+		for i := range w.Replicas {
+			pod := podOf(pods.Items, w, i)
+			r := instanceReport{Name: fmt.Sprintf("%s %s #%d", w.Kind, w.Name, i), Errand: w.Kind == "Job"}
+			if pod == nil {
+				r.Failure, r.Settled = notCreated(events.Items, w)
+				out = append(out, r)
+				continue
+			}
+			s.describe(ctx, pod, &r, ports)
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// podOf is instance i of w: the StatefulSet's pod of that ordinal, the
+// newest pod of the Job's completion index; nil while there is none.
+func podOf(pods []corev1.Pod, w workload, i int) *corev1.Pod {
+	var found *corev1.Pod
+	for j := range pods {
+		p := &pods[j]
+		match := w.Kind == "StatefulSet" && p.Name == fmt.Sprintf("%s-%d", w.Name, i) ||
+			w.Kind == "Job" && p.Labels[batchv1.JobNameLabel] == w.Name && p.Labels[batchv1.JobCompletionIndexAnnotation] == strconv.Itoa(i)
+		if match && (found == nil || found.CreationTimestamp.Before(&p.CreationTimestamp)) {
+			found = p
+		}
+	}
+	return found
+}
+
+// notCreated is why w has no pod: the controller's last FailedCreate
+// Event, which carries the webhook's denial.
+func notCreated(events []corev1.Event, w workload) (string, bool) {
+	var last *corev1.Event
+	for i := range events {
+		e := &events[i]
+		if e.InvolvedObject.Kind == w.Kind && e.InvolvedObject.Name == w.Name && e.Reason == "FailedCreate" &&
+			(last == nil || last.LastTimestamp.Before(&e.LastTimestamp)) {
+			last = e
+		}
+	}
+	if last == nil {
+		return "no pod yet", false
+	}
+	return "pod not created: " + last.Message, true
+}
+
+// describe fills r from pod and the node's view of its containers.
+func (s *Sandbox) describe(ctx context.Context, pod *corev1.Pod, r *instanceReport, ports bool) {
+	r.Pod = pod.Name
+	_, r.Injected = pod.Annotations[names.AnnotationInjected]
+	if group, index := pod.Labels[names.LabelInstanceGroup], pod.Labels[names.LabelInstanceIndex]; r.Injected && index != "" {
+		r.Name = group + "/" + index
+		if az := pod.Labels[names.LabelAZ]; az != "" {
+			r.Name += " (" + az + ")"
+		}
+	} else {
+		r.Name = pod.Name
+	}
+	if !r.Injected {
+		r.Failure, r.Settled = "not injected by the webhook (are the pod template's labels right?)", true
+		return
+	}
+	results, startErr, seen := s.node.state(pod.UID)
+	if startErr != nil {
+		r.Failure, r.Settled = "podman could not start the pod: "+startErr.Error(), true
+		return
+	}
+	if !seen {
+		return
+	}
+	inits := len(pod.Spec.InitContainers)
+	r.Rendered = true
+	allEnded := true
+	for i, res := range results {
+		switch {
+		case res.Ran && res.ExitCode != 0:
+			what := "process"
+			if i < inits {
+				what, r.Rendered = "init container", false
+			}
+			r.Failure = fmt.Sprintf("%s %s exited %d", what, res.Name, res.ExitCode)
+			if msg := strings.TrimSpace(res.TerminationMessage); msg != "" {
+				r.Failure += ":\n" + msg
+			}
+			r.Settled = true
+			return
+		case i < inits && !res.Ran:
+			r.Rendered = false
+			return
+		case i < inits:
+		case res.Running:
+			r.Running = append(r.Running, res.Name)
+			allEnded = false
+		case res.Ran:
+			r.Ended = append(r.Ended, res.Name)
+		default:
+			allEnded = false
+		}
+	}
+	ready := !slices.ContainsFunc(results, func(c podman.ContainerResult) bool { return c.Running && !c.Ready })
+	r.Settled = allEnded || ready && len(r.Running)+len(r.Ended) == len(pod.Spec.Containers)
+	if ports && len(r.Running) > 0 {
+		r.Ports = map[string][]listener{}
+		run := s.node.runOf(pod.UID)
+		for _, c := range r.Running {
+			name := run.Pod.Name + "-" + c
+			pid, err := containerPid(ctx, name)
+			if err == nil {
+				r.Address = address(pid)
+				r.Ports[c], err = listeners(ctx, name, pid)
+			}
+			if err != nil {
+				r.PortErrors = append(r.PortErrors, err.Error())
+			}
+		}
+	}
+}
+
+// printReport writes the report of the instances.
+func printReport(out io.Writer, reports []instanceReport) {
+	running := 0
+	for _, r := range reports {
+		state := []string{yes(r.Injected, "injected", "not injected")}
+		if r.Injected {
+			state = append(state, yes(r.Rendered, "rendered", "not rendered"))
+		}
+		if len(r.Running) > 0 {
+			state = append(state, "running: "+strings.Join(r.Running, ", "))
+		}
+		if len(r.Ended) > 0 {
+			state = append(state, "exited 0: "+strings.Join(r.Ended, ", "))
+		}
+		if r.Failure == "" && len(r.Running) > 0 {
+			running++
+		}
+		if !r.Settled && r.Failure == "" {
+			state = append(state, "still starting")
+		}
+		what := ""
+		if r.Errand {
+			what = " errand"
+		}
+		if r.Pod != "" && r.Pod != r.Name {
+			what += " pod " + r.Pod
+		}
+		fmt.Fprintf(out, "   %s%s: %s\n", r.Name, what, strings.Join(state, "; "))
+		if r.Failure != "" {
+			first, rest, _ := strings.Cut(r.Failure, "\n")
+			fmt.Fprintf(out, "      FAILED: %s\n", first)
+			if rest != "" {
+				fmt.Fprintf(out, "%s\n", indentLines(rest, 8))
+			}
+		}
+		for _, c := range slices.Sorted(maps.Keys(r.Ports)) {
+			fmt.Fprintf(out, "      %s\n", portLine(c, r.Ports[c], r.Address))
+		}
+		for _, e := range r.PortErrors {
+			fmt.Fprintf(out, "      ports unknown: %s\n", e)
+		}
+	}
+	fmt.Fprintf(out, "   %d of %d instances running\n", running, len(reports))
+}
+
+// portLine says where container c's ports are reached from the host.
+func portLine(c string, ls []listener, addr string) string {
+	if len(ls) == 0 {
+		return c + " listens on no TCP port"
+	}
+	var parts []string
+	for _, l := range ls {
+		switch {
+		case addr == "":
+			parts = append(parts, fmt.Sprintf("%d (the pod has no network: not reachable from the host)", l.Port))
+		case l.Loopback && addr != "127.0.0.1":
+			parts = append(parts, fmt.Sprintf("%d (on the pod's loopback only)", l.Port))
+		default:
+			parts = append(parts, fmt.Sprintf("%s:%d", addr, l.Port))
+		}
+	}
+	return c + " listens on " + strings.Join(parts, ", ")
+}
+
+func yes(ok bool, y, n string) string {
+	if ok {
+		return y
+	}
+	return n
+}
+
+func indentLines(text string, n int) string {
+	pad := strings.Repeat(" ", n)
+	return pad + strings.ReplaceAll(text, "\n", "\n"+pad)
+}

@@ -1,0 +1,305 @@
+// Package sandbox runs a user's BOSH deployment on this machine, given only
+// its manifest, ops files and release tarballs (`make demo MANIFEST=…
+// RELEASES=…`): it builds the release images with `bosh-injector
+// release-image`, starts the walkthrough's local control plane, chart and
+// operator, runs every pod the apiserver stores under podman (a kubelet
+// stand-in for as long as the sandbox runs), applies what `bosh-injector
+// objects` prints for the manifest and reports per instance whether it was
+// injected, rendered and runs its processes, or the failure with its
+// message. With Keep it stays up in the background for kubectl until Down.
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/yaml"
+
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/runner"
+	"github.com/bosh-injector/bosh-injector/test/fixtures"
+	"github.com/bosh-injector/bosh-injector/test/registry"
+	"github.com/bosh-injector/bosh-injector/test/walkthrough"
+)
+
+// Config is one sandbox.
+type Config struct {
+	// Out receives the narration and the report.
+	Out io.Writer
+	// Binary is the bosh-injector binary: release-image, objects and the
+	// operator.
+	Binary string
+	// Manifest, OpsFiles and Releases (tarballs, source or compiled) are
+	// the user's deployment.
+	Manifest string
+	OpsFiles []string
+	Releases []string
+	// Dir holds the sandbox's work files; it must exist and is removed
+	// when the sandbox stops.
+	Dir string
+	// Timeout bounds the wait for gathering and for the instances to
+	// settle before the report.
+	Timeout time.Duration
+	// Ready, when set, is called once the report is out, with the state
+	// that Down needs; Run then keeps everything up until ctx ends.
+	Ready func(State) error
+}
+
+// State is what a kept sandbox leaves for Down and for the user.
+type State struct {
+	// Pid is the process holding the sandbox.
+	Pid int
+	// Prefix starts the names of the podman pods and volumes it made.
+	Prefix     string
+	Dir        string
+	Kubeconfig string
+	Namespace  string
+	Ready      bool
+	// StartTime tells Pid's process from a later one with its pid.
+	StartTime string
+}
+
+// Sandbox is a running sandbox.
+type Sandbox struct {
+	cfg       Config
+	dir       string
+	registry  *registry.Registry
+	w         *walkthrough.Walkthrough
+	client    client.Client
+	node      *node
+	namespace string
+	prefix    string
+	stopNode  func()
+}
+
+// Run runs the sandbox: up, the report, then (with cfg.Ready) up until ctx
+// ends, and down again.
+func Run(ctx context.Context, cfg Config) (err error) {
+	fixtures.PodmanEnv()
+	// The control plane's clients log through controller-runtime; the
+	// narration says what matters.
+	ctrllog.SetLogger(logr.Discard())
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 5 * time.Minute
+	}
+	s := &Sandbox{cfg: cfg, dir: cfg.Dir, prefix: Prefix(os.Getpid())}
+	defer func() {
+		if serr := s.stop(); serr != nil && err == nil {
+			err = serr
+		}
+	}()
+	if err := s.up(ctx); err != nil {
+		return err
+	}
+	if cfg.Ready == nil {
+		return nil
+	}
+	if err := cfg.Ready(s.state()); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// Prefix is the prefix of the podman pods and volumes of the sandbox held
+// by process pid.
+func Prefix(pid int) string { return fmt.Sprintf("sandbox%d-", pid) }
+
+// state is the sandbox's, once it is ready.
+func (s *Sandbox) state() State {
+	st := State{Pid: os.Getpid(), Prefix: s.prefix, Dir: s.dir, Namespace: s.namespace, Ready: true}
+	if s.w != nil {
+		st.Kubeconfig = s.w.Kubeconfig
+	}
+	return st
+}
+
+func (s *Sandbox) up(ctx context.Context) error {
+	out := s.cfg.Out
+	manifest, err := os.ReadFile(s.cfg.Manifest)
+	if err != nil {
+		return err
+	}
+	var head struct{ Name string }
+	if err := yaml.Unmarshal(manifest, &head); err != nil || head.Name == "" {
+		return fmt.Errorf("%s: not a deployment manifest with a name (%v)", s.cfg.Manifest, err)
+	}
+	s.namespace = names.DNS1123Label(head.Name)
+	fmt.Fprintf(out, "A sandbox for deployment %s (%s), in namespace %s.\n", head.Name, s.cfg.Manifest, s.namespace)
+
+	fmt.Fprintln(out, "\nBuilding the release images with `bosh-injector release-image --manifest` from", strings.Join(s.cfg.Releases, ", "))
+	if err := os.MkdirAll(filepath.Join(s.dir, "registry"), 0o755); err != nil {
+		return err
+	}
+	if s.registry, err = registry.Start(filepath.Join(s.dir, "registry")); err != nil {
+		return err
+	}
+	imagesOps, err := s.buildImages(ctx)
+	if err != nil {
+		return err
+	}
+
+	if s.w, err = walkthrough.Start(ctx, walkthrough.Options{Out: out, Binary: s.cfg.Binary, Dir: s.dir, RegistriesConf: s.registry.RegistriesConf}); err != nil {
+		return err
+	}
+	s.client = s.w.Client
+	s.w.Step("The kubelet stand-in: every pod stored in namespace %s runs under podman, its status reported back", s.namespace)
+	s.node = newNode(s.w.Kubelet(filepath.Join(s.dir, "sandbox-pods"), s.prefix), s.client, s.w.Kubeconfig, s.namespace)
+	nodeCtx, stopNode := context.WithCancel(context.WithoutCancel(ctx))
+	nodeDone := make(chan struct{})
+	go func() {
+		defer close(nodeDone)
+		s.node.run(nodeCtx)
+	}()
+	s.stopNode = func() {
+		stopNode()
+		<-nodeDone
+	}
+
+	ops := append(append([]string{}, s.cfg.OpsFiles...), imagesOps)
+	objs, err := s.objects(ctx, ops)
+	if err != nil {
+		return err
+	}
+	if err := s.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.namespace}}); err != nil {
+		return err
+	}
+	if err := s.apply(ctx, objs[:1]); err != nil {
+		return err
+	}
+	status, err := s.gathered(ctx, objs[0].GetName())
+	if err != nil {
+		return err
+	}
+	s.w.Say("%s: %s", names.AnnotationStatus, status.State)
+	if status.Message != "" {
+		s.w.Say("%s", status.Message)
+	}
+	s.w.Step("The StatefulSets and Jobs, applied")
+	if err := s.apply(ctx, objs[1:]); err != nil {
+		return err
+	}
+	ws := workloads(objs)
+	var reports []instanceReport
+	err = wait.PollUntilContextTimeout(ctx, time.Second, s.cfg.Timeout, true, func(ctx context.Context) (bool, error) {
+		reports, err = s.observe(ctx, ws, false)
+		return err == nil && allSettled(reports), err
+	})
+	if err != nil && !wait.Interrupted(err) {
+		return err
+	}
+	if reports, err = s.observe(ctx, ws, true); err != nil {
+		return err
+	}
+	s.w.Step("The instances of deployment %s", head.Name)
+	printReport(out, reports)
+	return nil
+}
+
+// objects runs `bosh-injector objects` for the manifest and ops files and
+// returns its objects in apply order, the manifest Secret first.
+func (s *Sandbox) objects(ctx context.Context, ops []string) ([]*unstructured.Unstructured, error) {
+	args := []string{"objects", "--manifest", s.cfg.Manifest, "--namespace", s.namespace}
+	for _, o := range ops {
+		args = append(args, "--ops-file", o)
+	}
+	s.w.Step("`bosh-injector %s`, applied as `kubectl apply -f -` would", strings.Join(args, " "))
+	cmd := exec.CommandContext(ctx, s.cfg.Binary, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	data, err := cmd.Output()
+	if stderr.Len() > 0 {
+		s.w.Say("%s", stderr.String())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bosh-injector objects: %w", err)
+	}
+	var objs []*unstructured.Unstructured
+	dec := k8syaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		var o unstructured.Unstructured
+		if err := dec.Decode(&o.Object); err == io.EOF {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("bosh-injector objects' output: %w", err)
+		}
+		if len(o.Object) > 0 {
+			objs = append(objs, &o)
+		}
+	}
+	if len(objs) == 0 || objs[0].GetKind() != "Secret" {
+		return nil, errors.New("bosh-injector objects printed no manifest Secret first")
+	}
+	return objs, nil
+}
+
+func (s *Sandbox) apply(ctx context.Context, objs []*unstructured.Unstructured) error {
+	for _, o := range objs {
+		if err := s.client.Create(ctx, o); err != nil {
+			return fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+		s.w.Say("%s %s created", strings.ToLower(o.GetKind()), o.GetName())
+	}
+	return nil
+}
+
+// gathered waits until the gathering of the manifest Secret ended.
+func (s *Sandbox) gathered(ctx context.Context, secret string) (runner.Status, error) {
+	s.w.Step("The job runner gathers the deployment; the stand-in runs its Job's pod")
+	var status runner.Status
+	err := wait.PollUntilContextTimeout(ctx, time.Second, s.cfg.Timeout, true, func(ctx context.Context) (bool, error) {
+		var sec corev1.Secret
+		if err := s.client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: secret}, &sec); err != nil {
+			return false, err
+		}
+		status = runner.StatusOf(&sec)
+		return status.State == runner.ReasonGathered || status.State == runner.ReasonGatherFailed, nil
+	})
+	if wait.Interrupted(err) {
+		return status, fmt.Errorf("gathering did not end within %s (state %q)", s.cfg.Timeout, status.State)
+	}
+	return status, err
+}
+
+func allSettled(reports []instanceReport) bool {
+	for _, r := range reports {
+		if !r.Settled {
+			return false
+		}
+	}
+	return true
+}
+
+// stop removes the pods, stops the operator, control plane and registry
+// and removes the images it pulled and its files.
+func (s *Sandbox) stop() error {
+	var errs []error
+	fmt.Fprintln(s.cfg.Out, "\nStopping the sandbox")
+	if s.stopNode != nil {
+		s.stopNode()
+		s.node.stop()
+	}
+	if s.w != nil {
+		errs = append(errs, s.w.Stop())
+	}
+	if s.registry != nil {
+		s.registry.Stop()
+	}
+	return errors.Join(append(errs, os.RemoveAll(s.dir))...)
+}
