@@ -15,6 +15,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/objects"
+	"github.com/bosh-injector/bosh-injector/gather/trust"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 )
 
@@ -36,6 +37,8 @@ var _ = Describe("the objects `bosh-injector objects` prints", func() {
 		_, err = gathering.Run(ctx, cp.Client, gathering.Config{
 			Namespace: ns, ManifestSecret: res.Objects[0].GetName(), JobsDir: jobsDir, ClusterDomain: "cluster.local",
 		}, gathering.NewRenderBPM(ctx), time.Now())
+		Expect(err).NotTo(HaveOccurred())
+		_, err = trust.Accept(ctx, cp.Client, operatorNamespace, ns, "shop", "objects-gathering")
 		Expect(err).NotTo(HaveOccurred())
 		for _, o := range res.Objects[1:] {
 			Expect(cp.Client.Create(ctx, o)).To(Succeed(), o.GetName())

@@ -40,7 +40,7 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/versions"
+	"github.com/bosh-injector/bosh-injector/gather/trust"
 	"github.com/bosh-injector/bosh-injector/inject"
 )
 
@@ -89,6 +89,10 @@ type Config struct {
 	JobTTL time.Duration
 	// BackoffLimit is how often a failed gathering is retried.
 	BackoffLimit int32
+	// TrustNamespace is the operator's namespace, where the runner records
+	// the versions each successful gathering wrote (package trust): the
+	// webhook injects only those.
+	TrustNamespace string
 }
 
 // Reconciler runs gathering Jobs for manifest Secrets.
@@ -241,7 +245,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.Recorder.Eventf(&manifest, &job, corev1.EventTypeNormal, ReasonGathered, "Gather", "gathering Job %s succeeded", jobName)
 			finished(&manifest, ReasonGathered, &job)
 		}
-		latest, err := r.rollout(ctx, &manifest, deployment)
+		rec, err := trust.Accept(ctx, r.Client, r.Config.TrustNamespace, manifest.Namespace, deployment, job.UID)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		latest, err := r.rollout(ctx, &manifest, deployment, rec)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
@@ -466,16 +474,16 @@ func (r *Reconciler) removeOldJobs(ctx context.Context, manifest *corev1.Secret,
 	return nil
 }
 
-// rollout sets the resolved version of each instance group in the pod
-// template of that group's labelled StatefulSets, so Kubernetes rolls the
-// pods of groups whose content changed and the webhook injects the new
-// version. A template without the annotation was created against the first
-// version, so version 1 does not roll it. It returns the latest resolved
-// version of every group.
-func (r *Reconciler) rollout(ctx context.Context, manifest *corev1.Secret, deployment string) (map[string]int, error) {
-	latest, err := versions.LatestByGroup(ctx, r.Client, manifest.Namespace, deployment, names.KindResolved)
-	if err != nil {
-		return nil, err
+// rollout sets the accepted resolved version of each instance group in the
+// pod template of that group's labelled StatefulSets, so Kubernetes rolls
+// the pods of groups whose content changed and the webhook injects each pod
+// the version its template revision names. A template without the
+// annotation was created against the first version, so version 1 does not
+// roll it. It returns the latest resolved version of every group.
+func (r *Reconciler) rollout(ctx context.Context, manifest *corev1.Secret, deployment string, rec *trust.Record) (map[string]int, error) {
+	latest := map[string]int{}
+	for label, g := range rec.Groups {
+		latest[label] = g.Latest().Resolved.Version
 	}
 	var sets appsv1.StatefulSetList
 	if err := r.Client.List(ctx, &sets, client.InNamespace(manifest.Namespace)); err != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/runner"
+	"github.com/bosh-injector/bosh-injector/gather/trust"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/webhook"
 )
@@ -187,6 +188,24 @@ var _ = Describe("the job runner", func() {
 			err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &sts)
 			return sts.Spec.Template.Annotations, err
 		}).Should(HaveKeyWithValue(names.AnnotationResolvedVersion, "2"))
+		// The runner recorded what each gathering left as latest, in the
+		// operator's namespace (here the test's own).
+		rec, err := trust.Read(ctx, cp.Client, ns, ns, "shop")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rec.Groups["web"].Versions).To(HaveLen(2))
+		Expect(rec.Groups["web"].Latest().Resolved.Name).To(Equal("shop.ig-resolved.web-v2"))
+		Expect(rec.Groups["db"].Versions).To(ConsistOf(HaveField("Resolved.Version", 1)))
+
+		// A resolved Secret forged after the gathering is not accepted when
+		// the runner sees that gathering's Job again.
+		forged := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop.ig-resolved.web-v999", Labels: map[string]string{
+			names.LabelDeployment: "shop", names.LabelInstanceGroup: "web", names.LabelSecretKind: names.KindResolved, names.LabelVersion: "999"}}}
+		Expect(cp.Client.Create(ctx, forged)).To(Succeed())
+		again, err := trust.Accept(ctx, cp.Client, ns, ns, "shop", second.UID)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(again).To(Equal(rec))
+		Expect(cp.Client.Delete(ctx, forged)).To(Succeed())
+
 		var db appsv1.StatefulSet
 		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, &db)).To(Succeed())
 		Expect(db.Spec.Template.Annotations).NotTo(HaveKey(names.AnnotationResolvedVersion))

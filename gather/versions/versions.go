@@ -94,25 +94,6 @@ func (s Stored) Of(k Key) []Version {
 	return s[seriesOf{k.Kind, names.LabelValue(k.InstanceGroup)}]
 }
 
-// LatestByGroup maps each instance group of a deployment, by its sanitized
-// name (its label value), to the newest version number of its kind Secrets.
-func LatestByGroup(ctx context.Context, c client.Reader, namespace, deployment, kind string) (map[string]int, error) {
-	var list corev1.SecretList
-	if err := c.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{
-		names.LabelDeployment: names.LabelValue(deployment),
-		names.LabelSecretKind: kind,
-	}); err != nil {
-		return nil, fmt.Errorf("listing %s Secrets of deployment %q: %w", kind, deployment, err)
-	}
-	latest := map[string]int{}
-	for _, s := range list.Items {
-		if n, ok := versionOf(&s); ok && n > latest[s.Labels[names.LabelInstanceGroup]] {
-			latest[s.Labels[names.LabelInstanceGroup]] = n
-		}
-	}
-	return latest, nil
-}
-
 // versionOf reads a versioned Secret's version label; Secrets of a series
 // whose label is not a positive number are not ours.
 func versionOf(s *corev1.Secret) (int, bool) {

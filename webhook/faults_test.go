@@ -1,0 +1,141 @@
+package webhook_test
+
+import (
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bosh-injector/bosh-injector/gather/bpm"
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/secretdata"
+	"github.com/bosh-injector/bosh-injector/inject"
+)
+
+// failedCreates are the messages of a workload's FailedCreate Events: the
+// webhook's denials as the StatefulSet or Job controller reports them.
+func failedCreates(ns, workload string) func() ([]string, error) {
+	return func() ([]string, error) {
+		var events corev1.EventList
+		err := cp.Client.List(ctx, &events, client.InNamespace(ns))
+		var msgs []string
+		for _, e := range events.Items {
+			if e.InvolvedObject.Name == workload && e.Reason == "FailedCreate" {
+				msgs = append(msgs, e.Message)
+			}
+		}
+		return msgs, err
+	}
+}
+
+// forgedSecret is a bpm Secret anyone who may create Secrets in ns can
+// write: the labels of the group's versions, a high version, and a
+// privileged process in an image of the forger's choice.
+func forgedSecret(ns string, version int) *corev1.Secret {
+	GinkgoHelper()
+	info := webInfo
+	info.Releases = []bpm.Release{{Name: "shop", Version: "1", Image: "evil.example/pwn:1"}}
+	info.BPM = []bpm.InstanceBPM{{Indexes: []int{0, 1, 2, 3}, Jobs: map[string]bpm.Config{
+		"storefront": {Processes: []bpm.Process{{Name: "storefront", Executable: "/bin/sh", Unsafe: &bpm.Unsafe{Privileged: true}}}},
+	}}}
+	data, err := secretdata.Encode(info)
+	Expect(err).NotTo(HaveOccurred())
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: names.VersionedSecret("shop", names.KindBPM, "web", version), Labels: map[string]string{
+			names.LabelDeployment: "shop", names.LabelInstanceGroup: "web", names.LabelSecretKind: names.KindBPM, names.LabelVersion: fmt.Sprint(version),
+		}, Annotations: map[string]string{names.AnnotationInstanceGroupName: "web"}},
+		Data: map[string][]byte{bpm.InfoKey: data},
+	}
+}
+
+// untouched asserts that no container of the pods runs the forger's image
+// or privileged.
+func untouched(list []corev1.Pod) {
+	GinkgoHelper()
+	for _, p := range list {
+		for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
+			Expect(c.Image).NotTo(ContainSubstring("evil"), p.Name)
+			if c.SecurityContext != nil {
+				Expect(ptr.Deref(c.SecurityContext.Privileged, false)).To(BeFalse(), p.Name+"/"+c.Name)
+			}
+		}
+	}
+}
+
+var _ = Describe("the webhook's fault table", func() {
+	var ns string
+	var n int
+	labels := map[string]string{names.LabelDeployment: "shop", names.LabelInstanceGroup: "web", names.LabelAZIndex: "1"}
+	BeforeEach(func() {
+		n++
+		ns = fmt.Sprintf("faults-%d", n)
+		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	})
+
+	It("ignores a forged bpm Secret (version 999) with a warning Event on it; the pods get the gathered version", func() {
+		storeInfo(ns, webInfo)
+		forged := forgedSecret(ns, 999)
+		Expect(cp.Client.Create(ctx, forged)).To(Succeed())
+		Eventually(func() error {
+			return operatorCache.Get(ctx, client.ObjectKeyFromObject(forged), &corev1.Secret{})
+		}).Should(Succeed())
+
+		Expect(cp.Client.Create(ctx, statefulSet(ns, "web", labels, 2))).To(Succeed())
+		Eventually(pods(ns, client.MatchingLabels(labels))).WithTimeout(20 * time.Second).Should(HaveLen(2))
+		list, _ := pods(ns, client.MatchingLabels(labels))()
+		untouched(list)
+		for _, p := range list {
+			Expect(p.Spec.Containers).To(ContainElement(And(HaveField("Name", "storefront-storefront"), HaveField("Image", "localhost/shop:1"))))
+		}
+		Eventually(func() ([]string, error) {
+			var events eventsv1.EventList
+			err := cp.Client.List(ctx, &events, client.InNamespace(ns))
+			var notes []string
+			for _, e := range events.Items {
+				if e.Regarding.Name == forged.Name && e.Type == corev1.EventTypeWarning {
+					notes = append(notes, e.Reason+": "+e.Note)
+				}
+			}
+			return notes, err
+		}).Should(ContainElement(And(
+			HavePrefix(inject.ReasonUntrustedSecret.Code()+": "),
+			ContainSubstring("no gathering of the deployment wrote it; it is ignored"))))
+	})
+
+	It("denies a pod whose accepted bpm Secret was replaced by other content, naming the Secret", func() {
+		storeInfo(ns, webInfo)
+		name := names.VersionedSecret("shop", names.KindBPM, "web", 1)
+		Expect(cp.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).To(Succeed())
+		Expect(cp.Client.Create(ctx, forgedSecret(ns, 1))).To(Succeed())
+
+		Expect(cp.Client.Create(ctx, statefulSet(ns, "web", labels, 1))).To(Succeed())
+		Eventually(failedCreates(ns, "web")).WithTimeout(20 * time.Second).Should(ContainElement(And(
+			ContainSubstring(string(inject.ReasonUntrustedSecret)),
+			ContainSubstring("Secret "+name+" of instance group 'web' of deployment 'shop' is not the one its gathering wrote"))))
+		Consistently(pods(ns, client.MatchingLabels(labels))).WithTimeout(2 * time.Second).Should(BeEmpty())
+	})
+
+	It("denies a new pod of a group whose resolved Secret was deleted while pods use it; the running pod keeps its version", func() {
+		storeInfo(ns, webInfo)
+		Expect(cp.Client.Create(ctx, statefulSet(ns, "web", labels, 1))).To(Succeed())
+		Eventually(pods(ns, client.MatchingLabels(labels))).WithTimeout(20 * time.Second).Should(HaveLen(1))
+
+		Expect(cp.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: webInfo.ResolvedSecret}})).To(Succeed())
+		Eventually(func() error {
+			return operatorCache.Get(ctx, client.ObjectKey{Namespace: ns, Name: webInfo.ResolvedSecret}, &corev1.Secret{})
+		}).ShouldNot(Succeed())
+		var sts = statefulSet(ns, "web", labels, 2)
+		Expect(cp.Client.Patch(ctx, sts, client.MergeFrom(statefulSet(ns, "web", labels, 1)))).To(Succeed())
+		Eventually(failedCreates(ns, "web")).WithTimeout(20 * time.Second).Should(ContainElement(And(
+			ContainSubstring(string(inject.ReasonVersionGone)),
+			ContainSubstring("Secret "+webInfo.ResolvedSecret+", version 1 of instance group 'web' of deployment 'shop', was deleted"))))
+		list, _ := pods(ns, client.MatchingLabels(labels))()
+		Expect(list).To(ConsistOf(HaveField("Spec.Volumes", ContainElement(HaveField("VolumeSource.Secret.SecretName", webInfo.ResolvedSecret)))))
+	})
+})
