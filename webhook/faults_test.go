@@ -15,6 +15,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/secretdata"
+	"github.com/bosh-injector/bosh-injector/gather/trust"
 	"github.com/bosh-injector/bosh-injector/inject"
 )
 
@@ -137,5 +138,48 @@ var _ = Describe("the webhook's fault table", func() {
 			ContainSubstring("Secret "+webInfo.ResolvedSecret+", version 1 of instance group 'web' of deployment 'shop', was deleted"))))
 		list, _ := pods(ns, client.MatchingLabels(labels))()
 		Expect(list).To(ConsistOf(HaveField("Spec.Volumes", ContainElement(HaveField("VolumeSource.Secret.SecretName", webInfo.ResolvedSecret)))))
+	})
+
+	It("injects a pod of an older template revision, recreated after a newer gathering, with its pinned version", func() {
+		storeInfo(ns, webInfo)
+		newer := webInfo
+		newer.ResolvedSecret = "shop.ig-resolved.web-v2"
+		newer.Releases = []bpm.Release{{Name: "shop", Version: "2", Image: "localhost/shop:2"}}
+		storeInfo(ns, newer)
+		Eventually(func() (int, error) {
+			rec, err := trust.Read(ctx, operatorCache, operatorNamespace, ns, "shop")
+			if rec == nil {
+				return 0, err
+			}
+			return len(rec.Groups["web"].Versions), err
+		}).Should(Equal(2))
+
+		old := statefulSet(ns, "old", labels, 1)
+		old.Spec.Template.Annotations = map[string]string{names.AnnotationResolvedVersion: "1"}
+		Expect(cp.Client.Create(ctx, old)).To(Succeed())
+		latest := map[string]string{names.LabelDeployment: "shop", names.LabelInstanceGroup: "web", names.LabelAZIndex: "2"}
+		Expect(cp.Client.Create(ctx, statefulSet(ns, "latest", latest, 1))).To(Succeed())
+		image := func(p corev1.Pod) string {
+			for _, c := range p.Spec.Containers {
+				if c.Name == "storefront-storefront" {
+					return c.Image
+				}
+			}
+			return ""
+		}
+		Eventually(pods(ns, client.MatchingLabels(labels))).WithTimeout(20 * time.Second).Should(ConsistOf(And(
+			WithTransform(image, Equal("localhost/shop:1")),
+			HaveField("Spec.Volumes", ContainElement(HaveField("VolumeSource.Secret.SecretName", "shop.ig-resolved.web-v1"))))))
+		Eventually(pods(ns, client.MatchingLabels(latest))).WithTimeout(20 * time.Second).Should(ConsistOf(And(
+			WithTransform(image, Equal("localhost/shop:2")),
+			HaveField("Spec.Volumes", ContainElement(HaveField("VolumeSource.Secret.SecretName", "shop.ig-resolved.web-v2"))))))
+
+		// A version nobody accepted is a denial naming the accepted ones.
+		unknown := statefulSet(ns, "unknown", map[string]string{names.LabelDeployment: "shop", names.LabelInstanceGroup: "web", "v": "9"}, 1)
+		unknown.Spec.Template.Annotations = map[string]string{names.AnnotationResolvedVersion: "9"}
+		Expect(cp.Client.Create(ctx, unknown)).To(Succeed())
+		Eventually(failedCreates(ns, "unknown")).WithTimeout(20 * time.Second).Should(ContainElement(And(
+			ContainSubstring(string(inject.ReasonPinnedUnknown)),
+			ContainSubstring("are [1 2]"))))
 	})
 })

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/monit"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -254,7 +255,8 @@ func writeGroup(ctx context.Context, c client.Client, stored versions.Stored, ke
 	if err != nil {
 		return GroupResult{}, nil, nil, fmt.Errorf("instance group '%s': BPM info is %w", ig, err)
 	}
-	bres, bseries, err := versions.WriteOver(ctx, c, versions.Desired{Key: bkey, Data: map[string][]byte{bpm.InfoKey: enc}, Owner: owner}, stored.Of(bkey))
+	bres, bseries, err := versions.WriteOver(ctx, c, versions.Desired{Key: bkey, Data: map[string][]byte{bpm.InfoKey: enc}, Owner: owner,
+		Labels: map[string]string{names.LabelResolvedVersion: strconv.Itoa(rres.Number)}}, stored.Of(bkey))
 	if err != nil {
 		return GroupResult{}, nil, nil, err
 	}
