@@ -1,11 +1,20 @@
 package webhook_test
 
 import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
+	"strconv"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +26,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/secretdata"
 	"github.com/bosh-injector/bosh-injector/gather/trust"
 	"github.com/bosh-injector/bosh-injector/inject"
+	"github.com/bosh-injector/bosh-injector/webhook"
 )
 
 // failedCreates are the messages of a workload's FailedCreate Events: the
@@ -140,6 +150,14 @@ var _ = Describe("the webhook's fault table", func() {
 		Expect(list).To(ConsistOf(HaveField("Spec.Volumes", ContainElement(HaveField("VolumeSource.Secret.SecretName", webInfo.ResolvedSecret)))))
 	})
 
+	It("denies a pod with the group label but no deployment label, saying so", func() {
+		storeInfo(ns, webInfo)
+		Expect(cp.Client.Create(ctx, statefulSet(ns, "nameless", map[string]string{names.LabelInstanceGroup: "web"}, 1))).To(Succeed())
+		Eventually(failedCreates(ns, "nameless")).WithTimeout(20 * time.Second).Should(ContainElement(And(
+			ContainSubstring(string(inject.ReasonNoDeployment)),
+			ContainSubstring("but no label "+names.LabelDeployment))))
+	})
+
 	It("injects a pod of an older template revision, recreated after a newer gathering, with its pinned version", func() {
 		storeInfo(ns, webInfo)
 		newer := webInfo
@@ -181,5 +199,71 @@ var _ = Describe("the webhook's fault table", func() {
 		Eventually(failedCreates(ns, "unknown")).WithTimeout(20 * time.Second).Should(ContainElement(And(
 			ContainSubstring(string(inject.ReasonPinnedUnknown)),
 			ContainSubstring("are [1 2]"))))
+	})
+})
+
+// review sends an AdmissionReview for object to the operator's webhook
+// server over TLS, as the apiserver would, trusting the CA the webhook
+// configuration holds now, and returns the response.
+func review(kind metav1.GroupVersionKind, object []byte) *admissionv1.AdmissionResponse {
+	GinkgoHelper()
+	var hook admissionregistrationv1.MutatingWebhookConfiguration
+	Expect(cp.Client.Get(ctx, client.ObjectKey{Name: "bosh-injector"}, &hook)).To(Succeed())
+	pool := x509.NewCertPool()
+	Expect(pool.AppendCertsFromPEM(hook.Webhooks[0].ClientConfig.CABundle)).To(BeTrue())
+	body, err := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{UID: "fault", Kind: kind, Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
+			Namespace: "faults-requests", Operation: admissionv1.Create},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	// The object as it is, valid JSON or not.
+	if object != nil {
+		body = bytes.Replace(body, []byte(`"object":null`), append([]byte(`"object":`), object...), 1)
+	}
+	w := cp.WebhookServerOptions()
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	resp, err := hc.Post(fmt.Sprintf("https://%s%s", net.JoinHostPort(w.Host, strconv.Itoa(w.Port)), webhook.Path), "application/json", bytes.NewReader(body))
+	Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	var answer admissionv1.AdmissionReview
+	Expect(json.NewDecoder(resp.Body).Decode(&answer)).To(Succeed())
+	Expect(answer.Response).NotTo(BeNil())
+	return answer.Response
+}
+
+var _ = Describe("malformed admission requests, sent to the webhook server as the apiserver would", func() {
+	podKind := metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	labelled := `"metadata":{"name":"web-0","labels":{"bosh-injector.io/deployment":"shop","bosh-injector.io/instance-group":"web"}}`
+	DescribeTable("are denied with a clear reason, never patched",
+		func(kind metav1.GroupVersionKind, object string, reason inject.Reason, message string) {
+			var raw []byte
+			if object != "" {
+				raw = []byte(object)
+			}
+			r := review(kind, raw)
+			Expect(r.Allowed).To(BeFalse())
+			Expect(r.Patch).To(BeEmpty())
+			Expect(r.Result).NotTo(BeNil())
+			Expect(r.Result.Message).To(And(HavePrefix(string(reason)+": "), ContainSubstring(message)))
+		},
+		Entry("a pod of the wrong shape", podKind, `{"metadata":{"labels":"web"},"spec":{"containers":[{"name":"c"}]}}`, inject.ReasonInvalidPod, "cannot unmarshal string"),
+		Entry("duplicate keys", podKind, `{`+labelled+`,"spec":{"containers":[{"name":"c"}],"containers":[]}}`, inject.ReasonInvalidPod, `duplicate field "spec.containers"`),
+		Entry("a ConfigMap", metav1.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, `{"metadata":{"name":"c"}}`, inject.ReasonNotAPod, "the request is for a /v1, Kind=ConfigMap"),
+		Entry("an object whose kind is not Pod", podKind, `{"apiVersion":"v1","kind":"Secret",`+labelled+`}`, inject.ReasonNotAPod, "the object is a v1 Secret"),
+		Entry("no object", podKind, ``, inject.ReasonNoPodSpec, "the request has no object"),
+		Entry("an empty object", podKind, `{}`, inject.ReasonNoPodSpec, "the pod has no spec with containers"),
+		Entry("a labelled pod without a spec", podKind, `{`+labelled+`}`, inject.ReasonNoPodSpec, "the pod has no spec with containers"),
+		Entry("the group label without the deployment label", podKind,
+			`{"metadata":{"name":"web-0","labels":{"bosh-injector.io/instance-group":"web"}},"spec":{"containers":[{"name":"c","image":"x"}]}}`,
+			inject.ReasonNoDeployment, "pod has label bosh-injector.io/instance-group=web but no label bosh-injector.io/deployment"),
+	)
+
+	It("answers a truncated review with an error, without a patch", func() {
+		r := review(podKind, []byte(`{"metadata":{"labels":`))
+		Expect(r.Allowed).To(BeFalse())
+		Expect(r.Patch).To(BeEmpty())
+		Expect(r.Result.Code).To(BeEquivalentTo(http.StatusBadRequest))
 	})
 })
