@@ -79,6 +79,19 @@ func untouched(list []corev1.Pod) {
 	}
 }
 
+// generatedValue stands for a credential the gathering rendered into
+// bpm.yml: no fault may carry it into a Pod, an Event or a log line.
+const generatedValue = "gen3rated-s3cret-4f9a1c07"
+
+// withCredential is info with generatedValue in its process's env and args.
+func withCredential(info bpm.Info) bpm.Info {
+	info.BPM = []bpm.InstanceBPM{{Indexes: []int{0, 1, 2, 3}, Jobs: map[string]bpm.Config{
+		"storefront": {Processes: []bpm.Process{{Name: "storefront", Executable: "/var/vcap/packages/storefront/bin/storefront",
+			Args: []string{"--session-secret=" + generatedValue}, Env: map[string]string{"STOREFRONT_SESSION_SECRET": generatedValue}}}},
+	}}}
+	return info
+}
+
 var _ = Describe("the webhook's fault table", func() {
 	var ns string
 	var n int
@@ -90,7 +103,7 @@ var _ = Describe("the webhook's fault table", func() {
 	})
 
 	It("ignores a forged bpm Secret (version 999) with a warning Event on it; the pods get the gathered version", func() {
-		storeInfo(ns, webInfo)
+		storeInfo(ns, withCredential(webInfo))
 		forged := forgedSecret(ns, 999)
 		Expect(cp.Client.Create(ctx, forged)).To(Succeed())
 		Eventually(func() error {
@@ -117,10 +130,11 @@ var _ = Describe("the webhook's fault table", func() {
 		}).Should(ContainElement(And(
 			HavePrefix(inject.ReasonUntrustedSecret.Code()+": "),
 			ContainSubstring("no gathering of the deployment wrote it; it is ignored"))))
+		noLeak(ns, generatedValue)
 	})
 
 	It("denies a pod whose accepted bpm Secret was replaced by other content, naming the Secret", func() {
-		storeInfo(ns, webInfo)
+		storeInfo(ns, withCredential(webInfo))
 		name := names.VersionedSecret("shop", names.KindBPM, "web", 1)
 		Expect(cp.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).To(Succeed())
 		Expect(cp.Client.Create(ctx, forgedSecret(ns, 1))).To(Succeed())
@@ -130,10 +144,11 @@ var _ = Describe("the webhook's fault table", func() {
 			ContainSubstring(string(inject.ReasonUntrustedSecret)),
 			ContainSubstring("Secret "+name+" of instance group 'web' of deployment 'shop' is not the one its gathering wrote"))))
 		Consistently(pods(ns, client.MatchingLabels(labels))).WithTimeout(2 * time.Second).Should(BeEmpty())
+		noLeak(ns, generatedValue)
 	})
 
 	It("denies a new pod of a group whose resolved Secret was deleted while pods use it; the running pod keeps its version", func() {
-		storeInfo(ns, webInfo)
+		storeInfo(ns, withCredential(webInfo))
 		Expect(cp.Client.Create(ctx, statefulSet(ns, "web", labels, 1))).To(Succeed())
 		Eventually(pods(ns, client.MatchingLabels(labels))).WithTimeout(20 * time.Second).Should(HaveLen(1))
 
@@ -148,19 +163,21 @@ var _ = Describe("the webhook's fault table", func() {
 			ContainSubstring("Secret "+webInfo.ResolvedSecret+", version 1 of instance group 'web' of deployment 'shop', was deleted"))))
 		list, _ := pods(ns, client.MatchingLabels(labels))()
 		Expect(list).To(ConsistOf(HaveField("Spec.Volumes", ContainElement(HaveField("VolumeSource.Secret.SecretName", webInfo.ResolvedSecret)))))
+		noLeak(ns, generatedValue)
 	})
 
 	It("denies a pod with the group label but no deployment label, saying so", func() {
-		storeInfo(ns, webInfo)
+		storeInfo(ns, withCredential(webInfo))
 		Expect(cp.Client.Create(ctx, statefulSet(ns, "nameless", map[string]string{names.LabelInstanceGroup: "web"}, 1))).To(Succeed())
 		Eventually(failedCreates(ns, "nameless")).WithTimeout(20 * time.Second).Should(ContainElement(And(
 			ContainSubstring(string(inject.ReasonNoDeployment)),
 			ContainSubstring("but no label "+names.LabelDeployment))))
+		noLeak(ns, generatedValue)
 	})
 
 	It("injects a pod of an older template revision, recreated after a newer gathering, with its pinned version", func() {
-		storeInfo(ns, webInfo)
-		newer := webInfo
+		storeInfo(ns, withCredential(webInfo))
+		newer := withCredential(webInfo)
 		newer.ResolvedSecret = "shop.ig-resolved.web-v2"
 		newer.Releases = []bpm.Release{{Name: "shop", Version: "2", Image: "localhost/shop:2"}}
 		storeInfo(ns, newer)
@@ -199,6 +216,7 @@ var _ = Describe("the webhook's fault table", func() {
 		Eventually(failedCreates(ns, "unknown")).WithTimeout(20 * time.Second).Should(ContainElement(And(
 			ContainSubstring(string(inject.ReasonPinnedUnknown)),
 			ContainSubstring("are [1 2]"))))
+		noLeak(ns, generatedValue)
 	})
 })
 

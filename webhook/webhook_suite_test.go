@@ -2,9 +2,13 @@ package webhook_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"strings"
+	"sync"
 	"testing"
 
+	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -28,7 +32,29 @@ var (
 	ctx = context.Background()
 	// operatorCache is the operator's cache, which admissions read.
 	operatorCache client.Reader
+	// operatorLogs holds every line the operator logged, up to level 5
+	// (client-go's request bodies, level 8, are not an operator's log).
+	operatorLogs = &lines{}
 )
+
+// lines is a log sink's output, safe for concurrent writers.
+type lines struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *lines) add(prefix, args string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintln(&l.buf, prefix, args)
+	fmt.Fprintln(GinkgoWriter, prefix, args)
+}
+
+func (l *lines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
 
 // The webhook configuration is the one the chart templates; the apiserver
 // reaches the operator's webhook server, running in this process, over TLS.
@@ -42,7 +68,7 @@ var _ = BeforeSuite(func() {
 	mgr, err := webhook.NewManager(cp.Config, webhook.Options{
 		Namespace: operatorNamespace, OperatorImage: "localhost/bosh-injector:test", ClusterDomain: "cluster.local",
 		Host: serving.Host, Port: serving.Port, CertDir: serving.CertDir, Webhook: true,
-	}, GinkgoLogr)
+	}, funcr.New(operatorLogs.add, funcr.Options{Verbosity: 5}))
 	Expect(err).NotTo(HaveOccurred())
 	mgrCtx, cancel := context.WithCancel(ctx)
 	DeferCleanup(cancel)
