@@ -83,6 +83,9 @@ type Plan struct {
 	Settings Settings
 	// Namespace is the pod's.
 	Namespace string
+	// ResolvedDigest is the digest of the resolved Secret the operator
+	// accepted; the render container refuses other content.
+	ResolvedDigest string
 }
 
 // record is the content of the injected annotation.
@@ -295,6 +298,7 @@ func renderContainer(plan Plan) corev1.Container {
 			{Name: "BOSH_INJECTOR_INSTANCE_GROUP", Value: info.InstanceGroup},
 			fieldEnv(rendering.EnvNamespace, "metadata.namespace"),
 			fieldEnv(rendering.EnvPodIP, "status.podIP"),
+			{Name: rendering.EnvResolvedDigest, Value: plan.ResolvedDigest},
 		},
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: VolumeAllReleases, MountPath: AllReleasesDir, ReadOnly: true},

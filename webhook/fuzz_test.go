@@ -22,6 +22,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/secretdata"
+	"github.com/bosh-injector/bosh-injector/gather/trust"
 	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/webhook"
@@ -110,9 +111,14 @@ func FuzzHandle(f *testing.F) {
 		if err := secretdata.Decode(data, &stored); err != nil {
 			t.Fatal(err)
 		}
+		rec, err := trust.Read(context.Background(), c, operatorNamespace, "fuzz", info.Deployment)
+		if err != nil || rec == nil {
+			t.Fatalf("admitted a pod without a record: %v", err)
+		}
+		digest := rec.Groups[names.LabelValue(info.InstanceGroup)].Latest().Resolved.SHA256
 		inst, err := inject.InstanceOf(&want, &stored)
 		if err == nil {
-			err = inject.Mutate(&want, inject.Plan{Info: &stored, Instance: inst, Settings: h.Settings})
+			err = inject.Mutate(&want, inject.Plan{Info: &stored, Instance: inst, Settings: h.Settings, ResolvedDigest: digest})
 		}
 		if err != nil {
 			t.Fatalf("admitted a pod inject refuses: %v", err)

@@ -102,12 +102,13 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 		return h.skip(log, inject.ReasonOperatorNamespace)
 	}
 	var info *bpm.Info
+	var accepted *trust.Version
 	if deployment == "" {
 		err = &inject.Denial{Reason: inject.ReasonNoDeployment, Message: fmt.Sprintf(
 			"pod has label %s=%s but no label %s: label the pod template with the deployment whose instance group it runs",
 			names.LabelInstanceGroup, ig, names.LabelDeployment)}
 	} else {
-		info, err = h.info(ctx, req, pod, deployment, ig)
+		info, accepted, err = h.info(ctx, req, pod, deployment, ig)
 	}
 	var inst inject.Instance
 	if err == nil {
@@ -117,7 +118,8 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	if err == nil {
 		// Mutate changes the pod in place; the patch is the difference.
 		before = pod.DeepCopy()
-		err = inject.Mutate(pod, inject.Plan{Info: info, Instance: inst, Settings: h.Settings, Namespace: cmp.Or(pod.Namespace, req.Namespace)})
+		err = inject.Mutate(pod, inject.Plan{Info: info, Instance: inst, Settings: h.Settings, Namespace: cmp.Or(pod.Namespace, req.Namespace),
+			ResolvedDigest: accepted.Resolved.SHA256})
 	}
 	var denial *inject.Denial
 	if errors.As(err, &denial) {
@@ -172,19 +174,19 @@ func (h *Handler) skip(log logr.Logger, r inject.Reason) admission.Response {
 	return admission.Allowed(string(r))
 }
 
-// info returns the BPM info a pod of an instance group is injected from:
-// the version its template pins (annotation resolved-version), else the
-// latest, of the versions the deployment's gatherings wrote, as the record
-// in the operator's namespace names them. Pods carry BOSH names as users
+// info returns the BPM info a pod of an instance group is injected from,
+// and its accepted version: the version its template pins (annotation
+// resolved-version), else the latest, of the versions the deployment's
+// gatherings wrote, as the record in the operator's namespace names them. Pods carry BOSH names as users
 // wrote them; Secrets and records carry them sanitized.
-func (h *Handler) info(ctx context.Context, req admission.Request, pod *corev1.Pod, deployment, group string) (*bpm.Info, error) {
+func (h *Handler) info(ctx context.Context, req admission.Request, pod *corev1.Pod, deployment, group string) (*bpm.Info, *trust.Version, error) {
 	namespace := req.Namespace
 	rec, err := trust.Read(ctx, h.Cache, h.OperatorNamespace, namespace, deployment)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if rec == nil {
-		return nil, &inject.Denial{Reason: inject.ReasonNotGathered, Message: fmt.Sprintf(
+		return nil, nil, &inject.Denial{Reason: inject.ReasonNotGathered, Message: fmt.Sprintf(
 			"deployment '%s' has not been gathered in namespace %s yet: create its manifest Secret (label %s=%s, key %s) and wait for its gathering Job; pods are retried",
 			deployment, namespace, names.LabelDeployment, deployment, names.ManifestKey)}
 	}
@@ -195,7 +197,7 @@ func (h *Handler) info(ctx context.Context, req admission.Request, pod *corev1.P
 			groups = append(groups, g.Name)
 		}
 		slices.Sort(groups)
-		return nil, &inject.Denial{Reason: inject.ReasonUnknownGroup, Message: fmt.Sprintf(
+		return nil, nil, &inject.Denial{Reason: inject.ReasonUnknownGroup, Message: fmt.Sprintf(
 			"deployment '%s' has no instance group '%s'; its instance groups are %v: fix the pod template's label %s",
 			deployment, group, groups, names.LabelInstanceGroup)}
 	}
@@ -211,27 +213,27 @@ func (h *Handler) info(ctx context.Context, req admission.Request, pod *corev1.P
 			for _, v := range g.Versions {
 				accepted = append(accepted, v.Resolved.Version)
 			}
-			return nil, &inject.Denial{Reason: inject.ReasonPinnedUnknown, Message: fmt.Sprintf(
+			return nil, nil, &inject.Denial{Reason: inject.ReasonPinnedUnknown, Message: fmt.Sprintf(
 				"the pod's annotation %s is %q, but the accepted resolved versions of instance group '%s' of deployment '%s' are %v: set one of them or remove the annotation for the latest",
 				names.AnnotationResolvedVersion, pin, group, deployment, accepted)}
 		}
 	}
 	if _, err := h.trusted(ctx, namespace, deployment, group, v.Resolved); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s, err := h.trusted(ctx, namespace, deployment, group, v.BPM)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if info, ok := h.decoded.Load(s.UID); ok {
-		return info.(*bpm.Info), nil
+		return info.(*bpm.Info), v, nil
 	}
 	var info bpm.Info
 	if err := secretdata.Decode(s.Data[bpm.InfoKey], &info); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", s.Name, err)
+		return nil, nil, fmt.Errorf("reading %s: %w", s.Name, err)
 	}
 	h.decoded.Store(s.UID, &info)
-	return &info, nil
+	return &info, v, nil
 }
 
 // trusted returns the Secret r accepted from the cache, or a denial when it

@@ -11,8 +11,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -76,25 +74,14 @@ type Ref struct {
 	SHA256  string    `json:"sha256"`
 }
 
-// Digest is the SHA-256 of a Secret's data, keys sorted, each key and
-// value length-prefixed.
-func Digest(data map[string][]byte) string {
-	h := sha256.New()
-	for _, k := range slices.Sorted(maps.Keys(data)) {
-		fmt.Fprintf(h, "%d:%s%d:", len(k), k, len(data[k]))
-		h.Write(data[k])
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
 func refOf(s *corev1.Secret) Ref {
-	return Ref{Name: s.Name, UID: s.UID, Version: versions.Number(s), SHA256: Digest(s.Data)}
+	return Ref{Name: s.Name, UID: s.UID, Version: versions.Number(s), SHA256: secretdata.Digest(s.Data)}
 }
 
 // Matches says whether s is the Secret r accepted: the same object (UID)
 // with the same content.
 func (r Ref) Matches(s *corev1.Secret) bool {
-	return s.UID == r.UID && s.Name == r.Name && Digest(s.Data) == r.SHA256
+	return s.UID == r.UID && s.Name == r.Name && secretdata.Digest(s.Data) == r.SHA256
 }
 
 // Latest is a group's newest accepted version, nil when it has none.
