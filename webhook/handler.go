@@ -81,14 +81,12 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	defer func() { latency.Observe(time.Since(start).Seconds()) }()
 
 	pod, err := decodePod(req)
+	var denial *inject.Denial
+	if errors.As(err, &denial) {
+		return deny(h.Log.WithValues("namespace", req.Namespace), denial)
+	}
 	if err != nil {
 		requests.WithLabelValues("error").Inc()
-		var denial *inject.Denial
-		if errors.As(err, &denial) {
-			denials.WithLabelValues(denial.Reason.Code()).Inc()
-			h.Log.Info("denied", "namespace", req.Namespace, "reason", denial.Reason, "message", denial.Message)
-			return admission.Denied(denial.Error())
-		}
 		h.Log.Info("denied", "namespace", req.Namespace, "reason", inject.ReasonInvalidPod, "error", err.Error())
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("%s: %w", inject.ReasonInvalidPod, err))
 	}
@@ -121,12 +119,8 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 		err = inject.Mutate(pod, inject.Plan{Info: info, Instance: inst, Settings: h.Settings, Namespace: cmp.Or(pod.Namespace, req.Namespace),
 			ResolvedDigest: accepted.Resolved.SHA256})
 	}
-	var denial *inject.Denial
 	if errors.As(err, &denial) {
-		requests.WithLabelValues("denied").Inc()
-		denials.WithLabelValues(denial.Reason.Code()).Inc()
-		log.Info("denied", "reason", denial.Reason, "message", denial.Message)
-		return admission.Denied(denial.Error())
+		return deny(log, denial)
 	}
 	if err != nil {
 		requests.WithLabelValues("error").Inc()
@@ -166,6 +160,14 @@ func decodePod(req admission.Request) (*corev1.Pod, error) {
 		return nil, &inject.Denial{Reason: inject.ReasonNoPodSpec, Message: "the pod has no spec with containers: an instance's pod comes from a StatefulSet's or Job's pod template"}
 	}
 	return &pod, nil
+}
+
+// deny answers a denial, counted and logged with its reason.
+func deny(log logr.Logger, d *inject.Denial) admission.Response {
+	requests.WithLabelValues("denied").Inc()
+	denials.WithLabelValues(d.Reason.Code()).Inc()
+	log.Info("denied", "reason", d.Reason, "message", d.Message)
+	return admission.Denied(d.Error())
 }
 
 func (h *Handler) skip(log logr.Logger, r inject.Reason) admission.Response {
