@@ -381,8 +381,12 @@ func BenchmarkOperatorHeap(b *testing.B) {
 	if err := cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchOperatorNamespace}}); err != nil {
 		b.Fatal(err)
 	}
+	written := trust.Written{}
+	for gi := range groups {
+		written[fmt.Sprintf("g%d", gi)] = [2]int{1, 1}
+	}
 	for d := range deployments {
-		if _, err := trust.Accept(ctx, cp.Client, benchOperatorNamespace, "default", fmt.Sprintf("dep%d", d), "bench"); err != nil {
+		if _, err := trust.Accept(ctx, cp.Client, benchOperatorNamespace, "default", fmt.Sprintf("dep%d", d), "bench", written); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -69,10 +69,10 @@ var _ = Describe("a credential rendered into bpm.yml", func() {
 		Expect(withSecret).NotTo(Equal(string(data)))
 		Expect(os.WriteFile(bpmYML, []byte(withSecret), 0o644)).To(Succeed())
 
-		_, err = gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: res.Objects[0].GetName(), JobsDir: jobsDir, ClusterDomain: "cluster.local"},
+		gathered, err := gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: res.Objects[0].GetName(), JobsDir: jobsDir, ClusterDomain: "cluster.local"},
 			gathering.NewRenderBPM(ctx), time.Now())
 		Expect(err).NotTo(HaveOccurred())
-		rec, err := trust.Accept(ctx, cp.Client, operatorNamespace, ns, "shop", "credentials-gathering")
+		rec, err := trust.Accept(ctx, cp.Client, operatorNamespace, ns, "shop", "credentials-gathering", gathered.Written())
 		Expect(err).NotTo(HaveOccurred())
 
 		var generated corev1.Secret

@@ -29,6 +29,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/resolved"
 	"github.com/bosh-injector/bosh-injector/gather/secretdata"
 	"github.com/bosh-injector/bosh-injector/gather/services"
+	"github.com/bosh-injector/bosh-injector/gather/trust"
 	"github.com/bosh-injector/bosh-injector/gather/versions"
 	"github.com/bosh-injector/bosh-injector/inject"
 )
@@ -105,6 +106,16 @@ type GroupResult struct {
 	InstanceGroup    string
 	Resolved, BPM    versions.Result
 	ResolvedVersions int
+}
+
+// Written is what the gathering left as each group's latest versions, as
+// its pod reports them to the job runner (package trust).
+func (r *Result) Written() trust.Written {
+	w := trust.Written{}
+	for _, g := range r.Groups {
+		w[names.LabelValue(g.InstanceGroup)] = [2]int{g.BPM.Number, g.Resolved.Number}
+	}
+	return w
 }
 
 // lifecycleScripts are the job scripts, by their name under bin/, that the

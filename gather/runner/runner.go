@@ -51,6 +51,9 @@ const (
 	ReasonGathered        = "Gathered"
 	ReasonGatherFailed    = "GatherFailed"
 	ReasonRollingOut      = "RollingOut"
+	// ReasonNotAccepted: a gathering succeeded but did not report the
+	// versions it wrote, so none is accepted (see package trust).
+	ReasonNotAccepted = "VersionsNotAccepted"
 )
 
 // JobsDir is where the gathering Job's copy init containers put the releases'
@@ -245,7 +248,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.Recorder.Eventf(&manifest, &job, corev1.EventTypeNormal, ReasonGathered, "Gather", "gathering Job %s succeeded", jobName)
 			finished(&manifest, ReasonGathered, &job)
 		}
-		rec, err := trust.Accept(ctx, r.Client, r.Config.TrustNamespace, manifest.Namespace, deployment, job.UID)
+		written, err := r.written(ctx, &job)
+		if err != nil {
+			log.Info("versions not accepted", "reason", ReasonNotAccepted, "job", jobName, "error", err.Error())
+			r.Recorder.Eventf(&manifest, &job, corev1.EventTypeWarning, ReasonNotAccepted, "Accept",
+				"gathering Job %s succeeded, but its versions cannot be accepted: %s; pods keep being injected from the versions accepted before", jobName, err.Error())
+		}
+		rec, err := trust.Accept(ctx, r.Client, r.Config.TrustNamespace, manifest.Namespace, deployment, job.UID, written)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
@@ -373,7 +382,7 @@ func (r *Reconciler) gatherJob(manifest *corev1.Secret, deployment, name, digest
 					RestartPolicy:      corev1.RestartPolicyNever,
 					InitContainers:     inits,
 					Containers: []corev1.Container{{
-						Name:  "gather",
+						Name:  gatherContainer,
 						Image: r.Config.OperatorImage,
 						Args: []string{"gather",
 							"--namespace=" + manifest.Namespace,
@@ -394,6 +403,9 @@ func (r *Reconciler) gatherJob(manifest *corev1.Secret, deployment, name, digest
 }
 
 const annotationDigest = names.Prefix + "inputs-digest"
+
+// gatherContainer is the gathering Job's container running gather.
+const gatherContainer = "gather"
 
 // opsFiles are a manifest Secret's ops files; Reconcile's deployment
 // variable shadows the package.
@@ -424,6 +436,26 @@ func (r *Reconciler) terminationMessage(ctx context.Context, job *batchv1.Job) s
 		}
 	}
 	return "gathering failed; see the logs of Job " + job.Name
+}
+
+// written is what the Job's gather container reported in its termination
+// message on success: the versions the webhook may inject (package trust).
+func (r *Reconciler) written(ctx context.Context, job *batchv1.Job) (trust.Written, error) {
+	var pods corev1.PodList
+	if err := r.APIReader.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{"batch.kubernetes.io/job-name": job.Name}); err != nil {
+		return nil, fmt.Errorf("reading the pods of Job %s: %w", job.Name, err)
+	}
+	for _, p := range pods.Items {
+		if !metav1.IsControlledBy(&p, job) {
+			continue
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if t := cs.State.Terminated; cs.Name == gatherContainer && t != nil && t.ExitCode == 0 && t.Message != "" {
+				return trust.ParseWritten(t.Message)
+			}
+		}
+	}
+	return nil, fmt.Errorf("no pod of Job %s reports the versions it wrote", job.Name)
 }
 
 // StatusOf reads a manifest Secret's status annotation; a Secret without

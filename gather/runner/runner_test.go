@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/bosh-injector/bosh-injector/gather/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/runner"
@@ -79,14 +80,28 @@ var _ = Describe("the job runner", func() {
 		err := cp.Client.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{names.LabelDeployment: "shop"})
 		return jobs.Items, err
 	}
-	// runAndComplete does the gathering Job's work here and reports the Job
-	// complete, as the job controller would after its pod succeeded.
-	runAndComplete := func(job *batchv1.Job) {
+	// gatherNow does the gathering Job's work here and returns the versions it
+	// wrote, as its pod reports them.
+	gatherNow := func() trust.Written {
 		GinkgoHelper()
-		_, err := gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: jobsDir, ClusterDomain: "cluster.local",
+		res, err := gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: jobsDir, ClusterDomain: "cluster.local",
 			Progress: gathering.Events(ctx, cp.Client, GinkgoLogr)},
 			gathering.NewRenderBPM(ctx), time.Now())
 		Expect(err).NotTo(HaveOccurred())
+		return res.Written()
+	}
+	// complete reports the Job's pod terminated with the gathering's report
+	// and the Job complete, as the kubelet and the job controller would.
+	complete := func(job *batchv1.Job, written trust.Written) {
+		GinkgoHelper()
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-0", Namespace: ns,
+			Labels:          map[string]string{"batch.kubernetes.io/job-name": job.Name},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}},
+			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "gather", Image: "localhost/bosh-injector:test"}}}}
+		Expect(cp.Client.Create(ctx, pod)).To(Succeed())
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "gather", State: corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Message: written.Report()}}}}
+		Expect(cp.Client.Status().Update(ctx, pod)).To(Succeed())
 		now := metav1.Now()
 		job.Status.StartTime, job.Status.CompletionTime, job.Status.Succeeded = &now, &now, 1
 		job.Status.Conditions = []batchv1.JobCondition{
@@ -94,6 +109,10 @@ var _ = Describe("the job runner", func() {
 			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
 		}
 		Expect(cp.Client.Status().Update(ctx, job)).To(Succeed())
+	}
+	runAndComplete := func(job *batchv1.Job) {
+		GinkgoHelper()
+		complete(job, gatherNow())
 	}
 	status := func() (string, error) {
 		var s corev1.Secret
@@ -182,26 +201,29 @@ var _ = Describe("the job runner", func() {
 		// A property of web changes: a new Job; after it, only web rolls.
 		applyManifest([]byte(strings.Replace(string(manifest), "        session_secret: ((session_secret))", "        session_secret: ((session_secret))\n        workers: 7", 1)))
 		second := newestJob(first.Name)
-		runAndComplete(second)
+		// A bpm Secret forged while the gathering finishes, naming its
+		// resolved version, is not what it reports: not accepted.
+		written := gatherNow()
+		forged := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop.bpm.web-v999", Labels: map[string]string{
+			names.LabelDeployment: "shop", names.LabelInstanceGroup: "web", names.LabelSecretKind: names.KindBPM, names.LabelVersion: "999"}},
+			Data: map[string][]byte{bpm.InfoKey: []byte(`{"resolved_secret":"shop.ig-resolved.web-v2"}`)}}
+		Expect(cp.Client.Create(ctx, forged)).To(Succeed())
+		complete(second, written)
 		Eventually(func() (map[string]string, error) {
 			var sts appsv1.StatefulSet
 			err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &sts)
 			return sts.Spec.Template.Annotations, err
 		}).Should(HaveKeyWithValue(names.AnnotationResolvedVersion, "2"))
-		// The runner recorded what each gathering left as latest, in the
+		// The runner recorded what each gathering reported, in the
 		// operator's namespace (here the test's own).
 		rec, err := trust.Read(ctx, cp.Client, ns, ns, "shop")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(rec.Groups["web"].Versions).To(HaveLen(2))
 		Expect(rec.Groups["web"].Latest().Resolved.Name).To(Equal("shop.ig-resolved.web-v2"))
 		Expect(rec.Groups["db"].Versions).To(ConsistOf(HaveField("Resolved.Version", 1)))
-
-		// A resolved Secret forged after the gathering is not accepted when
-		// the runner sees that gathering's Job again.
-		forged := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop.ig-resolved.web-v999", Labels: map[string]string{
-			names.LabelDeployment: "shop", names.LabelInstanceGroup: "web", names.LabelSecretKind: names.KindResolved, names.LabelVersion: "999"}}}
-		Expect(cp.Client.Create(ctx, forged)).To(Succeed())
-		again, err := trust.Accept(ctx, cp.Client, ns, ns, "shop", second.UID)
+		Expect(rec.Groups["web"].Latest().BPM.Name).To(Equal("shop.bpm.web-v2"))
+		// Seen again, the gathering adds nothing.
+		again, err := trust.Accept(ctx, cp.Client, ns, ns, "shop", second.UID, trust.Written{"web": {999, 2}})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(again).To(Equal(rec))
 		Expect(cp.Client.Delete(ctx, forged)).To(Succeed())

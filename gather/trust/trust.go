@@ -120,12 +120,34 @@ func Read(ctx context.Context, c client.Reader, trustNamespace, namespace, deplo
 	return &rec, nil
 }
 
-// Accept records, after gathering Job job succeeded, the newest version of
-// each instance group's BPM info and the resolved properties it names, and
-// keeps the versions accepted earlier whose Secrets are still as accepted.
-// A job already accepted adds nothing: only what its gathering left as
-// latest, read when it completed, is ever trusted. It returns the record.
-func Accept(ctx context.Context, c client.Client, trustNamespace, namespace, deployment string, job types.UID) (*Record, error) {
+// Written is what a gathering left as each instance group's latest BPM
+// and resolved versions, by the group's label value. The gathering's pod
+// reports it in its termination message, which only the kubelet writes:
+// the runner accepts exactly these versions, so a Secret created while the
+// gathering finishes is never taken for its result.
+type Written map[string][2]int
+
+// Report is w as the gathering's termination message.
+func (w Written) Report() string {
+	data, _ := json.Marshal(w)
+	return string(data)
+}
+
+// ParseWritten reads a gathering's termination message.
+func ParseWritten(message string) (Written, error) {
+	var w Written
+	if err := json.Unmarshal([]byte(message), &w); err != nil {
+		return nil, fmt.Errorf("the gathering's report %q: %w", message, err)
+	}
+	return w, nil
+}
+
+// Accept records, after gathering Job job succeeded, the versions it
+// reports as written, and keeps the versions accepted earlier whose Secrets
+// are still as accepted. A job already accepted adds nothing. A reported
+// version whose Secrets are gone, or whose BPM info names another resolved
+// version, is not accepted. It returns the record.
+func Accept(ctx context.Context, c client.Client, trustNamespace, namespace, deployment string, job types.UID, written Written) (*Record, error) {
 	old, err := Read(ctx, c, trustNamespace, namespace, deployment)
 	if err != nil {
 		return nil, err
@@ -151,10 +173,10 @@ func Accept(ctx context.Context, c client.Client, trustNamespace, namespace, dep
 		}
 	}
 	if old == nil || old.Job != job {
-		for _, label := range slices.Sorted(maps.Keys(groupsOf(stored))) {
-			v, name, err := latest(stored, label)
-			if err != nil {
-				return nil, err
+		for _, label := range slices.Sorted(maps.Keys(written)) {
+			v, name, ok := reported(stored, label, written[label])
+			if !ok {
+				continue
 			}
 			g := rec.Groups[label]
 			g.Name = name
@@ -167,34 +189,27 @@ func Accept(ctx context.Context, c client.Client, trustNamespace, namespace, dep
 	return rec, write(ctx, c, trustNamespace, rec)
 }
 
-// groupsOf is the set of groups with BPM versions.
-func groupsOf(stored versions.Stored) map[string]bool {
-	out := map[string]bool{}
-	for _, s := range stored {
-		for _, v := range s {
-			if v.Secret.Labels[names.LabelSecretKind] == names.KindBPM {
-				out[v.Secret.Labels[names.LabelInstanceGroup]] = true
+// reported is the version of a group a gathering reported as written
+// (BPM and resolved version numbers), when its Secrets exist and the BPM
+// info names that resolved Secret, and the group's BOSH name.
+func reported(stored versions.Stored, label string, numbers [2]int) (*Version, string, bool) {
+	find := func(kind string, n int) *corev1.Secret {
+		for _, v := range stored.Of(versions.Key{Kind: kind, InstanceGroup: label}) {
+			if v.Number == n {
+				return v.Secret
 			}
 		}
+		return nil
 	}
-	return out
-}
-
-// latest is the newest BPM version of a group and its resolved Secret.
-func latest(stored versions.Stored, label string) (*Version, string, error) {
-	b := versions.Latest(stored.Of(versions.Key{Kind: names.KindBPM, InstanceGroup: label}))
+	b, r := find(names.KindBPM, numbers[0]), find(names.KindResolved, numbers[1])
+	if b == nil || r == nil {
+		return nil, "", false
+	}
 	var info bpm.Info
-	if err := secretdata.Decode(b.Secret.Data[bpm.InfoKey], &info); err != nil {
-		return nil, "", fmt.Errorf("reading %s: %w", b.Secret.Name, err)
+	if err := secretdata.Decode(b.Data[bpm.InfoKey], &info); err != nil || info.ResolvedSecret != r.Name {
+		return nil, "", false
 	}
-	i := slices.IndexFunc(stored.Of(versions.Key{Kind: names.KindResolved, InstanceGroup: label}), func(v versions.Version) bool {
-		return v.Secret.Name == info.ResolvedSecret
-	})
-	if i < 0 {
-		return nil, "", fmt.Errorf("%s names resolved Secret %s, which does not exist", b.Secret.Name, info.ResolvedSecret)
-	}
-	r := stored.Of(versions.Key{Kind: names.KindResolved, InstanceGroup: label})[i]
-	return &Version{BPM: refOf(b.Secret), Resolved: refOf(r.Secret)}, cmp.Or(info.InstanceGroup, label), nil
+	return &Version{BPM: refOf(b), Resolved: refOf(r)}, cmp.Or(info.InstanceGroup, label), true
 }
 
 func intact(stored versions.Stored, label string, v Version) bool {

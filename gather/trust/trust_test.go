@@ -38,31 +38,45 @@ func write(t *testing.T, c client.Client, resolvedContent string) {
 	}
 }
 
-func accept(t *testing.T, c client.Client, job types.UID) trust.Group {
+func accept(t *testing.T, c client.Client, job types.UID, bpmVersion, resolvedVersion int) trust.Group {
 	t.Helper()
-	rec, err := trust.Accept(context.Background(), c, operator, ns, "shop", job)
+	rec, err := trust.Accept(context.Background(), c, operator, ns, "shop", job, trust.Written{"web": {bpmVersion, resolvedVersion}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return rec.Groups["web"]
 }
 
-func TestAcceptTakesEachGatheringsLatestOnce(t *testing.T) {
+func TestAcceptTakesWhatEachGatheringReportedOnce(t *testing.T) {
 	c := fake.NewClientBuilder().Build()
 	write(t, c, "1")
-	g := accept(t, c, "job-1")
+	g := accept(t, c, "job-1", 1, 1)
 	if len(g.Versions) != 1 || g.Latest().Resolved.Name != "shop.ig-resolved.web-v1" || g.Latest().BPM.Name != "shop.bpm.web-v1" || g.Name != "web" {
 		t.Fatalf("first gathering: %+v", g)
 	}
 
-	// Written after job-1 completed: not job-1's result.
+	// A job's report is accepted once.
 	write(t, c, "2")
-	if g := accept(t, c, "job-1"); len(g.Versions) != 1 {
-		t.Fatalf("a version written after the gathering was accepted: %+v", g)
+	if g := accept(t, c, "job-1", 2, 2); len(g.Versions) != 1 {
+		t.Fatalf("job-1 accepted twice: %+v", g)
 	}
-	g = accept(t, c, "job-2")
+	// A newer BPM version forged while job-2 finished is not its report.
+	forgedBPM := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop.bpm.web-v3", Labels: map[string]string{
+		names.LabelDeployment: "shop", names.LabelInstanceGroup: "web", names.LabelSecretKind: names.KindBPM, names.LabelVersion: "3"}}}
+	if err := c.Create(context.Background(), forgedBPM); err != nil {
+		t.Fatal(err)
+	}
+	g = accept(t, c, "job-2", 2, 2)
 	if len(g.Versions) != 2 || g.Latest().Resolved.Version != 2 {
 		t.Fatalf("second gathering: %+v", g)
+	}
+	if g.Latest().BPM.Name != "shop.bpm.web-v2" {
+		t.Fatalf("accepted %s, not the reported version", g.Latest().BPM.Name)
+	}
+	// A report naming a BPM version that names another resolved Secret
+	// accepts nothing.
+	if g := accept(t, c, "job-3", 2, 1); len(g.Versions) != 2 {
+		t.Fatalf("an inconsistent report was accepted: %+v", g)
 	}
 	if p := g.Pinned(1); p == nil || p.BPM.Name != "shop.bpm.web-v1" {
 		t.Fatalf("pinned to 1: %+v", p)
@@ -82,7 +96,7 @@ func TestAcceptTakesEachGatheringsLatestOnce(t *testing.T) {
 	if err := c.Create(context.Background(), forged); err != nil {
 		t.Fatal(err)
 	}
-	if g := accept(t, c, "job-2"); len(g.Versions) != 1 || g.Latest().Resolved.Version != 2 {
+	if g := accept(t, c, "job-3", 2, 2); len(g.Versions) != 1 || g.Latest().Resolved.Version != 2 {
 		t.Fatalf("after replacing v1: %+v", g)
 	}
 }
