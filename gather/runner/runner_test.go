@@ -90,9 +90,9 @@ var _ = Describe("the job runner", func() {
 		Expect(err).NotTo(HaveOccurred())
 		return res.Written()
 	}
-	// complete reports the Job's pod terminated with the gathering's report
-	// and the Job complete, as the kubelet and the job controller would.
-	complete := func(job *batchv1.Job, written trust.Written) {
+	// reportWritten stands for the Job's pod terminated with the
+	// gathering's report, as the kubelet would.
+	reportWritten := func(job *batchv1.Job, written trust.Written) {
 		GinkgoHelper()
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-0", Namespace: ns,
 			Labels:          map[string]string{"batch.kubernetes.io/job-name": job.Name},
@@ -102,6 +102,14 @@ var _ = Describe("the job runner", func() {
 		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "gather", State: corev1.ContainerState{
 			Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Message: written.Report()}}}}
 		Expect(cp.Client.Status().Update(ctx, pod)).To(Succeed())
+	}
+	// complete reports the Job complete, as the job controller would, and
+	// its pod's report unless written is nil.
+	complete := func(job *batchv1.Job, written trust.Written) {
+		GinkgoHelper()
+		if written != nil {
+			reportWritten(job, written)
+		}
 		now := metav1.Now()
 		job.Status.StartTime, job.Status.CompletionTime, job.Status.Succeeded = &now, &now, 1
 		job.Status.Conditions = []batchv1.JobCondition{
@@ -249,6 +257,18 @@ var _ = Describe("the job runner", func() {
 		}).WithTimeout(30 * time.Second).Should(BeZero())
 		Eventually(gatherJobs).WithTimeout(30 * time.Second).Should(BeEmpty())
 		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &db)).To(Succeed())
+	})
+
+	It("accepts no version of a gathering whose pod reported none, with a warning Event", func() {
+		startOperator(ns, false)
+		applyManifest(manifest)
+		job := newestJob("")
+		gatherNow()
+		complete(job, nil)
+		Eventually(eventReasons).Should(ContainElement(runner.ReasonNotAccepted))
+		Eventually(func() (*trust.Record, error) {
+			return trust.Read(ctx, cp.Client, ns, ns, "shop")
+		}).Should(And(Not(BeNil()), HaveField("Groups", BeEmpty())))
 	})
 
 	It("reports an invalid manifest as an event and a status, keeping what was gathered", func() {
