@@ -21,8 +21,7 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/secretdata"
-	"github.com/bosh-injector/bosh-injector/gather/versions"
+	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/test/podman"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 	"github.com/bosh-injector/bosh-injector/webhook"
@@ -78,11 +77,7 @@ var _ = Describe("the chart's webhook with cert-manager's certificate", func() {
 			Jobs:     []bpm.Job{{Name: "storefront", Release: "shop"}},
 			BPM: []bpm.InstanceBPM{{Indexes: []int{0, 1}, Jobs: map[string]bpm.Config{
 				"storefront": {Processes: []bpm.Process{{Name: "storefront", Executable: "/var/vcap/packages/storefront/bin/storefront"}}}}}}}
-		data, err := secretdata.Encode(info)
-		Expect(err).NotTo(HaveOccurred())
-		_, err = versions.Write(ctx, cp.Client, versions.Desired{Key: versions.Key{Namespace: app, Deployment: "shop", Kind: names.KindBPM, InstanceGroup: "web"},
-			Data: map[string][]byte{bpm.InfoKey: data}})
-		Expect(err).NotTo(HaveOccurred())
+		Expect(fixtures.StoreInfo(ctx, cp.Client, ns, app, info)).To(Succeed())
 		Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
 
 		labels := map[string]string{names.LabelDeployment: "shop", names.LabelInstanceGroup: "web"}

@@ -64,6 +64,11 @@ const postStopSeconds = 10
 // capabilities, ambient.
 var launcherCaps = []string{"CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL", "SETGID", "SETUID"}
 
+// rootCaps are the capabilities of the containers that run a job's scripts
+// as root (pre-start, monit start programs): the launcher's, which cover
+// preparing files for vcap and dropping to it, and nothing beyond.
+var rootCaps = capabilities(launcherCaps)
+
 // Instance is the pod's BOSH instance.
 type Instance struct {
 	Index     int
@@ -78,6 +83,9 @@ type Plan struct {
 	Settings Settings
 	// Namespace is the pod's.
 	Namespace string
+	// ResolvedDigest is the digest of the resolved Secret the operator
+	// accepted; the render container refuses other content.
+	ResolvedDigest string
 }
 
 // record is the content of the injected annotation.
@@ -98,16 +106,35 @@ type record struct {
 
 // CopyContainer copies a release's jobs out of its image into the shared
 // volume, with the shell the release image has; the gathering Job uses it
-// too.
+// too. The destination, which holds the manifest's release name, is the
+// script's argument, never part of the script.
 func CopyContainer(release, image, volume string) corev1.Container {
 	dst := path.Join(AllReleasesDir, "jobs-src", release)
 	return corev1.Container{
 		Name:                     "copy-" + names.DNS1123LabelMax(release, 58),
 		Image:                    image,
-		Command:                  []string{"/bin/sh", "-c", fmt.Sprintf("mkdir -p %s && cp -R /var/vcap/jobs-src/. %s/", dst, dst)},
+		Command:                  []string{"/bin/sh", "-c", `mkdir -p -- "$1" && cp -R /var/vcap/jobs-src/. "$1"/`, "copy", dst},
 		VolumeMounts:             []corev1.VolumeMount{{Name: volume, MountPath: AllReleasesDir}},
+		SecurityContext:          Hardened(nil),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
+}
+
+// Hardened is the security context of an injected container that is not
+// privileged: no privilege escalation, the runtime's default seccomp
+// profile, and of the capabilities only add, sorted (none: dropped all).
+func Hardened(add []corev1.Capability) *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: add},
+	}
+}
+
+// asUser sets the user and group a hardened container runs as.
+func asUser(sc *corev1.SecurityContext, uid int64) *corev1.SecurityContext {
+	sc.RunAsUser, sc.RunAsGroup = ptr.To(uid), ptr.To(uid)
+	return sc
 }
 
 // Mutate injects plan into pod. An already injected pod is stripped first.
@@ -151,6 +178,8 @@ func Mutate(pod *corev1.Pod, plan Plan) error {
 			c := jobContainer("pre-start-"+j.Name, images[j.Release], j)
 			c.Command = []string{"/var/vcap/jobs/" + j.Name + "/bin/pre-start"}
 			c.Env = envList(bpm.DefaultEnv(j.Name))
+			// Pre-start prepares directories for vcap as root does.
+			c.SecurityContext = asUser(Hardened(rootCaps), 0)
 			inits = append(inits, c)
 		}
 	}
@@ -169,7 +198,7 @@ func Mutate(pod *corev1.Pod, plan Plan) error {
 			c := jobContainer(j.Name+"-run", images[j.Release], j)
 			c.Command = []string{"/var/vcap/jobs/" + j.Name + "/bin/run"}
 			c.Env = envList(bpm.DefaultEnv(j.Name))
-			c.SecurityContext = &corev1.SecurityContext{RunAsUser: ptr.To[int64](VcapUID), RunAsGroup: ptr.To[int64](VcapUID)}
+			c.SecurityContext = asUser(Hardened(nil), VcapUID)
 			containers = append(containers, c)
 		}
 	}
@@ -269,6 +298,7 @@ func renderContainer(plan Plan) corev1.Container {
 			{Name: "BOSH_INJECTOR_INSTANCE_GROUP", Value: info.InstanceGroup},
 			fieldEnv(rendering.EnvNamespace, "metadata.namespace"),
 			fieldEnv(rendering.EnvPodIP, "status.podIP"),
+			{Name: rendering.EnvResolvedDigest, Value: plan.ResolvedDigest},
 		},
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: VolumeAllReleases, MountPath: AllReleasesDir, ReadOnly: true},
@@ -280,7 +310,7 @@ func renderContainer(plan Plan) corev1.Container {
 		},
 		// Rendered files and directories belong to vcap, as the processes
 		// that use them.
-		SecurityContext:          &corev1.SecurityContext{RunAsUser: ptr.To[int64](VcapUID), RunAsGroup: ptr.To[int64](VcapUID)},
+		SecurityContext:          asUser(Hardened(nil), VcapUID),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
 }

@@ -141,14 +141,18 @@ func launcherContainer(pr process, image string) corev1.Container {
 
 // monitContainer runs a process of a job without bpm.yml from its monit
 // file. Monit runs start programs as root with the job's whole data
-// directory; so does the container (with the runtime's default
-// capabilities: the programs drop privileges themselves).
+// directory; so does the container, with the capabilities root needs to
+// prepare files for vcap, drop privileges and bind low ports.
 func monitContainer(pr process, image string) corev1.Container {
 	c := launcherContainer(pr, image)
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: VolumeData, MountPath: "/var/vcap/data/" + pr.job.Name, SubPath: pr.job.Name})
-	c.SecurityContext = &corev1.SecurityContext{RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0)}
+	c.SecurityContext = asUser(Hardened(monitCaps), 0)
 	return c
 }
+
+// monitCaps add binding ports below 1024 to rootCaps: monit runs its start
+// programs as root, which daemons use to listen on such ports.
+var monitCaps = capabilities(append(slices.Clone(launcherCaps), "NET_BIND_SERVICE"))
 
 // processContainer maps a BPM process onto a container started by the
 // launcher, which reads the rest of bpm.yml at run time.
@@ -203,23 +207,27 @@ func processContainer(pod *corev1.Pod, group string, pr process, image string) (
 		c.SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true), RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0)}
 		return c, volumes, nil
 	}
+	caps := capabilities(append(slices.Clone(launcherCaps), p.Capabilities...))
+	c.SecurityContext = asUser(Hardened(caps), 0)
+	// Kubernetes refuses no_new_privs together with SYS_ADMIN.
+	if slices.Contains(caps, "SYS_ADMIN") {
+		c.SecurityContext.AllowPrivilegeEscalation = nil
+	}
+	return c, volumes, nil
+}
+
+// capabilities are BPM capability names (CAP_ prefix optional, any case)
+// as Kubernetes names them, sorted and without duplicates.
+func capabilities(bpmNames []string) []corev1.Capability {
 	var caps []corev1.Capability
-	for _, name := range append(slices.Clone(launcherCaps), p.Capabilities...) {
+	for _, name := range bpmNames {
 		capName := corev1.Capability(strings.TrimPrefix(strings.ToUpper(name), "CAP_"))
 		if !slices.Contains(caps, capName) {
 			caps = append(caps, capName)
 		}
 	}
 	slices.Sort(caps)
-	c.SecurityContext = &corev1.SecurityContext{
-		RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0),
-		Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: caps},
-	}
-	// Kubernetes refuses no_new_privs together with SYS_ADMIN.
-	if !slices.Contains(caps, "SYS_ADMIN") {
-		c.SecurityContext.AllowPrivilegeEscalation = ptr.To(false)
-	}
-	return c, volumes, nil
+	return caps
 }
 
 // additionalMount maps a BPM volume under /var/vcap onto the pod volume

@@ -24,6 +24,15 @@ const (
 	ReasonInvalidPod            Reason = "pod cannot be decoded"
 	ReasonScriptsWithoutProcess Reason = "lifecycle scripts without a process to run them in"
 	ReasonUnrestrictedGlob      Reason = "unrestricted volume is a glob"
+	// ReasonUntrustedSecret: a Secret carrying a deployment's labels that
+	// its gathering did not write (or that was replaced since); it is
+	// ignored with a warning Event, and a pod that needs it is denied.
+	ReasonUntrustedSecret Reason = "Secret not written by the deployment's gathering"
+	ReasonVersionGone     Reason = "accepted version deleted"
+	ReasonPinnedUnknown   Reason = "pinned version not accepted"
+	ReasonNoDeployment    Reason = "pod has no deployment label"
+	ReasonNotAPod         Reason = "admission request is not for a pod"
+	ReasonNoPodSpec       Reason = "pod has no spec"
 )
 
 // Warnings: BPM settings a pod honours only in part; the pod is admitted
@@ -61,6 +70,12 @@ var codes = map[Reason]string{
 	ReasonInvalidPod:            "InvalidPod",
 	ReasonUnrestrictedGlob:      "UnrestrictedGlob",
 	ReasonScriptsWithoutProcess: "ScriptsWithoutProcess",
+	ReasonUntrustedSecret:       "UntrustedSecret",
+	ReasonVersionGone:           "VersionGone",
+	ReasonPinnedUnknown:         "PinnedVersionUnknown",
+	ReasonNoDeployment:          "NoDeploymentLabel",
+	ReasonNotAPod:               "NotAPod",
+	ReasonNoPodSpec:             "NoPodSpec",
 }
 
 // Code is the reason's CamelCase value for metrics.

@@ -32,10 +32,11 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/resolved"
 	"github.com/bosh-injector/bosh-injector/gather/secretdata"
-	"github.com/bosh-injector/bosh-injector/gather/versions"
+	"github.com/bosh-injector/bosh-injector/gather/trust"
 	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
 	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
+	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/webhook"
 )
 
@@ -138,11 +139,12 @@ func BenchmarkAdmission(b *testing.B) {
 
 	settings := inject.Settings{OperatorImage: "op:1"}
 	diff := diffHandler{infos: map[string]*bpm.Info{}, settings: settings}
+	if err := cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchOperatorNamespace}}); err != nil {
+		b.Fatal(err)
+	}
 	for _, s := range shapes {
 		info := groupInfo("big", s)
-		data, _ := secretdata.Encode(info)
-		if _, err := versions.Write(ctx, cp.Client, versions.Desired{Key: versions.Key{Namespace: "default", Deployment: "big", Kind: names.KindBPM, InstanceGroup: info.InstanceGroup},
-			Data: map[string][]byte{bpm.InfoKey: data}}); err != nil {
+		if err := fixtures.StoreInfo(ctx, cp.Client, benchOperatorNamespace, "default", info); err != nil {
 			b.Fatal(err)
 		}
 		diff.infos[info.InstanceGroup] = &info
@@ -153,7 +155,7 @@ func BenchmarkAdmission(b *testing.B) {
 	}
 	go func() { _ = c.Start(ctx) }()
 	c.WaitForCacheSync(ctx)
-	handler := &webhook.Handler{Cache: c, Settings: settings, Log: logr.Discard()}
+	handler := &webhook.Handler{Cache: c, Settings: settings, OperatorNamespace: benchOperatorNamespace, Log: logr.Discard()}
 	defer debug.SetGCPercent(debug.SetGCPercent(webhook.GCPercent))
 
 	// Sub-benchmarks, so one part can be run alone:
@@ -329,6 +331,9 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // 10 instance groups cached (each group's BPM info of 10 jobs, its resolved
 // properties, and each deployment's manifest), every group's info decoded
 // by one admission, against the bytes stored.
+// benchOperatorNamespace holds the benchmarks' records of accepted versions.
+const benchOperatorNamespace = "bosh-injector"
+
 func BenchmarkOperatorHeap(b *testing.B) {
 	cp, err := controlplane.Start(controlplane.Options{})
 	if err != nil {
@@ -384,6 +389,18 @@ func BenchmarkOperatorHeap(b *testing.B) {
 	if err := g.Wait(); err != nil {
 		b.Fatal(err)
 	}
+	if err := cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchOperatorNamespace}}); err != nil {
+		b.Fatal(err)
+	}
+	written := trust.Written{}
+	for gi := range groups {
+		written[fmt.Sprintf("g%d", gi)] = [2]int{1, 1}
+	}
+	for d := range deployments {
+		if _, err := trust.Accept(ctx, cp.Client, benchOperatorNamespace, "default", fmt.Sprintf("dep%d", d), "bench", written); err != nil {
+			b.Fatal(err)
+		}
+	}
 	for b.Loop() {
 		heap := func() uint64 {
 			goruntime.GC()
@@ -392,7 +409,7 @@ func BenchmarkOperatorHeap(b *testing.B) {
 			return m.HeapAlloc
 		}
 		base := heap()
-		opts, err := webhook.CacheOptions()
+		opts, err := webhook.CacheOptions(benchOperatorNamespace)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -406,7 +423,7 @@ func BenchmarkOperatorHeap(b *testing.B) {
 		}
 		go func() { _ = c.Start(cctx) }()
 		c.WaitForCacheSync(cctx)
-		h := &webhook.Handler{Cache: c, Settings: inject.Settings{OperatorImage: "op:1"}, Log: logr.Discard()}
+		h := &webhook.Handler{Cache: c, Settings: inject.Settings{OperatorImage: "op:1"}, OperatorNamespace: benchOperatorNamespace, Log: logr.Discard()}
 		for d := range deployments {
 			for gi := range groups {
 				pod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{names.LabelDeployment: fmt.Sprintf("dep%d", d),

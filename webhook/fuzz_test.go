@@ -13,7 +13,6 @@ import (
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -23,7 +22,9 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/secretdata"
+	"github.com/bosh-injector/bosh-injector/gather/trust"
 	"github.com/bosh-injector/bosh-injector/inject"
+	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/webhook"
 )
 
@@ -54,6 +55,8 @@ func FuzzHandle(f *testing.F) {
 		if json.Unmarshal(infoJSON, &info) != nil {
 			return
 		}
+		// The info names its resolved Secret, which is stored with it.
+		info.ResolvedSecret = names.VersionedSecret(info.Deployment, names.KindResolved, info.InstanceGroup, 1)
 		raw := podJSON
 		var pod corev1.Pod
 		if json.Unmarshal(podJSON, &pod) == nil && matchLabels {
@@ -66,25 +69,13 @@ func FuzzHandle(f *testing.F) {
 			pod.Labels[names.LabelInstanceGroup] = info.InstanceGroup
 			raw, _ = json.Marshal(&pod)
 		}
-		data, err := secretdata.Encode(info)
-		if err != nil {
+		// A handler and a store per input: its memos are keyed by Secret
+		// UID, which the fake client leaves empty.
+		c := fake.NewClientBuilder().Build()
+		if err := fixtures.StoreInfo(context.Background(), c, operatorNamespace, "fuzz", info); err != nil {
 			return
 		}
-		secret := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "fuzz", Name: names.VersionedSecret(info.Deployment, names.KindBPM, info.InstanceGroup, 1),
-				Labels: map[string]string{
-					names.LabelDeployment:    names.LabelValue(info.Deployment),
-					names.LabelInstanceGroup: names.LabelValue(info.InstanceGroup),
-					names.LabelSecretKind:    names.KindBPM,
-					names.LabelVersion:       "1",
-				},
-				Annotations: map[string]string{names.AnnotationInstanceGroupName: info.InstanceGroup}},
-			Data: map[string][]byte{bpm.InfoKey: data},
-		}
-		// A handler per input: its decoded-info memo is keyed by Secret UID,
-		// which the fake client leaves empty.
-		h := &webhook.Handler{Cache: fake.NewClientBuilder().WithObjects(secret).Build(),
-			Settings: inject.Settings{OperatorImage: "localhost/bosh-injector:dev"}, OperatorNamespace: operatorNamespace, Log: logr.Discard()}
+		h := &webhook.Handler{Cache: c, Settings: inject.Settings{OperatorImage: "localhost/bosh-injector:dev"}, OperatorNamespace: operatorNamespace, Log: logr.Discard()}
 		resp := h.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 			Namespace: "fuzz", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw},
 		}})
@@ -108,16 +99,26 @@ func FuzzHandle(f *testing.F) {
 			t.Fatalf("patched request is no pod: %v", err)
 		}
 		var want corev1.Pod
-		var stored bpm.Info
 		if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, &want); err != nil {
 			t.Fatalf("admitted a request that is no pod: %v", err)
 		}
+		// The info as stored and read back.
+		data, err := secretdata.Encode(info)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stored bpm.Info
 		if err := secretdata.Decode(data, &stored); err != nil {
 			t.Fatal(err)
 		}
+		rec, err := trust.Read(context.Background(), c, operatorNamespace, "fuzz", info.Deployment)
+		if err != nil || rec == nil {
+			t.Fatalf("admitted a pod without a record: %v", err)
+		}
+		digest := rec.Groups[names.LabelValue(info.InstanceGroup)].Latest().Resolved.SHA256
 		inst, err := inject.InstanceOf(&want, &stored)
 		if err == nil {
-			err = inject.Mutate(&want, inject.Plan{Info: &stored, Instance: inst, Settings: h.Settings})
+			err = inject.Mutate(&want, inject.Plan{Info: &stored, Instance: inst, Settings: h.Settings, ResolvedDigest: digest})
 		}
 		if err != nil {
 			t.Fatalf("admitted a pod inject refuses: %v", err)

@@ -17,6 +17,9 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -25,6 +28,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/secretdata"
+	"github.com/bosh-injector/bosh-injector/gather/trust"
 	"github.com/bosh-injector/bosh-injector/inject"
 )
 
@@ -38,26 +42,37 @@ var (
 	denials = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "bosh_injector_denials_total", Help: "Denied pods by reason (a stable CamelCase code).",
 	}, []string{"reason"})
+	ignored = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "bosh_injector_ignored_secrets_total", Help: "Secrets carrying a deployment's labels that the webhook ignores, by reason.",
+	}, []string{"reason"})
 	latency = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "bosh_injector_admission_duration_seconds", Help: "Time to handle a pod admission request.",
 		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 	})
 )
 
-func init() { metrics.Registry.MustRegister(requests, denials, latency) }
+func init() { metrics.Registry.MustRegister(requests, denials, ignored, latency) }
 
 // Handler injects pods. Cache must hold the Secrets labelled with a
-// deployment (see Run): every admission is answered from it, without an API
-// call.
+// deployment and the records of accepted versions in OperatorNamespace (see
+// CacheOptions): every admission is answered from it, without an API call.
 type Handler struct {
-	Cache             client.Reader
-	Settings          inject.Settings
+	Cache    client.Reader
+	Settings inject.Settings
+	// OperatorNamespace is never injected and holds the records of the
+	// versions each deployment's gathering wrote (package trust).
 	OperatorNamespace string
-	Log               logr.Logger
+	// Recorder receives the warning Events about untrusted Secrets; nil
+	// records none.
+	Recorder events.EventRecorder
+	Log      logr.Logger
 
-	// decoded holds decoded BPM info by Secret UID: versioned Secrets are
-	// immutable, so a decoded version never changes.
-	decoded sync.Map
+	// decoded holds decoded BPM info by Secret UID, and verified the UIDs
+	// whose content matched their record: versioned Secrets are immutable,
+	// so neither changes for a UID.
+	decoded, verified sync.Map
+	// warned holds the UIDs of untrusted Secrets already reported.
+	warned sync.Map
 }
 
 // Handle implements admission.Handler.
@@ -65,12 +80,10 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	start := time.Now()
 	defer func() { latency.Observe(time.Since(start).Seconds()) }()
 
-	// Decoded as the API server does (case sensitive), and without
-	// duplicate keys, so the patch's paths are the request's members.
-	var pod corev1.Pod
-	strict, err := kjson.UnmarshalStrict(req.Object.Raw, &pod, kjson.DisallowDuplicateFields)
-	if err == nil && len(strict) > 0 {
-		err = errors.Join(strict...)
+	pod, err := decodePod(req)
+	var denial *inject.Denial
+	if errors.As(err, &denial) {
+		return deny(h.Log.WithValues("namespace", req.Namespace), denial)
 	}
 	if err != nil {
 		requests.WithLabelValues("error").Inc()
@@ -79,32 +92,37 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	}
 	log := h.Log.WithValues("namespace", req.Namespace, "generateName", pod.GenerateName, "name", pod.Name)
 	ig := pod.Labels[names.LabelInstanceGroup]
+	deployment := pod.Labels[names.LabelDeployment]
 	switch {
 	case ig == "":
 		return h.skip(log, inject.ReasonNotLabelled)
 	case req.Namespace == h.OperatorNamespace:
 		return h.skip(log, inject.ReasonOperatorNamespace)
 	}
-	deployment := pod.Labels[names.LabelDeployment]
-	info, err := h.info(ctx, req.Namespace, deployment, ig)
+	var info *bpm.Info
+	var accepted *trust.Version
+	if deployment == "" {
+		err = &inject.Denial{Reason: inject.ReasonNoDeployment, Message: fmt.Sprintf(
+			"pod has label %s=%s but no label %s: label the pod template with the deployment whose instance group it runs",
+			names.LabelInstanceGroup, ig, names.LabelDeployment)}
+	} else {
+		info, accepted, err = h.info(ctx, req, pod, deployment, ig)
+	}
 	var inst inject.Instance
 	if err == nil {
-		inst, err = inject.InstanceOf(&pod, info)
+		inst, err = inject.InstanceOf(pod, info)
 	}
 	var patch []byte
 	if err == nil {
 		// Mutate changes the pod in place; the patch is the difference.
 		before := pod.DeepCopy()
-		if err = inject.Mutate(&pod, inject.Plan{Info: info, Instance: inst, Settings: h.Settings, Namespace: cmp.Or(pod.Namespace, req.Namespace)}); err == nil {
-			patch, err = podPatch(before, &pod)
+		if err = inject.Mutate(pod, inject.Plan{Info: info, Instance: inst, Settings: h.Settings, Namespace: cmp.Or(pod.Namespace, req.Namespace),
+			ResolvedDigest: accepted.Resolved.SHA256}); err == nil {
+			patch, err = podPatch(before, pod)
 		}
 	}
-	var denial *inject.Denial
 	if errors.As(err, &denial) {
-		requests.WithLabelValues("denied").Inc()
-		denials.WithLabelValues(denial.Reason.Code()).Inc()
-		log.Info("denied", "reason", denial.Reason, "message", denial.Message)
-		return admission.Denied(denial.Error())
+		return deny(log, denial)
 	}
 	if err != nil {
 		requests.WithLabelValues("error").Inc()
@@ -118,56 +136,159 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	return resp
 }
 
+// decodePod decodes the request's pod as the API server does (case
+// sensitive), and without duplicate keys, so the patch's paths are the
+// request's members. A request for anything but a pod, or a pod without
+// a spec, is a *inject.Denial.
+func decodePod(req admission.Request) (*corev1.Pod, error) {
+	if k := req.Kind; (k.Kind != "" && k.Kind != "Pod") || k.Group != "" {
+		return nil, &inject.Denial{Reason: inject.ReasonNotAPod, Message: fmt.Sprintf("the request is for a %s, the webhook injects pods (group \"\", kind Pod)", k.String())}
+	}
+	if len(req.Object.Raw) == 0 {
+		return nil, &inject.Denial{Reason: inject.ReasonNoPodSpec, Message: "the request has no object"}
+	}
+	var pod corev1.Pod
+	strict, err := kjson.UnmarshalStrict(req.Object.Raw, &pod, kjson.DisallowDuplicateFields)
+	if err == nil && len(strict) > 0 {
+		err = errors.Join(strict...)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if pod.Kind != "" && (pod.Kind != "Pod" || pod.APIVersion != "v1") {
+		return nil, &inject.Denial{Reason: inject.ReasonNotAPod, Message: fmt.Sprintf("the object is a %s %s, the webhook injects v1 Pods", pod.APIVersion, pod.Kind)}
+	}
+	if len(pod.Spec.Containers) == 0 {
+		return nil, &inject.Denial{Reason: inject.ReasonNoPodSpec, Message: "the pod has no spec with containers: an instance's pod comes from a StatefulSet's or Job's pod template"}
+	}
+	return &pod, nil
+}
+
+// deny answers a denial, counted and logged with its reason.
+func deny(log logr.Logger, d *inject.Denial) admission.Response {
+	requests.WithLabelValues("denied").Inc()
+	denials.WithLabelValues(d.Reason.Code()).Inc()
+	log.Info("denied", "reason", d.Reason, "message", d.Message)
+	return admission.Denied(d.Error())
+}
+
 func (h *Handler) skip(log logr.Logger, r inject.Reason) admission.Response {
 	requests.WithLabelValues("skipped").Inc()
 	log.V(1).Info("skipped", "reason", r)
 	return admission.Allowed(string(r))
 }
 
-// info returns the latest BPM info of an instance group from the cache.
-// Pods carry BOSH names as users wrote them; Secrets carry them sanitized.
-func (h *Handler) info(ctx context.Context, namespace, deployment, group string) (*bpm.Info, error) {
-	var list corev1.SecretList
-	// The Secrets are only read here, so the cache need not copy them.
-	if err := h.Cache.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{
-		names.LabelDeployment: names.LabelValue(deployment),
-		names.LabelSecretKind: names.KindBPM,
-	}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
+// info returns the BPM info a pod of an instance group is injected from,
+// and its accepted version: the version its template pins (annotation
+// resolved-version), else the latest, of the versions the deployment's
+// gatherings wrote, as the record in the operator's namespace names them. Pods carry BOSH names as users
+// wrote them; Secrets and records carry them sanitized.
+func (h *Handler) info(ctx context.Context, req admission.Request, pod *corev1.Pod, deployment, group string) (*bpm.Info, *trust.Version, error) {
+	namespace := req.Namespace
+	rec, err := trust.Read(ctx, h.Cache, h.OperatorNamespace, namespace, deployment)
+	if err != nil {
+		return nil, nil, err
 	}
-	var latest *corev1.Secret
-	latestVersion := 0
-	var groups []string
-	for i := range list.Items {
-		s := &list.Items[i]
-		g := s.Labels[names.LabelInstanceGroup]
-		if !slices.Contains(groups, s.Annotations[names.AnnotationInstanceGroupName]) {
-			groups = append(groups, s.Annotations[names.AnnotationInstanceGroupName])
-		}
-		v, err := strconv.Atoi(s.Labels[names.LabelVersion])
-		if g == names.LabelValue(group) && err == nil && v > latestVersion {
-			latest, latestVersion = s, v
-		}
-	}
-	switch {
-	case latest != nil:
-	case len(groups) == 0:
-		return nil, &inject.Denial{Reason: inject.ReasonNotGathered, Message: fmt.Sprintf(
+	if rec == nil {
+		return nil, nil, &inject.Denial{Reason: inject.ReasonNotGathered, Message: fmt.Sprintf(
 			"deployment '%s' has not been gathered in namespace %s yet: create its manifest Secret (label %s=%s, key %s) and wait for its gathering Job; pods are retried",
 			deployment, namespace, names.LabelDeployment, deployment, names.ManifestKey)}
-	default:
+	}
+	g, ok := rec.Groups[names.LabelValue(group)]
+	if !ok {
+		var groups []string
+		for _, g := range rec.Groups {
+			groups = append(groups, g.Name)
+		}
 		slices.Sort(groups)
-		return nil, &inject.Denial{Reason: inject.ReasonUnknownGroup, Message: fmt.Sprintf(
+		return nil, nil, &inject.Denial{Reason: inject.ReasonUnknownGroup, Message: fmt.Sprintf(
 			"deployment '%s' has no instance group '%s'; its instance groups are %v: fix the pod template's label %s",
 			deployment, group, groups, names.LabelInstanceGroup)}
 	}
-	if info, ok := h.decoded.Load(latest.UID); ok {
-		return info.(*bpm.Info), nil
+	h.warnUntrusted(ctx, req, deployment, group, g)
+	v := g.Latest()
+	if pin, ok := pod.Annotations[names.AnnotationResolvedVersion]; ok {
+		n, err := strconv.Atoi(pin)
+		if err == nil {
+			v = g.Pinned(n)
+		}
+		if err != nil || v == nil {
+			var accepted []int
+			for _, v := range g.Versions {
+				accepted = append(accepted, v.Resolved.Version)
+			}
+			return nil, nil, &inject.Denial{Reason: inject.ReasonPinnedUnknown, Message: fmt.Sprintf(
+				"the pod's annotation %s is %q, but the accepted resolved versions of instance group '%s' of deployment '%s' are %v: set one of them or remove the annotation for the latest",
+				names.AnnotationResolvedVersion, pin, group, deployment, accepted)}
+		}
+	}
+	if _, err := h.trusted(ctx, namespace, deployment, group, v.Resolved); err != nil {
+		return nil, nil, err
+	}
+	s, err := h.trusted(ctx, namespace, deployment, group, v.BPM)
+	if err != nil {
+		return nil, nil, err
+	}
+	if info, ok := h.decoded.Load(s.UID); ok {
+		return info.(*bpm.Info), v, nil
 	}
 	var info bpm.Info
-	if err := secretdata.Decode(latest.Data[bpm.InfoKey], &info); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", latest.Name, err)
+	if err := secretdata.Decode(s.Data[bpm.InfoKey], &info); err != nil {
+		return nil, nil, fmt.Errorf("reading %s: %w", s.Name, err)
 	}
-	h.decoded.Store(latest.UID, &info)
-	return &info, nil
+	h.decoded.Store(s.UID, &info)
+	return &info, v, nil
+}
+
+// trusted returns the Secret r accepted from the cache, or a denial when it
+// is gone or is another object or content now.
+func (h *Handler) trusted(ctx context.Context, namespace, deployment, group string, r trust.Ref) (*corev1.Secret, error) {
+	var s corev1.Secret
+	// The Secrets are only read here, so the cache need not copy them.
+	err := h.Cache.Get(ctx, client.ObjectKey{Namespace: namespace, Name: r.Name}, &s, client.UnsafeDisableDeepCopy)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, &inject.Denial{Reason: inject.ReasonVersionGone, Message: fmt.Sprintf(
+			"Secret %s, version %d of instance group '%s' of deployment '%s', was deleted after its gathering wrote it; running pods keep their configuration: gather the deployment again (delete its gathering Job, label %s=%s) to write it anew",
+			r.Name, r.Version, group, deployment, names.LabelDeployment, names.LabelValue(deployment))}
+	case err != nil:
+		return nil, err
+	}
+	if _, ok := h.verified.Load(s.UID); ok {
+		return &s, nil
+	}
+	if !r.Matches(&s) {
+		return nil, &inject.Denial{Reason: inject.ReasonUntrustedSecret, Message: fmt.Sprintf(
+			"Secret %s of instance group '%s' of deployment '%s' is not the one its gathering wrote (it was replaced: another object or content): delete it and gather the deployment again",
+			r.Name, group, deployment)}
+	}
+	h.verified.Store(s.UID, true)
+	return &s, nil
+}
+
+// warnUntrusted reports, once each, the BPM Secrets of a group that carry
+// its labels but that no gathering wrote: they are ignored.
+func (h *Handler) warnUntrusted(ctx context.Context, req admission.Request, deployment, group string, g trust.Group) {
+	var list corev1.SecretList
+	if err := h.Cache.List(ctx, &list, client.InNamespace(req.Namespace), client.MatchingLabels{
+		names.LabelDeployment:    names.LabelValue(deployment),
+		names.LabelInstanceGroup: names.LabelValue(group),
+		names.LabelSecretKind:    names.KindBPM,
+	}, client.UnsafeDisableDeepCopy); err != nil {
+		return
+	}
+	for i := range list.Items {
+		s := &list.Items[i]
+		accepted := slices.ContainsFunc(g.Versions, func(v trust.Version) bool { return v.BPM.UID == s.UID })
+		if _, done := h.warned.LoadOrStore(s.UID, true); accepted || done {
+			continue
+		}
+		ignored.WithLabelValues(inject.ReasonUntrustedSecret.Code()).Inc()
+		h.Log.Info("ignored", "reason", inject.ReasonUntrustedSecret, "namespace", s.Namespace, "secret", s.Name, "deployment", deployment, "instanceGroup", group)
+		if h.Recorder != nil && !ptr.Deref(req.DryRun, false) {
+			h.Recorder.Eventf(s, nil, corev1.EventTypeWarning, inject.ReasonUntrustedSecret.Code(), "Inject",
+				"%s: Secret %s carries the labels of instance group '%s' of deployment '%s', but no gathering of the deployment wrote it; it is ignored",
+				inject.ReasonUntrustedSecret, s.Name, group, deployment)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"encoding/json"
 	"os"
+	"slices"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	. "github.com/onsi/ginkgo/v2"
@@ -15,6 +16,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
+	"github.com/bosh-injector/bosh-injector/gather/rendering"
+	"github.com/bosh-injector/bosh-injector/gather/trust"
 	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/webhook"
 )
@@ -57,6 +60,14 @@ var _ = Describe("the admission handler", func() {
 
 		var pod corev1.Pod
 		Expect(json.Unmarshal(patched, &pod)).To(Succeed())
+		// The render container checks the resolved Secret against the
+		// digest the operator recorded; the golden case has none.
+		rec, err := trust.Read(ctx, cp.Client, operatorNamespace, ns, c.Info.Deployment)
+		Expect(err).NotTo(HaveOccurred())
+		render := &pod.Spec.InitContainers[slices.IndexFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == "render" })]
+		digest := &render.Env[slices.IndexFunc(render.Env, func(e corev1.EnvVar) bool { return e.Name == rendering.EnvResolvedDigest })]
+		Expect(digest.Value).To(Equal(rec.Groups["web"].Latest().Resolved.SHA256))
+		digest.Value = ""
 		got, err := yaml.Marshal(&pod)
 		Expect(err).NotTo(HaveOccurred())
 		want, err := os.ReadFile("../inject/testdata/single-job.golden.yaml")

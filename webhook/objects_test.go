@@ -15,6 +15,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/objects"
+	"github.com/bosh-injector/bosh-injector/gather/trust"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 )
 
@@ -33,9 +34,11 @@ var _ = Describe("the objects `bosh-injector objects` prints", func() {
 		Expect(cp.Client.Create(ctx, res.Objects[0])).To(Succeed())
 		jobsDir := filepath.Join(GinkgoT().TempDir(), "jobs-src")
 		Expect(fixtures.LayoutReleases(jobsDir)).To(Succeed())
-		_, err = gathering.Run(ctx, cp.Client, gathering.Config{
+		gathered, err := gathering.Run(ctx, cp.Client, gathering.Config{
 			Namespace: ns, ManifestSecret: res.Objects[0].GetName(), JobsDir: jobsDir, ClusterDomain: "cluster.local",
 		}, gathering.NewRenderBPM(ctx), time.Now())
+		Expect(err).NotTo(HaveOccurred())
+		_, err = trust.Accept(ctx, cp.Client, operatorNamespace, ns, "shop", "objects-gathering", gathered.Written())
 		Expect(err).NotTo(HaveOccurred())
 		for _, o := range res.Objects[1:] {
 			Expect(cp.Client.Create(ctx, o)).To(Succeed(), o.GetName())

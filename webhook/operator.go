@@ -80,7 +80,7 @@ const GCPercent = 400
 // NewManager builds the operator's manager.
 func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 	ctrl.SetLogger(log)
-	cacheOptions, err := CacheOptions()
+	cacheOptions, err := CacheOptions(o.Namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -116,6 +116,7 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, err
 			Cache:             mgr.GetCache(),
 			Settings:          settings,
 			OperatorNamespace: o.Namespace,
+			Recorder:          mgr.GetEventRecorder("bosh-injector-webhook"),
 			Log:               log.WithName("webhook"),
 		}})
 		if err := mgr.AddReadyzCheck("webhook", hookServer.StartedChecker()); err != nil {
@@ -129,10 +130,11 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, err
 			Recorder:  mgr.GetEventRecorder("bosh-injector"),
 			Log:       log.WithName("runner"),
 			Config: runner.Config{
-				OperatorImage: o.OperatorImage,
-				ClusterDomain: o.ClusterDomain,
-				JobTTL:        time.Hour,
-				BackoffLimit:  2,
+				OperatorImage:  o.OperatorImage,
+				ClusterDomain:  o.ClusterDomain,
+				TrustNamespace: o.Namespace,
+				JobTTL:         time.Hour,
+				BackoffLimit:   2,
 			},
 		}
 		if err := r.SetupWithManager(mgr); err != nil {
@@ -160,14 +162,19 @@ func clusterIP(c client.Reader, namespace, name string) (string, error) {
 }
 
 // CacheOptions is what the operator caches: only Secrets of deployments
-// (BPM info for admissions, manifests and variables for the runner).
-func CacheOptions() (cache.Options, error) {
+// (BPM info for admissions, manifests and variables for the runner), and
+// the records of accepted versions in the operator's namespace.
+func CacheOptions(namespace string) (cache.Options, error) {
 	deploymentSecrets, err := labels.NewRequirement(names.LabelDeployment, selection.Exists, nil)
 	if err != nil {
 		return cache.Options{}, err
 	}
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Secret{}: {Label: labels.NewSelector().Add(*deploymentSecrets)},
+		&corev1.ConfigMap{}: {
+			Namespaces: map[string]cache.Config{namespace: {}},
+			Label:      labels.SelectorFromSet(labels.Set{names.LabelManagedBy: names.ManagedBy}),
+		},
 	}}, nil
 }
 

@@ -27,20 +27,19 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/secretdata"
-	"github.com/bosh-injector/bosh-injector/gather/versions"
+	"github.com/bosh-injector/bosh-injector/gather/trust"
 	"github.com/bosh-injector/bosh-injector/inject"
+	"github.com/bosh-injector/bosh-injector/test/fixtures"
 )
 
+// storeInfo stores info as a gathering would and accepts it as the runner
+// does, and waits for the operator's cache to hold the record.
 func storeInfo(ns string, info bpm.Info) {
 	GinkgoHelper()
-	data, err := secretdata.Encode(info)
-	Expect(err).NotTo(HaveOccurred())
-	_, err = versions.Write(ctx, cp.Client, versions.Desired{
-		Key:  versions.Key{Namespace: ns, Deployment: info.Deployment, Kind: names.KindBPM, InstanceGroup: info.InstanceGroup},
-		Data: map[string][]byte{bpm.InfoKey: data},
-	})
-	Expect(err).NotTo(HaveOccurred())
+	Expect(fixtures.StoreInfo(ctx, cp.Client, operatorNamespace, ns, info)).To(Succeed())
+	Eventually(func() (*trust.Record, error) {
+		return trust.Read(ctx, operatorCache, operatorNamespace, ns, info.Deployment)
+	}).Should(Not(BeNil()))
 }
 
 var webInfo = bpm.Info{
@@ -120,7 +119,6 @@ var _ = Describe("the webhook on a real apiserver and controller manager", func(
 		Expect(cp.Client.Create(ctx, statefulSet(ns, "plain", plain, 1))).To(Succeed())
 		Eventually(pods(ns, client.MatchingLabels(plain))).Should(ConsistOf(HaveField("ObjectMeta.Annotations", Not(HaveKey(names.AnnotationInjected)))))
 
-		Expect(client.IgnoreAlreadyExists(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}}))).To(Succeed())
 		storeInfo(operatorNamespace, webInfo)
 		labels := map[string]string{names.LabelDeployment: "shop", names.LabelInstanceGroup: "web"}
 		Expect(cp.Client.Create(ctx, statefulSet(operatorNamespace, "own", labels, 1))).To(Succeed())

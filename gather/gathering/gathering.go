@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/monit"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/resolved"
 	"github.com/bosh-injector/bosh-injector/gather/secretdata"
 	"github.com/bosh-injector/bosh-injector/gather/services"
+	"github.com/bosh-injector/bosh-injector/gather/trust"
 	"github.com/bosh-injector/bosh-injector/gather/versions"
 	"github.com/bosh-injector/bosh-injector/inject"
 )
@@ -108,6 +110,16 @@ type GroupResult struct {
 	InstanceGroup    string
 	Resolved, BPM    versions.Result
 	ResolvedVersions int
+}
+
+// Written is what the gathering left as each group's latest versions, as
+// its pod reports them to the job runner (package trust).
+func (r *Result) Written() trust.Written {
+	w := trust.Written{}
+	for _, g := range r.Groups {
+		w[names.LabelValue(g.InstanceGroup)] = [2]int{g.BPM.Number, g.Resolved.Number}
+	}
+	return w
 }
 
 // lifecycleScripts are the job scripts, by their name under bin/, that the
@@ -264,7 +276,8 @@ func writeGroup(ctx context.Context, c client.Client, stored versions.Stored, ke
 	if err != nil {
 		return GroupResult{}, nil, nil, fmt.Errorf("instance group '%s': BPM info is %w", ig, err)
 	}
-	bres, bseries, err := versions.WriteOver(ctx, c, versions.Desired{Key: bkey, Data: map[string][]byte{bpm.InfoKey: enc}, Owner: owner}, stored.Of(bkey))
+	bres, bseries, err := versions.WriteOver(ctx, c, versions.Desired{Key: bkey, Data: map[string][]byte{bpm.InfoKey: enc}, Owner: owner,
+		Labels: map[string]string{names.LabelResolvedVersion: strconv.Itoa(rres.Number)}}, stored.Of(bkey))
 	if err != nil {
 		return GroupResult{}, nil, nil, err
 	}

@@ -27,6 +27,10 @@ const (
 	LabelAZ         = Prefix + "az"
 	LabelSecretKind = Prefix + "secret-kind"
 	LabelVersion    = Prefix + "version"
+	// LabelResolvedVersion on a BPM info Secret is the version of the
+	// resolved properties it names, so pruning keeps the BPM versions of a
+	// pinned resolved version without decoding them.
+	LabelResolvedVersion = Prefix + "resolved-version"
 	// LabelState on a manifest Secret is the state of its last gathering,
 	// for `kubectl get secret -L bosh-injector.io/state`.
 	LabelState = Prefix + "state"
@@ -44,7 +48,9 @@ const (
 	// pass can strip it and inject again.
 	AnnotationInjected = Prefix + "injected"
 	// AnnotationResolvedVersion in a pod template makes Kubernetes roll the
-	// pods when an instance group's resolved content gets a new version.
+	// pods when an instance group's resolved content gets a new version, and
+	// pins the pods of that template revision to it: the webhook injects
+	// the accepted version of that resolved content, pruning keeps it.
 	AnnotationResolvedVersion = Prefix + "resolved-version"
 	// AnnotationDeploymentName and AnnotationInstanceGroupName keep the
 	// original BOSH names of objects whose names were sanitized.

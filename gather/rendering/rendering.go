@@ -23,6 +23,10 @@ const (
 	EnvIndex     = "BOSH_INJECTOR_INSTANCE_INDEX"
 	EnvPodIP     = "POD_IP"
 	EnvNamespace = "POD_NAMESPACE"
+	// EnvResolvedDigest is the digest (secretdata.Digest) of the resolved
+	// Secret the webhook accepted for the pod: a Secret replaced between
+	// admission and mount is refused, not rendered.
+	EnvResolvedDigest = "BOSH_INJECTOR_RESOLVED_SHA256"
 )
 
 // Config says what to render where.
@@ -36,6 +40,9 @@ type Config struct {
 	Namespace string
 	Index     int
 	PodIP     string
+	// ResolvedDigest, when set, must be the digest of the Secret data
+	// {resolved.Key: the file's content}.
+	ResolvedDigest string
 }
 
 // ConfigFromEnv fills the instance part of c from the environment the
@@ -46,6 +53,7 @@ func ConfigFromEnv(c Config) (Config, error) {
 		return c, fmt.Errorf("%s must be the instance index, got %q", EnvIndex, os.Getenv(EnvIndex))
 	}
 	c.Index, c.PodIP, c.Namespace = index, os.Getenv(EnvPodIP), os.Getenv(EnvNamespace)
+	c.ResolvedDigest = os.Getenv(EnvResolvedDigest)
 	if c.Namespace == "" {
 		return c, fmt.Errorf("%s is not set", EnvNamespace)
 	}
@@ -58,6 +66,9 @@ func Run(ctx context.Context, c Config) error {
 	data, err := os.ReadFile(c.ResolvedFile)
 	if err != nil {
 		return fmt.Errorf("reading the resolved properties: %w", err)
+	}
+	if c.ResolvedDigest != "" && secretdata.Digest(map[string][]byte{resolved.Key: data}) != c.ResolvedDigest {
+		return fmt.Errorf("the resolved properties mounted from %s are not the version the webhook accepted for this pod (the Secret was replaced after admission): delete the pod to be admitted again", c.ResolvedFile)
 	}
 	var g resolved.Group
 	if err := secretdata.Decode(data, &g); err != nil {

@@ -102,6 +102,25 @@ func TestRenderInstance(t *testing.T) {
 	}
 }
 
+// The render container renders only the resolved properties the operator
+// accepted for the pod: a Secret replaced after admission is refused.
+func TestRenderChecksTheAcceptedDigest(t *testing.T) {
+	c := setup(t, "bus")
+	data, err := os.ReadFile(c.ResolvedFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ResolvedDigest = secretdata.Digest(map[string][]byte{resolved.Key: data})
+	if err := rendering.Run(context.Background(), c); err != nil {
+		t.Fatalf("the accepted content: %v", err)
+	}
+	c.ResolvedDigest = secretdata.Digest(map[string][]byte{resolved.Key: []byte("{}")})
+	err = rendering.Run(context.Background(), c)
+	if err == nil || !strings.Contains(err.Error(), "not the version the webhook accepted for this pod") {
+		t.Fatalf("replaced content: got %v", err)
+	}
+}
+
 func TestRenderErrors(t *testing.T) {
 	c := setup(t, "web")
 	tpl := filepath.Join(c.JobsSrc, "shop", "storefront", "templates", "storefront.yml.erb")

@@ -41,7 +41,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/versions"
+	"github.com/bosh-injector/bosh-injector/gather/trust"
 	"github.com/bosh-injector/bosh-injector/inject"
 )
 
@@ -52,6 +52,9 @@ const (
 	ReasonGathered        = "Gathered"
 	ReasonGatherFailed    = "GatherFailed"
 	ReasonRollingOut      = "RollingOut"
+	// ReasonNotAccepted: a gathering succeeded but did not report the
+	// versions it wrote, so none is accepted (see package trust).
+	ReasonNotAccepted = "VersionsNotAccepted"
 )
 
 // JobsDir is where the gathering Job's copy init containers put the releases'
@@ -94,6 +97,10 @@ type Config struct {
 	JobTTL time.Duration
 	// BackoffLimit is how often a failed gathering is retried.
 	BackoffLimit int32
+	// TrustNamespace is the operator's namespace, where the runner records
+	// the versions each successful gathering wrote (package trust): the
+	// webhook injects only those.
+	TrustNamespace string
 }
 
 // Reconciler runs gathering Jobs for manifest Secrets.
@@ -246,7 +253,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.Recorder.Eventf(&manifest, &job, corev1.EventTypeNormal, ReasonGathered, "Gather", "gathering Job %s succeeded", jobName)
 			finished(&manifest, ReasonGathered, &job)
 		}
-		latest, err := r.rollout(ctx, &manifest, deployment)
+		written, err := r.written(ctx, &job)
+		if err != nil {
+			log.Info("versions not accepted", "reason", ReasonNotAccepted, "job", jobName, "error", err.Error())
+			r.Recorder.Eventf(&manifest, &job, corev1.EventTypeWarning, ReasonNotAccepted, "Accept",
+				"gathering Job %s succeeded, but its versions cannot be accepted: %s; pods keep being injected from the versions accepted before", jobName, err.Error())
+		}
+		rec, err := trust.Accept(ctx, r.Client, r.Config.TrustNamespace, manifest.Namespace, deployment, job.UID, written)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		latest, err := r.rollout(ctx, &manifest, deployment, rec)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
@@ -377,7 +394,7 @@ func (r *Reconciler) gatherJob(manifest *corev1.Secret, deployment, name, digest
 					RestartPolicy:      corev1.RestartPolicyNever,
 					InitContainers:     inits,
 					Containers: []corev1.Container{{
-						Name:  "gather",
+						Name:  gatherContainer,
 						Image: r.Config.OperatorImage,
 						Args: []string{"gather",
 							"--namespace=" + manifest.Namespace,
@@ -398,6 +415,9 @@ func (r *Reconciler) gatherJob(manifest *corev1.Secret, deployment, name, digest
 }
 
 const annotationDigest = names.Prefix + "inputs-digest"
+
+// gatherContainer is the gathering Job's container running gather.
+const gatherContainer = "gather"
 
 // opsFiles are a manifest Secret's ops files; Reconcile's deployment
 // variable shadows the package.
@@ -428,6 +448,26 @@ func (r *Reconciler) terminationMessage(ctx context.Context, job *batchv1.Job) s
 		}
 	}
 	return "gathering failed; see the logs of Job " + job.Name
+}
+
+// written is what the Job's gather container reported in its termination
+// message on success: the versions the webhook may inject (package trust).
+func (r *Reconciler) written(ctx context.Context, job *batchv1.Job) (trust.Written, error) {
+	var pods corev1.PodList
+	if err := r.APIReader.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{"batch.kubernetes.io/job-name": job.Name}); err != nil {
+		return nil, fmt.Errorf("reading the pods of Job %s: %w", job.Name, err)
+	}
+	for _, p := range pods.Items {
+		if !metav1.IsControlledBy(&p, job) {
+			continue
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if t := cs.State.Terminated; cs.Name == gatherContainer && t != nil && t.ExitCode == 0 && t.Message != "" {
+				return trust.ParseWritten(t.Message)
+			}
+		}
+	}
+	return nil, fmt.Errorf("no pod of Job %s reports the versions it wrote", job.Name)
 }
 
 // StatusOf reads a manifest Secret's status annotation; a Secret without
@@ -478,16 +518,16 @@ func (r *Reconciler) removeOldJobs(ctx context.Context, manifest *corev1.Secret,
 	return nil
 }
 
-// rollout sets the resolved version of each instance group in the pod
-// template of that group's labelled StatefulSets, so Kubernetes rolls the
-// pods of groups whose content changed and the webhook injects the new
-// version. A template without the annotation was created against the first
-// version, so version 1 does not roll it. It returns the latest resolved
-// version of every group.
-func (r *Reconciler) rollout(ctx context.Context, manifest *corev1.Secret, deployment string) (map[string]int, error) {
-	latest, err := versions.LatestByGroup(ctx, r.Client, manifest.Namespace, deployment, names.KindResolved)
-	if err != nil {
-		return nil, err
+// rollout sets the accepted resolved version of each instance group in the
+// pod template of that group's labelled StatefulSets, so Kubernetes rolls
+// the pods of groups whose content changed and the webhook injects each pod
+// the version its template revision names. A template without the
+// annotation was created against the first version, so version 1 does not
+// roll it. It returns the latest resolved version of every group.
+func (r *Reconciler) rollout(ctx context.Context, manifest *corev1.Secret, deployment string, rec *trust.Record) (map[string]int, error) {
+	latest := map[string]int{}
+	for label, g := range rec.Groups {
+		latest[label] = g.Latest().Resolved.Version
 	}
 	var sets appsv1.StatefulSetList
 	if err := r.Client.List(ctx, &sets, client.InNamespace(manifest.Namespace)); err != nil {

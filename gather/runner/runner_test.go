@@ -27,6 +27,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/runner"
+	"github.com/bosh-injector/bosh-injector/gather/trust"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/webhook"
 )
@@ -79,14 +80,36 @@ var _ = Describe("the job runner", func() {
 		err := cp.Client.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{names.LabelDeployment: "shop"})
 		return jobs.Items, err
 	}
-	// runAndComplete does the gathering Job's work here and reports the Job
-	// complete, as the job controller would after its pod succeeded.
-	runAndComplete := func(job *batchv1.Job) {
+	// gatherNow does the gathering Job's work here and returns the versions it
+	// wrote, as its pod reports them.
+	gatherNow := func() trust.Written {
 		GinkgoHelper()
-		_, err := gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: jobsDir, ClusterDomain: "cluster.local",
+		res, err := gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: jobsDir, ClusterDomain: "cluster.local",
 			Progress: gathering.Events(ctx, cp.Client, GinkgoLogr)},
 			gathering.NewRenderBPM(ctx), time.Now())
 		Expect(err).NotTo(HaveOccurred())
+		return res.Written()
+	}
+	// reportWritten stands for the Job's pod terminated with the
+	// gathering's report, as the kubelet would.
+	reportWritten := func(job *batchv1.Job, written trust.Written) {
+		GinkgoHelper()
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-0", Namespace: ns,
+			Labels:          map[string]string{"batch.kubernetes.io/job-name": job.Name},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}},
+			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "gather", Image: "localhost/bosh-injector:test"}}}}
+		Expect(cp.Client.Create(ctx, pod)).To(Succeed())
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "gather", State: corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Message: written.Report()}}}}
+		Expect(cp.Client.Status().Update(ctx, pod)).To(Succeed())
+	}
+	// complete reports the Job complete, as the job controller would, and
+	// its pod's report unless written is nil.
+	complete := func(job *batchv1.Job, written trust.Written) {
+		GinkgoHelper()
+		if written != nil {
+			reportWritten(job, written)
+		}
 		now := metav1.Now()
 		job.Status.StartTime, job.Status.CompletionTime, job.Status.Succeeded = &now, &now, 1
 		job.Status.Conditions = []batchv1.JobCondition{
@@ -94,6 +117,10 @@ var _ = Describe("the job runner", func() {
 			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
 		}
 		Expect(cp.Client.Status().Update(ctx, job)).To(Succeed())
+	}
+	runAndComplete := func(job *batchv1.Job) {
+		GinkgoHelper()
+		complete(job, gatherNow())
 	}
 	status := func() (string, error) {
 		var s corev1.Secret
@@ -182,12 +209,33 @@ var _ = Describe("the job runner", func() {
 		// A property of web changes: a new Job; after it, only web rolls.
 		applyManifest([]byte(strings.Replace(string(manifest), "        session_secret: ((session_secret))", "        session_secret: ((session_secret))\n        workers: 7", 1)))
 		second := newestJob(first.Name)
-		runAndComplete(second)
+		// A bpm Secret forged while the gathering finishes, naming its
+		// resolved version, is not what it reports: not accepted.
+		written := gatherNow()
+		forged := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop.bpm.web-v999", Labels: map[string]string{
+			names.LabelDeployment: "shop", names.LabelInstanceGroup: "web", names.LabelSecretKind: names.KindBPM, names.LabelVersion: "999"}},
+			Data: map[string][]byte{bpm.InfoKey: []byte(`{"resolved_secret":"shop.ig-resolved.web-v2"}`)}}
+		Expect(cp.Client.Create(ctx, forged)).To(Succeed())
+		complete(second, written)
 		Eventually(func() (map[string]string, error) {
 			var sts appsv1.StatefulSet
 			err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &sts)
 			return sts.Spec.Template.Annotations, err
 		}).Should(HaveKeyWithValue(names.AnnotationResolvedVersion, "2"))
+		// The runner recorded what each gathering reported, in the
+		// operator's namespace (here the test's own).
+		rec, err := trust.Read(ctx, cp.Client, ns, ns, "shop")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rec.Groups["web"].Versions).To(HaveLen(2))
+		Expect(rec.Groups["web"].Latest().Resolved.Name).To(Equal("shop.ig-resolved.web-v2"))
+		Expect(rec.Groups["db"].Versions).To(ConsistOf(HaveField("Resolved.Version", 1)))
+		Expect(rec.Groups["web"].Latest().BPM.Name).To(Equal("shop.bpm.web-v2"))
+		// Seen again, the gathering adds nothing.
+		again, err := trust.Accept(ctx, cp.Client, ns, ns, "shop", second.UID, trust.Written{"web": {999, 2}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(again).To(Equal(rec))
+		Expect(cp.Client.Delete(ctx, forged)).To(Succeed())
+
 		var db appsv1.StatefulSet
 		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, &db)).To(Succeed())
 		Expect(db.Spec.Template.Annotations).NotTo(HaveKey(names.AnnotationResolvedVersion))
@@ -209,6 +257,18 @@ var _ = Describe("the job runner", func() {
 		}).WithTimeout(30 * time.Second).Should(BeZero())
 		Eventually(gatherJobs).WithTimeout(30 * time.Second).Should(BeEmpty())
 		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &db)).To(Succeed())
+	})
+
+	It("accepts no version of a gathering whose pod reported none, with a warning Event", func() {
+		startOperator(ns, false)
+		applyManifest(manifest)
+		job := newestJob("")
+		gatherNow()
+		complete(job, nil)
+		Eventually(eventReasons).Should(ContainElement(runner.ReasonNotAccepted))
+		Eventually(func() (*trust.Record, error) {
+			return trust.Read(ctx, cp.Client, ns, ns, "shop")
+		}).Should(And(Not(BeNil()), HaveField("Groups", BeEmpty())))
 	})
 
 	It("reports an invalid manifest as an event and a status, keeping what was gathered", func() {

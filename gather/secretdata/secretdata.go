@@ -7,9 +7,13 @@ package secretdata
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 )
 
 // CompressAbove is the JSON size above which Encode compresses.
@@ -56,4 +60,16 @@ func Decode(data []byte, v any) error {
 		}
 	}
 	return json.Unmarshal(data, v)
+}
+
+// Digest is the SHA-256 of a Secret's data, keys sorted, each key and value
+// length-prefixed: what the operator records of a version it accepted, and
+// what a pod checks the version it mounted against.
+func Digest(data map[string][]byte) string {
+	h := sha256.New()
+	for _, k := range slices.Sorted(maps.Keys(data)) {
+		fmt.Fprintf(h, "%d:%s%d:", len(k), k, len(data[k]))
+		h.Write(data[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,25 +95,6 @@ func (s Stored) Of(k Key) []Version {
 	return s[seriesOf{k.Kind, names.LabelValue(k.InstanceGroup)}]
 }
 
-// LatestByGroup maps each instance group of a deployment, by its sanitized
-// name (its label value), to the newest version number of its kind Secrets.
-func LatestByGroup(ctx context.Context, c client.Reader, namespace, deployment, kind string) (map[string]int, error) {
-	var list corev1.SecretList
-	if err := c.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{
-		names.LabelDeployment: names.LabelValue(deployment),
-		names.LabelSecretKind: kind,
-	}); err != nil {
-		return nil, fmt.Errorf("listing %s Secrets of deployment %q: %w", kind, deployment, err)
-	}
-	latest := map[string]int{}
-	for _, s := range list.Items {
-		if n, ok := versionOf(&s); ok && n > latest[s.Labels[names.LabelInstanceGroup]] {
-			latest[s.Labels[names.LabelInstanceGroup]] = n
-		}
-	}
-	return latest, nil
-}
-
 // versionOf reads a versioned Secret's version label; Secrets of a series
 // whose label is not a positive number are not ours.
 func versionOf(s *corev1.Secret) (int, bool) {
@@ -138,6 +120,8 @@ func Latest(versions []Version) *Version {
 type Desired struct {
 	Key
 	Data map[string][]byte
+	// Labels are set besides the series' own.
+	Labels map[string]string
 	// Owner, when set, owns the created Secret so it goes away with the
 	// deployment.
 	Owner *metav1.OwnerReference
@@ -190,6 +174,11 @@ func WriteOver(ctx context.Context, c client.Client, d Desired, existing []Versi
 		Immutable: new(true),
 		Data:      d.Data,
 	}
+	for k, v := range d.Labels {
+		if _, own := secret.Labels[k]; !own {
+			secret.Labels[k] = v
+		}
+	}
 	if d.Owner != nil {
 		secret.OwnerReferences = []metav1.OwnerReference{*d.Owner}
 	}
@@ -205,10 +194,13 @@ func sameData(a, b map[string][]byte) bool {
 }
 
 // Prune deletes, of each series (oldest first), the versions older than
-// the newest Keep, except those mounted by a pod of the deployment (a
-// running instance still renders from its version until it is rolled). Pods
-// are listed once, and only when some series has versions to delete. It
-// returns the names it deleted.
+// the newest Keep, except those in use: mounted by a pod of the deployment
+// (a running instance still renders from its version until it is rolled),
+// or named by the resolved-version annotation of a pod or a StatefulSet's
+// pod template (the webhook injects that template revision's pods from
+// it), with the BPM versions naming those. Pods and StatefulSets are listed
+// once, and only when some series has versions to delete. It returns the
+// names it deleted.
 func Prune(ctx context.Context, c client.Client, namespace, deployment string, series ...[]Version) ([]string, error) {
 	var old []Version
 	for _, s := range series {
@@ -219,13 +211,15 @@ func Prune(ctx context.Context, c client.Client, namespace, deployment string, s
 	if len(old) == 0 {
 		return nil, nil
 	}
-	mounted, err := mountedSecrets(ctx, c, namespace, deployment)
+	used, err := inUse(ctx, c, namespace, deployment)
 	if err != nil {
 		return nil, err
 	}
 	var deleted []string
 	for _, v := range old {
-		if mounted[v.Secret.Name] {
+		l := v.Secret.Labels
+		pinned := l[names.LabelResolvedVersion] != "" && used[resolvedOf(deployment, l[names.LabelInstanceGroup], l[names.LabelResolvedVersion])]
+		if used[v.Secret.Name] || pinned {
 			continue
 		}
 		if err := c.Delete(ctx, v.Secret); err != nil && !apierrors.IsNotFound(err) {
@@ -236,24 +230,46 @@ func Prune(ctx context.Context, c client.Client, namespace, deployment string, s
 	return deleted, nil
 }
 
-// mountedSecrets returns the Secret names mounted as volumes by the pods of
-// a deployment. Users label pods with BOSH names as they are, so labels are
-// compared after sanitizing, not selected on.
-func mountedSecrets(ctx context.Context, c client.Reader, namespace, deployment string) (map[string]bool, error) {
+// resolvedOf is the name of a group's resolved Secret of version n.
+func resolvedOf(deployment, group, n string) string {
+	return names.SecretPrefix(deployment, names.KindResolved, group) + n
+}
+
+// inUse returns the Secret names the pods of a deployment mount as volumes
+// and the resolved Secrets its pods and StatefulSet templates pin. Users
+// label pods with BOSH names as they are, so labels are compared after
+// sanitizing, not selected on.
+func inUse(ctx context.Context, c client.Reader, namespace, deployment string) (map[string]bool, error) {
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(namespace), client.HasLabels{names.LabelDeployment, names.LabelInstanceGroup}); err != nil {
 		return nil, fmt.Errorf("listing pods of deployment %q: %w", deployment, err)
 	}
-	mounted := map[string]bool{}
+	var sets appsv1.StatefulSetList
+	if err := c.List(ctx, &sets, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing StatefulSets of deployment %q: %w", deployment, err)
+	}
+	used := map[string]bool{}
+	pin := func(m metav1.ObjectMeta) {
+		if names.LabelValue(m.Labels[names.LabelDeployment]) != names.LabelValue(deployment) {
+			return
+		}
+		if n, ok := m.Annotations[names.AnnotationResolvedVersion]; ok {
+			used[resolvedOf(deployment, m.Labels[names.LabelInstanceGroup], n)] = true
+		}
+	}
 	for _, p := range pods.Items {
 		if names.LabelValue(p.Labels[names.LabelDeployment]) != names.LabelValue(deployment) {
 			continue
 		}
+		pin(p.ObjectMeta)
 		for _, v := range p.Spec.Volumes {
 			if v.Secret != nil {
-				mounted[v.Secret.SecretName] = true
+				used[v.Secret.SecretName] = true
 			}
 		}
 	}
-	return mounted, nil
+	for _, s := range sets.Items {
+		pin(s.Spec.Template.ObjectMeta)
+	}
+	return used, nil
 }

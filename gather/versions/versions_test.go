@@ -5,6 +5,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -84,5 +85,42 @@ var _ = Describe("versioned Secrets", func() {
 		}
 		Expect(numbers).To(Equal([]int{2, 4, 5, 6}))
 		Expect(write("7").Number).To(Equal(7))
+	})
+})
+
+var _ = Describe("pruning pinned versions", func() {
+	It("keeps the resolved versions a StatefulSet template or a pod pins, and the BPM versions naming them", func() {
+		ns := "versions-pinned"
+		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		rkey := versions.Key{Namespace: ns, Deployment: "shop", Kind: names.KindResolved, InstanceGroup: "web"}
+		bkey := rkey
+		bkey.Kind = names.KindBPM
+		for i := 1; i <= 6; i++ {
+			r, err := versions.Write(ctx, cp.Client, versions.Desired{Key: rkey, Data: map[string][]byte{"k": []byte(fmt.Sprint(i))}})
+			Expect(err).NotTo(HaveOccurred())
+			_, err = versions.Write(ctx, cp.Client, versions.Desired{Key: bkey, Data: map[string][]byte{"k": []byte(fmt.Sprint(i))},
+				Labels: map[string]string{names.LabelResolvedVersion: fmt.Sprint(r.Number)}})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		labels := map[string]string{names.LabelDeployment: "shop", names.LabelInstanceGroup: "web"}
+		pinned := func(v string) metav1.ObjectMeta {
+			return metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{names.AnnotationResolvedVersion: v}}
+		}
+		// A partitioned rollout's template names v1; a pod of another
+		// revision, not yet running, names v2.
+		Expect(cp.Client.Create(ctx, &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+			Spec: appsv1.StatefulSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: corev1.PodTemplateSpec{
+				ObjectMeta: pinned("1"), Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}},
+		})).To(Succeed())
+		pod := pinned("2")
+		pod.Name, pod.Namespace = "web-1", ns
+		Expect(cp.Client.Create(ctx, &corev1.Pod{ObjectMeta: pod, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}})).To(Succeed())
+
+		stored, err := versions.ListDeployment(ctx, cp.Client, ns, "shop")
+		Expect(err).NotTo(HaveOccurred())
+		deleted, err := versions.Prune(ctx, cp.Client, ns, "shop", stored.Of(rkey), stored.Of(bkey))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(deleted).To(ConsistOf("shop.ig-resolved.web-v3", "shop.bpm.web-v3"))
 	})
 })

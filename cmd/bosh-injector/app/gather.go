@@ -59,6 +59,12 @@ BOSH_INJECTOR_<FLAG> environment variables.`,
 				}
 				log.Info("gathered", "deployment", res.Deployment, "servicesCreated", len(res.Services.Created),
 					"servicesDeleted", len(res.Services.Deleted), "pruned", len(res.Pruned))
+				// The job runner accepts exactly the versions reported here.
+				if terminationLog != "" {
+					if err := os.WriteFile(terminationLog, []byte(res.Written().Report()), 0o644); err != nil {
+						return fmt.Errorf("writing the termination log: %w", err)
+					}
+				}
 				return nil
 			},
 		}
@@ -68,7 +74,7 @@ BOSH_INJECTOR_<FLAG> environment variables.`,
 		f.StringVar(&cfg.JobsDir, "jobs-dir", runner.JobsDir, "releases' jobs as <dir>/<release>/<job>/job.MF")
 		f.StringVar(&cfg.ClusterDomain, "cluster-domain", "cluster.local", "cluster DNS domain of instance addresses")
 		f.StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig; in-cluster configuration when empty")
-		f.StringVar(&terminationLog, "termination-log", "/dev/termination-log", "file receiving the error list on failure")
+		f.StringVar(&terminationLog, "termination-log", "/dev/termination-log", "file receiving the error list on failure, the versions written on success")
 		return cmd
 	})
 }
