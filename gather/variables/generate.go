@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,6 +45,11 @@ func GenerateWithLinks(defs []manifest.Variable, src Source, now time.Time, addr
 	g := generator{defs: map[string]manifest.Variable{}, src: src, now: now, busy: map[string]bool{}, address: address}
 	for _, d := range defs {
 		g.defs[d.Name] = d
+		// An unknown type is an error even when the variable's value
+		// exists: the director would refuse the manifest.
+		if err := supported(d); err != nil {
+			return err
+		}
 	}
 	for _, d := range defs {
 		if err := g.ensure(d.Name); err != nil {
@@ -95,7 +101,7 @@ func (g *generator) ensure(name string) error {
 	case "ssh":
 		v, err = sshKey()
 	default:
-		return fmt.Errorf("variable '%s': unsupported type '%s' (supported: password, certificate, rsa, ssh)", name, d.Type)
+		return supported(d)
 	}
 	if err != nil {
 		var named *namedError
@@ -105,6 +111,16 @@ func (g *generator) ensure(name string) error {
 		return &namedError{fmt.Errorf("variable '%s': %w", name, err)}
 	}
 	return g.src.Put(name, v)
+}
+
+// variableTypes are the types gathering generates.
+var variableTypes = []string{"password", "certificate", "rsa", "ssh"}
+
+func supported(d manifest.Variable) error {
+	if slices.Contains(variableTypes, d.Type) {
+		return nil
+	}
+	return fmt.Errorf("variable '%s': unsupported type '%s' (supported: %s)", d.Name, d.Type, strings.Join(variableTypes, ", "))
 }
 
 func option(opts *yamlvalue.Map, key string) any {
