@@ -61,7 +61,14 @@ const (
 	// KindLink is a link a deployment shares with the others of its
 	// namespace; the Secret's instance-group label holds the link's name.
 	KindLink = "link"
+	// KindVariable is a variable Secret gathering generated.
+	KindVariable = "variable"
 )
+
+// LabelDeleteCredentials set to "true" on a manifest Secret asks that the
+// deployment's generated variable Secrets be deleted with it; without it
+// they outlive the manifest, as a director keeps credentials.
+const LabelDeleteCredentials = Prefix + "delete-credentials"
 
 // LinkKey is the key of a shared link Secret holding the link as JSON.
 const LinkKey = "link.json"

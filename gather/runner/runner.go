@@ -151,11 +151,13 @@ var isManifest = predicate.NewPredicateFuncs(func(o client.Object) bool {
 })
 
 // inputChanged ignores updates that touch only metadata, such as the status
-// annotation the runner itself writes.
+// annotation the runner itself writes, but for a deletion starting and the
+// delete-credentials label.
 var inputChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 	oldS, okOld := e.ObjectOld.(*corev1.Secret)
 	newS, okNew := e.ObjectNew.(*corev1.Secret)
-	return !okOld || !okNew || !maps.EqualFunc(oldS.Data, newS.Data, func(a, b []byte) bool { return string(a) == string(b) })
+	return !okOld || !okNew || !maps.EqualFunc(oldS.Data, newS.Data, func(a, b []byte) bool { return string(a) == string(b) }) ||
+		newS.DeletionTimestamp != nil || oldS.Labels[names.LabelDeleteCredentials] != newS.Labels[names.LabelDeleteCredentials]
 }}
 
 func isVariable(o client.Object) bool {
@@ -186,6 +188,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, &manifest); err != nil {
 		// A deleted manifest's objects are owned by it: the garbage
 		// collector removes them, the user's workloads are not touched.
+		// Generated variables are not: credentials outlive the manifest.
 		if apierrors.IsNotFound(err) {
 			r.metrics.forget(req.NamespacedName)
 			lastSuccess.DeletePartialMatch(map[string]string{"namespace": req.Namespace})
@@ -197,6 +200,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	deployment := manifest.Labels[names.LabelDeployment]
+	if deleted, err := r.credentials(ctx, &manifest, deployment); deleted || err != nil {
+		return reconcile.Result{}, err
+	}
 	log := r.Log.WithValues("namespace", manifest.Namespace, "deployment", deployment)
 
 	ops := opsFiles(&manifest)

@@ -19,6 +19,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -194,13 +195,20 @@ var _ = Describe("the job runner", func() {
 		Eventually(gatherJobs).Should(ConsistOf(HaveField("Name", second.Name)))
 
 		// Deleting the manifest Secret removes the deployment's objects,
-		// never the user's workloads.
+		// never the user's workloads, nor the generated credentials.
+		var vars corev1.SecretList
+		Expect(cp.Client.List(ctx, &vars, client.InNamespace(ns), runner.CredentialsSelector("shop"))).To(Succeed())
+		Expect(vars.Items).NotTo(BeEmpty())
 		Expect(cp.Client.Delete(ctx, manifestSecret)).To(Succeed())
-		Eventually(func() (int, error) {
+		Eventually(func() ([]string, error) {
 			var secrets corev1.SecretList
 			err := cp.Client.List(ctx, &secrets, client.InNamespace(ns), client.HasLabels{names.LabelDeployment})
-			return len(secrets.Items), err
-		}).WithTimeout(30 * time.Second).Should(BeZero())
+			var kinds []string
+			for _, s := range secrets.Items {
+				kinds = append(kinds, s.Labels[names.LabelSecretKind])
+			}
+			return kinds, err
+		}).WithTimeout(30 * time.Second).Should(And(HaveLen(len(vars.Items)), HaveEach(names.KindVariable)))
 		Eventually(func() (int, error) {
 			var svcs corev1.ServiceList
 			err := cp.Client.List(ctx, &svcs, client.InNamespace(ns))
@@ -208,6 +216,34 @@ var _ = Describe("the job runner", func() {
 		}).WithTimeout(30 * time.Second).Should(BeZero())
 		Eventually(gatherJobs).WithTimeout(30 * time.Second).Should(BeEmpty())
 		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &db)).To(Succeed())
+	})
+
+	It("deletes the generated credentials with the manifest when its label asks, never a user-provided one", func() {
+		startOperator(ns, false)
+		Expect(cp.Client.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "shop.var-session-secret", Namespace: ns},
+			Data:       map[string][]byte{"password": []byte("given")},
+		})).To(Succeed())
+		manifestSecret := applyManifest(manifest)
+		runAndComplete(newestJob(""))
+		Eventually(stateLabel).Should(Equal("Gathered"))
+		patch := client.MergeFrom(manifestSecret.DeepCopy())
+		manifestSecret.Labels[names.LabelDeleteCredentials] = "true"
+		Expect(cp.Client.Patch(ctx, manifestSecret, patch)).To(Succeed())
+		Eventually(func() ([]string, error) {
+			err := cp.Client.Get(ctx, client.ObjectKeyFromObject(manifestSecret), manifestSecret)
+			return manifestSecret.Finalizers, err
+		}).Should(ContainElement(names.LabelDeleteCredentials))
+
+		Expect(cp.Client.Delete(ctx, manifestSecret)).To(Succeed())
+		Eventually(func() error {
+			return cp.Client.Get(ctx, client.ObjectKeyFromObject(manifestSecret), &corev1.Secret{})
+		}).WithTimeout(20 * time.Second).Should(Satisfy(apierrors.IsNotFound))
+		var vars corev1.SecretList
+		Expect(cp.Client.List(ctx, &vars, client.InNamespace(ns), runner.CredentialsSelector("shop"))).To(Succeed())
+		Expect(vars.Items).To(BeEmpty())
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop.var-session-secret"}, &corev1.Secret{})).To(Succeed())
+		Eventually(eventReasons).Should(ContainElement(runner.ReasonCredentialsDeleted))
 	})
 
 	It("reports an invalid manifest as an event and a status, keeping what was gathered", func() {
