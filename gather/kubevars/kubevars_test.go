@@ -109,6 +109,33 @@ var _ = Describe("variables in Secrets", func() {
 	})
 })
 
+var _ = It("regenerates a deleted CA and signs its generated leaves again, keeping the rest", func() {
+	ns := "vars-rotate"
+	Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	doc, err := yamlvalue.Parse([]byte(defs))
+	Expect(err).NotTo(HaveOccurred())
+	vars, err := manifest.VariablesOf(doc)
+	Expect(err).NotTo(HaveOccurred())
+	generate := func() { Expect(variables.Generate(vars, kubevars.New(ctx, cp.Client, ns, "dep"), time.Now())).To(Succeed()) }
+	get := func(name string) map[string][]byte {
+		var s corev1.Secret
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &s)).To(Succeed())
+		return s.Data
+	}
+	generate()
+	oldCA, oldTLS, password := get("dep.var-ca"), get("dep.var-tls"), get("dep.var-db-password")
+	Expect(cp.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dep.var-ca"}})).To(Succeed())
+	generate()
+	newCA, newTLS := get("dep.var-ca"), get("dep.var-tls")
+	Expect(newCA["certificate"]).NotTo(Equal(oldCA["certificate"]))
+	Expect(newTLS["private_key"]).NotTo(Equal(oldTLS["private_key"]))
+	Expect(newTLS["ca"]).To(Equal(newCA["certificate"]))
+	Expect(get("dep.var-db-password")).To(Equal(password))
+	// Unchanged CA: nothing is signed again.
+	generate()
+	Expect(get("dep.var-tls")).To(Equal(newTLS))
+})
+
 var _ = It("frees a variable Secret an earlier version made owned by the manifest Secret", func() {
 	ns := "vars-owned"
 	Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())

@@ -52,6 +52,8 @@ const (
 	AnnotationInstanceGroupName = Prefix + "instance-group-name"
 	// AnnotationStatus on a manifest Secret reports the last gathering.
 	AnnotationStatus = Prefix + "status"
+	// AnnotationVariable keeps a variable Secret's original variable name.
+	AnnotationVariable = Prefix + "variable"
 )
 
 // Secret kinds, the values of LabelSecretKind.

@@ -51,6 +51,8 @@ const (
 	ReasonGathered        = "Gathered"
 	ReasonGatherFailed    = "GatherFailed"
 	ReasonRollingOut      = "RollingOut"
+	// ReasonRegenerating: a generated variable Secret was deleted.
+	ReasonRegenerating = "RegeneratingVariables"
 )
 
 // JobsDir is where the gathering Job's copy init containers put the releases'
@@ -113,6 +115,10 @@ type Status struct {
 	// Versions is the resolved version of each instance group (by its
 	// label value) after a successful gathering.
 	Versions map[string]int `json:"versions,omitempty"`
+	// Regenerations counts the gatherings started because a generated
+	// variable Secret was deleted after a successful gathering; it is part
+	// of the digest, so the same inputs gather again and regenerate it.
+	Regenerations int `json:"regenerations,omitempty"`
 	// LastChange is when any other field last changed (RFC 3339).
 	LastChange string `json:"lastChange,omitempty"`
 }
@@ -128,7 +134,7 @@ var states = map[string]string{
 
 // same is whether a and b differ in nothing but LastChange.
 func (a Status) same(b Status) bool {
-	return a.State == b.State && a.Digest == b.Digest && a.Job == b.Job && a.Message == b.Message && maps.Equal(a.Versions, b.Versions)
+	return a.State == b.State && a.Digest == b.Digest && a.Job == b.Job && a.Message == b.Message && maps.Equal(a.Versions, b.Versions) && a.Regenerations == b.Regenerations
 }
 
 // SetupWithManager registers the runner with mgr. Controllers are leader
@@ -160,8 +166,23 @@ var inputChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		newS.DeletionTimestamp != nil || oldS.Labels[names.LabelDeleteCredentials] != newS.Labels[names.LabelDeleteCredentials]
 }}
 
+// isVariable is true of a deployment's variable Secret "<deployment>.var-<name>",
+// labelled or not: users provide their own without labels.
 func isVariable(o client.Object) bool {
-	return o.GetLabels()[names.LabelDeployment] != "" && strings.Contains(o.GetName(), ".var-")
+	return variableDeployment(o) != ""
+}
+
+// variableDeployment is the deployment of a variable Secret: its label, or
+// the name's prefix.
+func variableDeployment(o client.Object) string {
+	prefix, _, ok := strings.Cut(o.GetName(), ".var-")
+	if !ok {
+		return ""
+	}
+	if d := o.GetLabels()[names.LabelDeployment]; d != "" {
+		return d
+	}
+	return prefix
 }
 
 // manifestsOfVariable maps a variable Secret to its deployment's manifest
@@ -175,7 +196,7 @@ func (r *Reconciler) manifestsOfVariable(ctx context.Context, o client.Object) [
 	var reqs []reconcile.Request
 	for i := range list.Items {
 		s := &list.Items[i]
-		if s.Data[names.ManifestKey] != nil && names.LabelValue(s.Labels[names.LabelDeployment]) == names.LabelValue(o.GetLabels()[names.LabelDeployment]) {
+		if s.Data[names.ManifestKey] != nil && names.LabelValue(s.Labels[names.LabelDeployment]) == names.LabelValue(variableDeployment(o)) {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(s)})
 		}
 	}
@@ -192,6 +213,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if apierrors.IsNotFound(err) {
 			r.metrics.forget(req.NamespacedName)
 			lastSuccess.DeletePartialMatch(map[string]string{"namespace": req.Namespace})
+			certificateExpiry.DeletePartialMatch(map[string]string{"namespace": req.Namespace})
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, err
@@ -206,9 +228,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	log := r.Log.WithValues("namespace", manifest.Namespace, "deployment", deployment)
 
 	ops := opsFiles(&manifest)
+	prev := StatusOf(&manifest)
 	inputs, err := Inspect(manifest.Data[names.ManifestKey], ops)
 	if err != nil {
-		st := Status{State: ReasonInvalidManifest, Message: err.Error()}
+		st := Status{State: ReasonInvalidManifest, Message: err.Error(), Regenerations: prev.Regenerations}
 		if !StatusOf(&manifest).same(st) {
 			log.Info("manifest rejected", "reason", ReasonInvalidManifest, "error", err.Error())
 			r.Recorder.Eventf(&manifest, nil, corev1.EventTypeWarning, ReasonInvalidManifest, "Inspect", "%s", err.Error())
@@ -216,10 +239,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, r.setStatus(ctx, &manifest, st)
 	}
-	digest, err := r.digest(ctx, &manifest, ops, inputs)
+	digest, missing, err := r.digest(ctx, &manifest, ops, inputs)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	// A variable missing after the gathering of these very inputs
+	// succeeded was deleted since: gather again to regenerate it (rotation).
+	regenerations := prev.Regenerations
+	if len(missing) > 0 && prev.State == ReasonGathered && prev.Digest == regenerated(digest, regenerations) {
+		regenerations++
+		log.Info("regenerating deleted variables", "variables", missing)
+		r.Recorder.Eventf(&manifest, nil, corev1.EventTypeNormal, ReasonRegenerating, "Gather", "variable Secrets deleted, gathering again to regenerate them: %s", strings.Join(missing, ", "))
+	}
+	digest = regenerated(digest, regenerations)
 	jobName := fmt.Sprintf("%s-gather-%s", names.DNS1123Label(deployment), digest[:10])
 
 	var job batchv1.Job
@@ -235,7 +267,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		log.Info("gathering", "job", jobName)
 		r.Recorder.Eventf(&manifest, job, corev1.EventTypeNormal, ReasonGatherStarted, "Gather", "started gathering Job %s", jobName)
-		return reconcile.Result{}, r.setStatus(ctx, &manifest, Status{State: ReasonGatherStarted, Digest: digest, Job: jobName})
+		return reconcile.Result{}, r.setStatus(ctx, &manifest, Status{State: ReasonGatherStarted, Digest: digest, Job: jobName, Regenerations: regenerations})
 	case err != nil:
 		return reconcile.Result{}, err
 	}
@@ -254,7 +286,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := r.removeOldJobs(ctx, &manifest, deployment, jobName); err != nil {
 			return reconcile.Result{}, err
 		}
-		return reconcile.Result{}, r.setStatus(ctx, &manifest, Status{State: ReasonGathered, Digest: digest, Job: jobName, Versions: latest})
+		next, err := r.checkExpiry(ctx, &manifest, deployment, time.Now())
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{RequeueAfter: next}, r.setStatus(ctx, &manifest, Status{State: ReasonGathered, Digest: digest, Job: jobName, Versions: latest, Regenerations: regenerations})
 	case jobCondition(&job, batchv1.JobFailed):
 		message := r.terminationMessage(ctx, &job)
 		if StatusOf(&manifest).State != ReasonGatherFailed || StatusOf(&manifest).Digest != digest {
@@ -262,7 +298,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.Recorder.Eventf(&manifest, &job, corev1.EventTypeWarning, ReasonGatherFailed, "Gather", "gathering Job %s failed: %s", jobName, message)
 			finished(&manifest, ReasonGatherFailed, &job)
 		}
-		return reconcile.Result{}, r.setStatus(ctx, &manifest, Status{State: ReasonGatherFailed, Digest: digest, Job: jobName, Message: message})
+		return reconcile.Result{}, r.setStatus(ctx, &manifest, Status{State: ReasonGatherFailed, Digest: digest, Job: jobName, Message: message, Regenerations: regenerations})
 	}
 	return reconcile.Result{}, nil
 }
@@ -271,8 +307,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // variable Secrets the user provided and the links consumed from other
 // deployments. Variables bosh-injector generated
 // are outputs of gathering, not inputs, so they are left out: including them
-// would start a second gathering after every first one.
-func (r *Reconciler) digest(ctx context.Context, manifest *corev1.Secret, ops []deployment.OpsFile, inputs Inputs) (string, error) {
+// would start a second gathering after every first one. It also returns
+// the variables that have no Secret.
+func (r *Reconciler) digest(ctx context.Context, manifest *corev1.Secret, ops []deployment.OpsFile, inputs Inputs) (string, []string, error) {
 	h := sha256.New()
 	write := func(name string, data []byte) {
 		fmt.Fprintf(h, "%s\x00%d\x00", name, len(data))
@@ -283,14 +320,19 @@ func (r *Reconciler) digest(ctx context.Context, manifest *corev1.Secret, ops []
 		write(op.Name, op.Data)
 	}
 	deployment := manifest.Labels[names.LabelDeployment]
+	var missing []string
 	for _, v := range slices.Sorted(slices.Values(inputs.Variables)) {
 		var s corev1.Secret
 		err := r.Client.Get(ctx, types.NamespacedName{Namespace: manifest.Namespace, Name: names.VariableSecret(deployment, v)}, &s)
-		if apierrors.IsNotFound(err) || s.Labels[names.LabelManagedBy] == names.ManagedBy {
+		if apierrors.IsNotFound(err) {
+			missing = append(missing, v)
 			continue
 		}
 		if err != nil {
-			return "", err
+			return "", nil, err
+		}
+		if s.Labels[names.LabelManagedBy] == names.ManagedBy {
+			continue
 		}
 		for _, k := range slices.Sorted(maps.Keys(s.Data)) {
 			write("var/"+v+"/"+k, s.Data[k])
@@ -300,13 +342,23 @@ func (r *Reconciler) digest(ctx context.Context, manifest *corev1.Secret, ops []
 	for _, dep := range inputs.Consumes {
 		shared, err := r.sharedLinkData(ctx, manifest.Namespace, dep)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		for _, l := range slices.Sorted(maps.Keys(shared)) {
 			write("link/"+dep+"/"+l, shared[l])
 		}
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return hex.EncodeToString(h.Sum(nil)), missing, nil
+}
+
+// regenerated is the digest of the n-th gathering of the same inputs started
+// to regenerate deleted variables; the first keeps the inputs' digest.
+func regenerated(digest string, n int) string {
+	if n == 0 {
+		return digest
+	}
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00regeneration\x00%d", digest, n))
+	return hex.EncodeToString(sum[:])
 }
 
 //go:embed rbac.yaml

@@ -74,8 +74,12 @@ type generator struct {
 }
 
 func (g *generator) ensure(name string) error {
-	if _, found, err := g.src.Get(name); err != nil || found {
+	v, found, err := g.src.Get(name)
+	if err != nil {
 		return err
+	}
+	if found {
+		return g.followCA(name, v)
 	}
 	d, ok := g.defs[name]
 	if !ok {
@@ -89,8 +93,6 @@ func (g *generator) ensure(name string) error {
 	}
 	g.busy[name] = true
 	defer delete(g.busy, name)
-	var v any
-	var err error
 	switch d.Type {
 	case "password":
 		v, err = password(d.Options)
@@ -121,6 +123,34 @@ func supported(d manifest.Variable) error {
 		return nil
 	}
 	return fmt.Errorf("variable '%s': unsupported type '%s' (supported: %s)", d.Name, d.Type, strings.Join(variableTypes, ", "))
+}
+
+// followCA signs a generated certificate again when its CA is not the one
+// that signed it (the CA's Secret was deleted and regenerated), so that
+// deleting a CA rotates it and its leaves. User-provided values are kept.
+func (g *generator) followCA(name string, v any) error {
+	d, ok := g.defs[name]
+	r, renewing := g.src.(Renewing)
+	caName, _ := option(d.Options, "ca").(string)
+	if !ok || !renewing || d.Type != "certificate" || caName == "" || !r.Generated(name) || (d.Consumes != nil && g.address == nil) {
+		return nil
+	}
+	if err := g.ensure(caName); err != nil {
+		return err
+	}
+	_, _, caPEM, err := g.loadCA(caName)
+	if err != nil {
+		return &namedError{fmt.Errorf("variable '%s': %w", name, err)}
+	}
+	m, _ := v.(*yamlvalue.Map)
+	if signedBy, _ := m.Get("ca"); signedBy == caPEM {
+		return nil
+	}
+	cert, err := g.certificate(d)
+	if err != nil {
+		return &namedError{fmt.Errorf("variable '%s': %w", name, err)}
+	}
+	return r.Replace(name, cert)
 }
 
 func option(opts *yamlvalue.Map, key string) any {
