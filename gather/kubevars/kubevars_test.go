@@ -116,7 +116,9 @@ var _ = It("regenerates a deleted CA and signs its generated leaves again, keepi
 	Expect(err).NotTo(HaveOccurred())
 	vars, err := manifest.VariablesOf(doc)
 	Expect(err).NotTo(HaveOccurred())
-	generate := func() { Expect(variables.Generate(vars, kubevars.New(ctx, cp.Client, ns, "dep"), time.Now())).To(Succeed()) }
+	generate := func() {
+		Expect(variables.Generate(vars, kubevars.New(ctx, cp.Client, ns, "dep"), time.Now())).To(Succeed())
+	}
 	get := func(name string) map[string][]byte {
 		var s corev1.Secret
 		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &s)).To(Succeed())
