@@ -23,6 +23,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -258,7 +259,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	err = r.Client.Get(ctx, types.NamespacedName{Namespace: manifest.Namespace, Name: jobName}, &job)
 	switch {
 	case apierrors.IsNotFound(err):
-		if err := r.ensureRBAC(ctx, &manifest, deployment); err != nil {
+		if err := r.ensureRBAC(ctx, &manifest, deployment, inputs); err != nil {
 			return reconcile.Result{}, err
 		}
 		job := r.gatherJob(&manifest, deployment, jobName, digest, inputs)
@@ -365,8 +366,9 @@ func regenerated(digest string, n int) string {
 var rbacYAML string
 
 // ensureRBAC creates the gathering Job's ServiceAccount, Role and RoleBinding
-// from rbac.yaml, owned by the manifest Secret.
-func (r *Reconciler) ensureRBAC(ctx context.Context, manifest *corev1.Secret, deployment string) error {
+// from rbac.yaml, owned by the manifest Secret; the Role names the manifest
+// and the variable Secrets of inputs, and is updated when they change.
+func (r *Reconciler) ensureRBAC(ctx context.Context, manifest *corev1.Secret, deployment string, inputs Inputs) error {
 	name := names.DNS1123Label(deployment) + "-gather"
 	objects := []client.Object{&corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}}
 	for i, doc := range strings.Split(rbacYAML, "\n---\n") {
@@ -377,17 +379,61 @@ func (r *Reconciler) ensureRBAC(ctx context.Context, manifest *corev1.Secret, de
 		obj := objects[i]
 		obj.SetNamespace(manifest.Namespace)
 		obj.SetLabels(r.labels(deployment))
-		if rb, ok := obj.(*rbacv1.RoleBinding); ok {
-			rb.Subjects[0].Namespace = manifest.Namespace
+		switch o := obj.(type) {
+		case *rbacv1.RoleBinding:
+			o.Subjects[0].Namespace = manifest.Namespace
+		case *rbacv1.Role:
+			fillSecretNames(o, manifest.Name, deployment, inputs.Variables)
 		}
 		if err := controllerutil.SetControllerReference(manifest, obj, r.Client.Scheme()); err != nil {
 			return err
 		}
-		if err := r.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+		err := r.Client.Create(ctx, obj)
+		if role, ok := obj.(*rbacv1.Role); ok && apierrors.IsAlreadyExists(err) {
+			err = r.updateRole(ctx, role)
+		}
+		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating %T %s: %w", obj, name, err)
 		}
 	}
 	return nil
+}
+
+// fillSecretNames puts the manifest's and the variables' Secret names in
+// the Role's rules that name them.
+func fillSecretNames(role *rbacv1.Role, manifest, deployment string, variables []string) {
+	var vars []string
+	for _, v := range variables {
+		vars = append(vars, names.VariableSecret(deployment, v))
+	}
+	slices.Sort(vars)
+	vars = slices.Compact(vars)
+	for i, rule := range role.Rules {
+		switch {
+		case slices.Equal(rule.ResourceNames, []string{"MANIFEST"}):
+			role.Rules[i].ResourceNames = []string{manifest}
+		case slices.Equal(rule.ResourceNames, []string{"VARIABLES"}) && len(vars) == 0:
+			// No names would grant every Secret: a manifest without
+			// variables needs none.
+			role.Rules = slices.Delete(role.Rules, i, i+1)
+			return
+		case slices.Equal(rule.ResourceNames, []string{"VARIABLES"}):
+			role.Rules[i].ResourceNames = vars
+		}
+	}
+}
+
+// updateRole brings an existing gathering Role's rules to want's.
+func (r *Reconciler) updateRole(ctx context.Context, want *rbacv1.Role) error {
+	var have rbacv1.Role
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(want), &have); err != nil {
+		return err
+	}
+	if equality.Semantic.DeepEqual(have.Rules, want.Rules) {
+		return nil
+	}
+	have.Rules = want.Rules
+	return r.Client.Update(ctx, &have)
 }
 
 func (r *Reconciler) labels(deployment string) map[string]string {
@@ -420,8 +466,11 @@ func (r *Reconciler) gatherJob(manifest *corev1.Secret, deployment, name, digest
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
 					ServiceAccountName: names.DNS1123Label(deployment) + "-gather",
-					RestartPolicy:      corev1.RestartPolicyNever,
-					InitContainers:     inits,
+					// The token reaches the gather container only, never
+					// the release images' copy containers.
+					AutomountServiceAccountToken: ptr.To(false),
+					RestartPolicy:                corev1.RestartPolicyNever,
+					InitContainers:               inits,
 					Containers: []corev1.Container{{
 						Name:  "gather",
 						Image: r.Config.OperatorImage,
@@ -431,10 +480,16 @@ func (r *Reconciler) gatherJob(manifest *corev1.Secret, deployment, name, digest
 							"--jobs-dir=" + JobsDir,
 							"--cluster-domain=" + r.Config.ClusterDomain,
 						},
-						VolumeMounts:             []corev1.VolumeMount{{Name: volume, MountPath: inject.AllReleasesDir}},
+						VolumeMounts: []corev1.VolumeMount{
+							{Name: volume, MountPath: inject.AllReleasesDir},
+							{Name: tokenVolume, MountPath: tokenDir, ReadOnly: true},
+						},
 						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 					}},
-					Volumes: []corev1.Volume{{Name: volume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+					Volumes: []corev1.Volume{
+						{Name: volume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+						tokenVolumeSource(),
+					},
 				},
 			},
 		},
@@ -444,6 +499,28 @@ func (r *Reconciler) gatherJob(manifest *corev1.Secret, deployment, name, digest
 }
 
 const annotationDigest = names.Prefix + "inputs-digest"
+
+// The gather container's own ServiceAccount token, mounted where client-go's
+// in-cluster configuration reads it.
+const (
+	tokenVolume = "gather-token"
+	tokenDir    = "/var/run/secrets/kubernetes.io/serviceaccount"
+)
+
+// tokenVolumeSource is what the kubelet's automount would mount: a
+// short-lived token, the cluster CA and the namespace.
+func tokenVolumeSource() corev1.Volume {
+	return corev1.Volume{Name: tokenVolume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		DefaultMode: ptr.To[int32](0o444),
+		Sources: []corev1.VolumeProjection{
+			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To[int64](3607)}},
+			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
+				Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{
+				{Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
+		},
+	}}}
+}
 
 // opsFiles are a manifest Secret's ops files; Reconcile's deployment
 // variable shadows the package.

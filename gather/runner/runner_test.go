@@ -25,8 +25,10 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -355,6 +357,50 @@ var _ = Describe("the job runner", func() {
 		// bus_ca, bus_tls (a year) and short_lived (an hour).
 		Expect(seconds).To(ContainElement(BeNumerically("~", 3600, 120)))
 		Expect(seconds).To(ContainElement(BeNumerically(">", 300*24*3600)))
+	})
+
+	It("gathers with the Job's own Role, which names the Secrets it reads, and mounts its token in the gather container only", func() {
+		startOperator(ns, false)
+		Expect(cp.Client.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "unrelated", Namespace: ns},
+			Data:       map[string][]byte{"token": []byte("not-for-gathering")},
+		})).To(Succeed())
+		applyManifest(manifest)
+		job := newestJob("")
+		spec := job.Spec.Template.Spec
+		Expect(spec.AutomountServiceAccountToken).To(HaveValue(BeFalse()))
+		for _, c := range spec.InitContainers {
+			Expect(c.VolumeMounts).NotTo(ContainElement(HaveField("MountPath", "/var/run/secrets/kubernetes.io/serviceaccount")), c.Name)
+		}
+		Expect(spec.Containers[0].VolumeMounts).To(ContainElement(HaveField("MountPath", "/var/run/secrets/kubernetes.io/serviceaccount")))
+
+		var role rbacv1.Role
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop-gather"}, &role)).To(Succeed())
+		Expect(role.Rules[0].ResourceNames).To(Equal([]string{"shop-manifest"}))
+		Expect(role.Rules[1].ResourceNames).To(ContainElements("shop.var-bus-password", "shop.var-bus-ca", "shop.var-session-secret"))
+		for _, rule := range role.Rules {
+			Expect(rule.Verbs).NotTo(ContainElements("watch", "*"))
+		}
+
+		// The gathering as the Job's ServiceAccount: enough to gather, not
+		// to read another Secret.
+		cfg := rest.CopyConfig(cp.Config)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":shop-gather",
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}
+		sa, err := client.New(cfg, client.Options{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = gathering.Run(ctx, sa, gathering.Config{Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: jobsDir, ClusterDomain: "cluster.local",
+			Progress: gathering.Events(ctx, sa, GinkgoLogr)}, gathering.NewRenderBPM(ctx), time.Now())
+		Expect(err).NotTo(HaveOccurred())
+		err = sa.Get(ctx, client.ObjectKey{Namespace: ns, Name: "unrelated"}, &corev1.Secret{})
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+
+		// A new variable in the manifest: the Role names it.
+		applyManifest([]byte(strings.Replace(string(manifest), "variables:\n", "variables:\n- {name: extra_password, type: password}\n", 1)))
+		Eventually(func() ([]string, error) {
+			err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop-gather"}, &role)
+			return role.Rules[1].ResourceNames, err
+		}).WithTimeout(20 * time.Second).Should(ContainElement("shop.var-extra-password"))
 	})
 
 	It("reports an invalid manifest as an event and a status, keeping what was gathered", func() {
