@@ -167,23 +167,10 @@ var inputChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		newS.DeletionTimestamp != nil || oldS.Labels[names.LabelDeleteCredentials] != newS.Labels[names.LabelDeleteCredentials]
 }}
 
-// isVariable is true of a deployment's variable Secret "<deployment>.var-<name>",
-// labelled or not: users provide their own without labels.
+// isVariable is true of a deployment's variable Secret; users label theirs
+// with the deployment too (the operator caches only labelled Secrets).
 func isVariable(o client.Object) bool {
-	return variableDeployment(o) != ""
-}
-
-// variableDeployment is the deployment of a variable Secret: its label, or
-// the name's prefix.
-func variableDeployment(o client.Object) string {
-	prefix, _, ok := strings.Cut(o.GetName(), ".var-")
-	if !ok {
-		return ""
-	}
-	if d := o.GetLabels()[names.LabelDeployment]; d != "" {
-		return d
-	}
-	return prefix
+	return o.GetLabels()[names.LabelDeployment] != "" && strings.Contains(o.GetName(), ".var-")
 }
 
 // manifestsOfVariable maps a variable Secret to its deployment's manifest
@@ -197,7 +184,7 @@ func (r *Reconciler) manifestsOfVariable(ctx context.Context, o client.Object) [
 	var reqs []reconcile.Request
 	for i := range list.Items {
 		s := &list.Items[i]
-		if s.Data[names.ManifestKey] != nil && names.LabelValue(s.Labels[names.LabelDeployment]) == names.LabelValue(variableDeployment(o)) {
+		if s.Data[names.ManifestKey] != nil && names.LabelValue(s.Labels[names.LabelDeployment]) == names.LabelValue(o.GetLabels()[names.LabelDeployment]) {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(s)})
 		}
 	}
@@ -324,7 +311,14 @@ func (r *Reconciler) digest(ctx context.Context, manifest *corev1.Secret, ops []
 	var missing []string
 	for _, v := range slices.Sorted(slices.Values(inputs.Variables)) {
 		var s corev1.Secret
-		err := r.Client.Get(ctx, types.NamespacedName{Namespace: manifest.Namespace, Name: names.VariableSecret(deployment, v)}, &s)
+		key := types.NamespacedName{Namespace: manifest.Namespace, Name: names.VariableSecret(deployment, v)}
+		err := r.Client.Get(ctx, key, &s)
+		if apierrors.IsNotFound(err) {
+			// The cache holds labelled Secrets only: a user's unlabelled
+			// one is read from the API, so that it is never taken for a
+			// deleted variable to regenerate.
+			err = r.APIReader.Get(ctx, key, &s)
+		}
 		if apierrors.IsNotFound(err) {
 			missing = append(missing, v)
 			continue
