@@ -410,6 +410,22 @@ var _ = Describe("the job runner", func() {
 		}).WithTimeout(20 * time.Second).Should(ContainElement("shop.var-extra-password"))
 	})
 
+	It("with watch namespaces, works in those only", func() {
+		other := ns + "-unwatched"
+		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}})).To(Succeed())
+		startOperatorWith(webhook.Options{Namespace: ns, OperatorImage: "localhost/bosh-injector:test", ClusterDomain: "cluster.local",
+			Runner: true, WatchNamespaces: []string{ns}})
+		_, err := fixtures.ApplyManifest(ctx, cp.Client, other, manifest)
+		Expect(err).NotTo(HaveOccurred())
+		applyManifest(manifest)
+		newestJob("")
+		Consistently(func() ([]batchv1.Job, error) {
+			var jobs batchv1.JobList
+			err := cp.Client.List(ctx, &jobs, client.InNamespace(other))
+			return jobs.Items, err
+		}, 2*time.Second).Should(BeEmpty())
+	})
+
 	It("reports an invalid manifest as an event and a status, keeping what was gathered", func() {
 		startOperator(ns, false)
 		applyManifest([]byte("name: shop\nreleases: [{name: bus}]\ninstance_groups: []\n"))
