@@ -98,7 +98,7 @@ func RunSync(ctx context.Context, cfg *rest.Config, opts SyncOptions, log logr.L
 		cacheOptions.DefaultNamespaces[ns] = cache.Config{}
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Cache: cacheOptions,
+		Cache:   cacheOptions,
 		Metrics: metricsserver.Options{BindAddress: "0"},
 	})
 	if err != nil {
