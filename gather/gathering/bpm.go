@@ -51,7 +51,10 @@ func NewRenderBPM(ctx context.Context) RenderBPM {
 // director's format, each failure once however many instances share it.
 func RenderDeployment(ctx context.Context, d *deployment.Deployment, ip string, keep func(group string, index int) bool) (*Rendered, error) {
 	all := rendering.PrepareDeployment(d, ip, keep)
-	type slot struct{ group, inst, job int }
+	type slot struct {
+		group, inst, job int
+		template         string
+	}
 	var bpmJobs []ruby.Job
 	var slots []slot
 	for gi, g := range d.Groups {
@@ -60,7 +63,7 @@ func RenderDeployment(ctx context.Context, d *deployment.Deployment, ip string, 
 				for _, t := range j.Spec.Templates {
 					if t.Destination == BPMDestination {
 						bpmJobs = append(bpmJobs, ruby.Job{Spec: inst.Specs[ji], Templates: []ruby.Template{{Name: t.Source, Source: t.Content}}})
-						slots = append(slots, slot{gi, ii, ji})
+						slots = append(slots, slot{gi, ii, ji, t.Source})
 					}
 				}
 			}
@@ -105,7 +108,7 @@ func RenderDeployment(ctx context.Context, d *deployment.Deployment, ip string, 
 				configs[s.group][s.inst][job] = c
 				continue
 			}
-			message = err.Error()
+			message = fmt.Sprintf("Invalid BPM configuration rendered from template '%s': %s", s.template, err)
 		}
 		// A bpm.yml failing in the full render already is reported there.
 		index := g.Instances[s.inst].Index
