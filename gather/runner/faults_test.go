@@ -249,7 +249,7 @@ var _ = Describe("the fault table", func() {
 		stopOperator()
 		Expect(gather(jobsDir)).To(Succeed())
 		finish(job, nil)
-		stopOperator = operator()
+		operator()
 		Eventually(func() string { return status().State }).WithTimeout(20 * time.Second).Should(Equal(runner.ReasonGathered))
 		Expect(status().Job).To(Equal(job.Name))
 
@@ -287,8 +287,6 @@ var _ = Describe("the fault table", func() {
 		Expect(string(webBPM.Data["bpm.json"])).To(ContainSubstring(`"STOREFRONT_WORKERS":"5"`))
 
 		By("the manifest Secret deleted: the gathering fails cleanly, the credentials stay")
-		stopOperator()
-		stopOperator = operator()
 		Expect(cp.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fixtures.ManifestSecret}})).To(Succeed())
 		Expect(gather(jobsDir)).To(MatchError(ContainSubstring("not found")))
 		var vars corev1.SecretList
