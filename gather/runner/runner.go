@@ -56,6 +56,13 @@ const (
 	ReasonRegenerating = "RegeneratingVariables"
 )
 
+// Exit codes of the gather container: bad input fails the Job at once, as
+// retrying cannot help; an API error is retried up to the backoff limit.
+const (
+	ExitInvalidInput = 1
+	ExitTransient    = 3
+)
+
 // JobsDir is where the gathering Job's copy init containers put the releases'
 // jobs, and where gather reads them.
 const JobsDir = "/var/vcap/all-releases/jobs-src"
@@ -454,7 +461,12 @@ func (r *Reconciler) gatherJob(manifest *corev1.Secret, deployment, name, digest
 			Annotations: map[string]string{names.AnnotationDeploymentName: deployment, annotationDigest: digest},
 		},
 		Spec: batchv1.JobSpec{
-			BackoffLimit:            ptr.To(r.Config.BackoffLimit),
+			BackoffLimit: ptr.To(r.Config.BackoffLimit),
+			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+				Action: batchv1.PodFailurePolicyActionFailJob,
+				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+					ContainerName: ptr.To("gather"), Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{ExitInvalidInput}},
+			}}},
 			TTLSecondsAfterFinished: ptr.To(int32(r.Config.JobTTL.Seconds())),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},

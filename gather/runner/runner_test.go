@@ -380,6 +380,9 @@ var _ = Describe("the job runner", func() {
 			Expect(c.VolumeMounts).NotTo(ContainElement(HaveField("MountPath", "/var/run/secrets/kubernetes.io/serviceaccount")), c.Name)
 		}
 		Expect(spec.Containers[0].VolumeMounts).To(ContainElement(HaveField("MountPath", "/var/run/secrets/kubernetes.io/serviceaccount")))
+		// Bad input fails the Job at once: retrying cannot help.
+		Expect(job.Spec.PodFailurePolicy.Rules).To(ConsistOf(And(HaveField("Action", batchv1.PodFailurePolicyActionFailJob),
+			HaveField("OnExitCodes.Values", Equal([]int32{runner.ExitInvalidInput})))))
 
 		var role rbacv1.Role
 		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop-gather"}, &role)).To(Succeed())

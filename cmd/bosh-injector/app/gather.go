@@ -1,11 +1,14 @@
 package app
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -73,7 +76,8 @@ BOSH_INJECTOR_<FLAG> environment variables.`,
 }
 
 // fail reports a director-format error list on stdout and in the
-// termination log (so `kubectl describe pod` shows it) and exits 1.
+// termination log (so `kubectl describe pod` shows it) and exits with the
+// code that tells the Job whether a retry can help.
 func fail(cmd *cobra.Command, terminationLog string, err error) error {
 	fmt.Fprintln(cmd.OutOrStdout(), err)
 	if terminationLog != "" {
@@ -81,7 +85,18 @@ func fail(cmd *cobra.Command, terminationLog string, err error) error {
 			fmt.Fprintln(cmd.ErrOrStderr(), "writing the termination log:", werr)
 		}
 	}
-	return exitError{code: 1}
+	return exitError{code: exitCode(err)}
+}
+
+// exitCode is runner.ExitTransient for an error of the API server or the
+// network, which a retry may not meet, else runner.ExitInvalidInput.
+func exitCode(err error) int {
+	var status apierrors.APIStatus
+	var netErr net.Error
+	if (errors.As(err, &status) && !apierrors.IsNotFound(err)) || errors.As(err, &netErr) {
+		return runner.ExitTransient
+	}
+	return runner.ExitInvalidInput
 }
 
 // restConfig loads a kubeconfig: the given file, else $KUBECONFIG or
