@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -145,8 +147,9 @@ func TestGatherExitCode(t *testing.T) {
 		{fmt.Errorf("reading manifest Secret ns/m: %w", apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, "m")), runner.ExitInvalidInput},
 		{fmt.Errorf("storing variable 'x': %w", apierrors.NewServiceUnavailable("etcd")), runner.ExitTransient},
 		{fmt.Errorf("listing: %w", &net.OpError{Op: "dial", Err: errors.New("connection refused")}), runner.ExitTransient},
+		{fmt.Errorf("reading the jobs: %w", &fs.PathError{Op: "open", Path: "job.MF", Err: syscall.ENOENT}), runner.ExitInvalidInput},
 	} {
-		if got := exitCode(c.err); got != c.want {
+		if got := gatherExitCode(c.err); got != c.want {
 			t.Errorf("%v: exit code %d, want %d", c.err, got, c.want)
 		}
 	}

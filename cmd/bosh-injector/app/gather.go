@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"time"
 
@@ -53,7 +54,7 @@ BOSH_INJECTOR_<FLAG> environment variables.`,
 				cfg.Progress = gathering.Events(ctx, c, log)
 				res, err := gathering.Run(ctx, c, cfg, gathering.NewRenderBPM(ctx), time.Now())
 				if err != nil {
-					return fail(cmd, terminationLog, err)
+					return fail(cmd, terminationLog, err, gatherExitCode(err))
 				}
 				for _, gr := range res.Groups {
 					log.Info("gathered instance group", "deployment", res.Deployment, "instanceGroup", gr.InstanceGroup,
@@ -76,24 +77,23 @@ BOSH_INJECTOR_<FLAG> environment variables.`,
 }
 
 // fail reports a director-format error list on stdout and in the
-// termination log (so `kubectl describe pod` shows it) and exits with the
-// code that tells the Job whether a retry can help.
-func fail(cmd *cobra.Command, terminationLog string, err error) error {
+// termination log (so `kubectl describe pod` shows it) and exits with code.
+func fail(cmd *cobra.Command, terminationLog string, err error, code int) error {
 	fmt.Fprintln(cmd.OutOrStdout(), err)
 	if terminationLog != "" {
 		if werr := os.WriteFile(terminationLog, []byte(err.Error()+"\n"), 0o644); werr != nil {
 			fmt.Fprintln(cmd.ErrOrStderr(), "writing the termination log:", werr)
 		}
 	}
-	return exitError{code: exitCode(err)}
+	return exitError{code: code}
 }
 
-// exitCode is runner.ExitTransient for an error of the API server or the
-// network, which a retry may not meet, else runner.ExitInvalidInput.
-func exitCode(err error) int {
+// gatherExitCode tells the gathering Job whether a retry can help:
+// runner.ExitTransient for an error of the API server or of reaching it,
+// else runner.ExitInvalidInput.
+func gatherExitCode(err error) int {
 	var status apierrors.APIStatus
-	var netErr net.Error
-	if (errors.As(err, &status) && !apierrors.IsNotFound(err)) || errors.As(err, &netErr) {
+	if (errors.As(err, &status) && !apierrors.IsNotFound(err)) || errors.As(err, new(*url.Error)) || errors.As(err, new(*net.OpError)) {
 		return runner.ExitTransient
 	}
 	return runner.ExitInvalidInput
