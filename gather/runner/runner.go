@@ -623,6 +623,11 @@ func StatusOf(s *corev1.Secret) Status {
 // label, stamping the time of the change.
 func (r *Reconciler) setStatus(ctx context.Context, manifest *corev1.Secret, st Status) error {
 	r.metrics.state(manifest, st.State)
+	// The versions in use stay those of the last good gathering until
+	// another one succeeds.
+	if st.Versions == nil {
+		st.Versions = StatusOf(manifest).Versions
+	}
 	if StatusOf(manifest).same(st) && manifest.Labels[names.LabelState] == states[st.State] {
 		return nil
 	}
