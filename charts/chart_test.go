@@ -11,9 +11,31 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
+
+// objectsOf maps helm's output by kind/name, or kind/namespace/name.
+func objectsOf(out string, namespaced bool) map[string]map[string]any {
+	GinkgoHelper()
+	objects := map[string]map[string]any{}
+	for _, doc := range strings.Split(out, "\n---\n") {
+		var o map[string]any
+		Expect(yaml.Unmarshal([]byte(doc), &o)).To(Succeed())
+		if o == nil {
+			continue
+		}
+		meta := o["metadata"].(map[string]any)
+		key := o["kind"].(string) + "/" + meta["name"].(string)
+		if namespaced {
+			ns, _ := meta["namespace"].(string)
+			key = o["kind"].(string) + "/" + ns + "/" + meta["name"].(string)
+		}
+		objects[key] = o
+	}
+	return objects
+}
 
 func mustYAML(o any) string {
 	GinkgoHelper()
@@ -65,14 +87,7 @@ var _ = Describe("the bosh-injector chart", func() {
 			"--set", "topologySpreadConstraints[0].maxSkew=1", "--set", "topologySpreadConstraints[0].topologyKey=topology.kubernetes.io/zone",
 			"--set", "topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway",
 			"--set", "securityContext.readOnlyRootFilesystem=false")
-		objects := map[string]map[string]any{}
-		for _, doc := range strings.Split(out, "\n---\n") {
-			var o map[string]any
-			Expect(yaml.Unmarshal([]byte(doc), &o)).To(Succeed())
-			if o != nil {
-				objects[o["kind"].(string)+"/"+o["metadata"].(map[string]any)["name"].(string)] = o
-			}
-		}
+		objects := objectsOf(out, false)
 		Expect(objects).NotTo(HaveKey("ServiceAccount/bosh-injector"))
 		Expect(objects).To(HaveKey("NetworkPolicy/bosh-injector"))
 		pdb := objects["PodDisruptionBudget/bosh-injector"]
@@ -94,6 +109,41 @@ var _ = Describe("the bosh-injector chart", func() {
 		Expect(*c.SecurityContext.ReadOnlyRootFilesystem).To(BeFalse())
 		Expect(*c.SecurityContext.AllowPrivilegeEscalation).To(BeFalse(), "the hardened defaults stay")
 		Expect(*pod.Spec.SecurityContext.RunAsNonRoot).To(BeTrue())
+	})
+
+	It("with watchNamespaces, grants Roles in those namespaces only and keeps the operator, its DNS sidecar and the webhook to them", func() {
+		out := helm("template", "bosh-injector", chartDir, "--namespace", namespace, "--set", "watchNamespaces={team-a,team-b}")
+		objects := objectsOf(out, true)
+		var kinds []string
+		for key := range objects {
+			kind, _, _ := strings.Cut(key, "/")
+			kinds = append(kinds, kind)
+		}
+		Expect(kinds).NotTo(ContainElements("ClusterRole", "ClusterRoleBinding"))
+		for _, ns := range []string{"team-a", "team-b"} {
+			for _, name := range []string{"bosh-injector", "bosh-injector-dns"} {
+				Expect(objects).To(HaveKey("Role/"+ns+"/"+name), ns)
+				Expect(objects).To(HaveKey("RoleBinding/"+ns+"/"+name), ns)
+			}
+		}
+		Expect(objects["Role/team-a/bosh-injector"]["rules"]).To(ContainElement(HaveKeyWithValue("resources", ContainElement("secrets"))))
+		Expect(objects["RoleBinding/team-a/bosh-injector"]["subjects"]).To(ContainElement(HaveKeyWithValue("namespace", namespace)))
+
+		var deploy appsv1.Deployment
+		Expect(yaml.Unmarshal([]byte(mustYAML(objects["Deployment/"+namespace+"/bosh-injector"])), &deploy)).To(Succeed())
+		Expect(deploy.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--watch-namespaces=team-a,team-b"))
+		var dns appsv1.Deployment
+		Expect(yaml.Unmarshal([]byte(mustYAML(objects["Deployment/"+namespace+"/bosh-injector-dns"])), &dns)).To(Succeed())
+		Expect(dns.Spec.Template.Spec.Containers).To(ContainElement(And(HaveField("Name", "dns-zones"),
+			HaveField("Args", ContainElement("--watch-namespaces=team-a,team-b")))))
+
+		var hook admissionregistrationv1.MutatingWebhookConfiguration
+		Expect(yaml.Unmarshal([]byte(mustYAML(objects["MutatingWebhookConfiguration//bosh-injector"])), &hook)).To(Succeed())
+		Expect(hook.Webhooks[0].NamespaceSelector.MatchExpressions).To(ContainElement(metav1.LabelSelectorRequirement{
+			Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{"team-a", "team-b"}}))
+
+		_, err := helmErr("template", "x", chartDir, "--set", "watchNamespaces={Team_A}")
+		Expect(err).To(MatchError(ContainSubstring("watchNamespaces")))
 	})
 
 	It("installs: cert-manager issues the serving certificate and cainjector fills the webhook's caBundle", func() {

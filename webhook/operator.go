@@ -56,6 +56,9 @@ type Options struct {
 	// DNSService names the CoreDNS Service in Namespace that injected pods
 	// resolve names with; empty leaves their DNS as it is.
 	DNSService string
+	// WatchNamespaces, when set, are the only namespaces the operator
+	// caches and works in (the chart then grants it Roles there only).
+	WatchNamespaces []string
 }
 
 // Run runs the operator until ctx ends.
@@ -83,6 +86,12 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, err
 	cacheOptions, err := CacheOptions(o.Namespace)
 	if err != nil {
 		return nil, err
+	}
+	if len(o.WatchNamespaces) > 0 {
+		cacheOptions.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range o.WatchNamespaces {
+			cacheOptions.DefaultNamespaces[ns] = cache.Config{}
+		}
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Logger:                        log,

@@ -80,16 +80,25 @@ func Sync(dir string, files map[string][]byte) error {
 type SyncOptions struct {
 	// Dir is the directory CoreDNS's auto plugin loads zones from.
 	Dir string
+	// Namespaces, when set, are the only namespaces whose records are read.
+	Namespaces []string
 }
 
 // RunSync keeps opts.Dir holding the latest DNS records of every
 // deployment in the cluster until ctx ends: the CoreDNS pod's sidecar.
 func RunSync(ctx context.Context, cfg *rest.Config, opts SyncOptions, log logr.Logger) error {
 	ctrl.SetLogger(log)
+	cacheOptions := cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.ConfigMap{}: {Label: labels.SelectorFromSet(labels.Set(Selector))},
+	}}
+	for _, ns := range opts.Namespaces {
+		if cacheOptions.DefaultNamespaces == nil {
+			cacheOptions.DefaultNamespaces = map[string]cache.Config{}
+		}
+		cacheOptions.DefaultNamespaces[ns] = cache.Config{}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.ConfigMap{}: {Label: labels.SelectorFromSet(labels.Set(Selector))},
-		}},
+		Cache:   cacheOptions,
 		Metrics: metricsserver.Options{BindAddress: "0"},
 	})
 	if err != nil {

@@ -3,11 +3,13 @@ package gathering
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/rendering"
 	"github.com/bosh-injector/bosh-injector/gather/ruby"
 	"github.com/bosh-injector/bosh-injector/gather/secretdata"
 	"github.com/bosh-injector/bosh-injector/gather/versions"
@@ -16,103 +18,162 @@ import (
 // BPMDestination is where a job's BPM configuration is rendered to.
 const BPMDestination = "config/bpm.yml"
 
-// NewRenderBPM renders bpm.yml of every instance of every group in one Ruby
-// process (per instance, so spec.index and spec.bootstrap work in it), then
-// parses and validates each, and groups a group's instances by identical
-// result. Errors are aggregated per group and job in the director's format.
+// GatherIP is spec.ip while gathering checks the templates: pods' IPs are
+// not known yet, and the director too renders 127.0.0.1 for an IP it does
+// not know yet (dynamic networks).
+const GatherIP = "127.0.0.1"
+
+// Rendered is a whole deployment rendered.
+type Rendered struct {
+	// BPM is, per group (in the deployment's order), the instances grouped
+	// by identical BPM configuration.
+	BPM [][]bpm.InstanceBPM
+	// Instances are the rendered jobs of the selected instances.
+	Instances []rendering.InstanceJobs
+}
+
+// NewRenderBPM renders every template of every job of every instance, as
+// the director does before it touches any instance, so that a broken
+// template fails the gathering instead of the pods one by one; it returns
+// the BPM configurations and drops the rendered files.
 func NewRenderBPM(ctx context.Context) RenderBPM {
 	return func(d *deployment.Deployment) ([][]bpm.InstanceBPM, error) {
-		type slot struct{ group, inst, job int }
-		var jobs []ruby.Job
-		var slots []slot
-		for gi := range d.Groups {
-			gjobs, gslots := bpmBatch(&d.Groups[gi])
-			jobs = append(jobs, gjobs...)
-			for _, s := range gslots {
-				slots = append(slots, slot{gi, s[0], s[1]})
-			}
+		r, err := RenderDeployment(ctx, d, GatherIP, nil)
+		if err != nil {
+			return nil, err
 		}
-		// A deployment without bpm.yml templates needs no Ruby process.
-		var outputs [][]ruby.Output
-		if len(jobs) > 0 {
-			var err error
-			if outputs, err = ruby.Render(ctx, jobs); err != nil {
-				return nil, err
-			}
-		}
-		configs := make([][]map[string]bpm.Config, len(d.Groups))
-		errs := make([][]ruby.JobErrors, len(d.Groups))
-		for gi, g := range d.Groups {
-			configs[gi] = make([]map[string]bpm.Config, len(g.Instances))
-			for ii := range configs[gi] {
-				configs[gi][ii] = map[string]bpm.Config{}
-			}
-			errs[gi] = make([]ruby.JobErrors, len(g.Jobs))
-			for ji, j := range g.Jobs {
-				errs[gi][ji].Job = j.Name
-			}
-		}
-		for k, s := range slots {
-			g := &d.Groups[s.group]
-			job := g.Jobs[s.job].Name
-			out := outputs[k][0]
-			message := out.Error
-			if message == "" {
-				c, err := bpm.Parse(out.Content, job)
-				if err == nil {
-					configs[s.group][s.inst][job] = c
-					continue
-				}
-				message = err.Error()
-			}
-			// The same failure on every instance is reported once.
-			line := fmt.Sprintf("%s (instance %s/%d)", message, g.Manifest.Name, g.Instances[s.inst].Index)
-			je := &errs[s.group][s.job]
-			if len(je.Templates) == 0 || !strings.HasPrefix(je.Templates[len(je.Templates)-1], message+" (") {
-				je.Templates = append(je.Templates, line)
-			}
-		}
-		var groupErrs []string
-		result := make([][]bpm.InstanceBPM, len(d.Groups))
-		for gi, g := range d.Groups {
-			if e := ruby.GroupError(g.Manifest.Name, errs[gi]); e != "" {
-				groupErrs = append(groupErrs, e)
-				continue
-			}
-			indexes := make([]int, len(g.Instances))
-			for ii, inst := range g.Instances {
-				indexes[ii] = inst.Index
-			}
-			result[gi] = bpm.Group(indexes, configs[gi])
-		}
-		if len(groupErrs) > 0 {
-			return nil, fmt.Errorf("%s", strings.Join(groupErrs, "\n"))
-		}
-		return result, nil
+		return r.BPM, nil
 	}
 }
 
-// bpmBatch is what renders group g's bpm.yml: one Ruby job per instance and
-// job with a bpm.yml template, and which instance and job (indexes in g)
-// each is.
-func bpmBatch(g *deployment.Group) ([]ruby.Job, [][2]int) {
-	var jobs []ruby.Job
-	var slots [][2]int
-	for ii, inst := range g.Instances {
-		for ji, j := range g.Jobs {
-			for _, t := range j.Spec.Templates {
-				if t.Destination == BPMDestination {
-					jobs = append(jobs, ruby.Job{Spec: inst.Specs[ji], Templates: []ruby.Template{{Name: t.Source, Source: t.Content}}})
-					slots = append(slots, [2]int{ii, ji})
+// RenderDeployment renders, in one Ruby process, every template of every
+// job of the instances keep selects (nil keeps all) with ip as spec.ip, and
+// every instance's bpm.yml as the webhook reads it (without spec.ip, per
+// instance so spec.index and spec.bootstrap work in it), which it parses and
+// validates. The error lists every failed template of every group in the
+// director's format, each failure once however many instances share it.
+func RenderDeployment(ctx context.Context, d *deployment.Deployment, ip string, keep func(group string, index int) bool) (*Rendered, error) {
+	all := rendering.PrepareDeployment(d, ip, keep)
+	type slot struct {
+		group, inst, job int
+		template         string
+	}
+	var bpmJobs []ruby.Job
+	var slots []slot
+	for gi, g := range d.Groups {
+		for ii, inst := range g.Instances {
+			for ji, j := range g.Jobs {
+				for _, t := range j.Spec.Templates {
+					if t.Destination == BPMDestination {
+						bpmJobs = append(bpmJobs, ruby.Job{Spec: inst.Specs[ji], Templates: []ruby.Template{{Name: t.Source, Source: t.Content}}})
+						slots = append(slots, slot{gi, ii, ji, t.Source})
+					}
 				}
 			}
 		}
 	}
-	return jobs, slots
+	// A deployment without templates needs no Ruby process.
+	var outputs [][]ruby.Output
+	if batch := append(slices.Clip(all.Jobs), bpmJobs...); len(batch) > 0 {
+		var err error
+		if outputs, err = ruby.Render(ctx, batch); err != nil {
+			return nil, err
+		}
+	}
+	instances := all.Collect(outputs[:len(all.Jobs)])
+	bpmOut := outputs[len(all.Jobs):]
+
+	// Errors of the full render, per group and instance, by job.
+	errs := make([]map[int][]ruby.JobErrors, len(d.Groups))
+	byGroup := map[string]int{}
+	for gi, g := range d.Groups {
+		byGroup[g.Manifest.Name] = gi
+		errs[gi] = map[int][]ruby.JobErrors{}
+	}
+	for _, inst := range instances {
+		errs[byGroup[inst.Group]][inst.Index] = inst.Errors
+	}
+	configs := make([][]map[string]bpm.Config, len(d.Groups))
+	for gi, g := range d.Groups {
+		configs[gi] = make([]map[string]bpm.Config, len(g.Instances))
+		for ii := range configs[gi] {
+			configs[gi][ii] = map[string]bpm.Config{}
+		}
+	}
+	for k, s := range slots {
+		g := &d.Groups[s.group]
+		job := g.Jobs[s.job].Name
+		out := bpmOut[k][0]
+		message := out.Error
+		if message == "" {
+			c, err := bpm.Parse(out.Content, job)
+			if err == nil {
+				configs[s.group][s.inst][job] = c
+				continue
+			}
+			message = fmt.Sprintf("Invalid BPM configuration rendered from template '%s': %s", s.template, err)
+		}
+		// A bpm.yml failing in the full render already is reported there.
+		index := g.Instances[s.inst].Index
+		jes, ok := errs[s.group][index]
+		if !ok {
+			jes = make([]ruby.JobErrors, len(g.Jobs))
+			for ji, j := range g.Jobs {
+				jes[ji].Job = j.Name
+			}
+			errs[s.group][index] = jes
+		}
+		if !slices.Contains(jes[s.job].Templates, message) {
+			jes[s.job].Templates = append(jes[s.job].Templates, message)
+		}
+	}
+	var groupErrs []string
+	res := &Rendered{BPM: make([][]bpm.InstanceBPM, len(d.Groups)), Instances: instances}
+	for gi, g := range d.Groups {
+		failed := false
+		for _, inst := range g.Instances {
+			if e := ruby.GroupError(g.Manifest.Name, errs[gi][inst.Index]); e != "" {
+				failed = true
+				if !slices.Contains(groupErrs, e) {
+					groupErrs = append(groupErrs, e)
+				}
+			}
+		}
+		if failed {
+			continue
+		}
+		indexes := make([]int, len(g.Instances))
+		for ii, inst := range g.Instances {
+			indexes[ii] = inst.Index
+		}
+		res.BPM[gi] = bpm.Group(indexes, configs[gi])
+	}
+	if len(groupErrs) > 0 {
+		return nil, fmt.Errorf("%s", strings.Join(groupErrs, "\n"))
+	}
+	return res, nil
+}
+
+// renderInputs is what rendering group g depends on: one Ruby job per
+// instance and job with all the job's templates and the instance's spec.
+// RenderDeployment renders each from exactly these (spec.ip aside, a
+// constant while gathering), so equal digests mean equal results.
+func renderInputs(g *deployment.Group) []ruby.Job {
+	var jobs []ruby.Job
+	for _, inst := range g.Instances {
+		for ji, j := range g.Jobs {
+			templates := make([]ruby.Template, len(j.Spec.Templates))
+			for ti, t := range j.Spec.Templates {
+				templates[ti] = ruby.Template{Name: t.Source, Source: t.Content}
+			}
+			jobs = append(jobs, ruby.Job{Spec: inst.Specs[ji], Templates: templates})
+		}
+	}
+	return jobs
 }
 
 // groupBPM is a group's instances grouped by BPM configuration, and what
-// they were rendered from (ruby.Digest of the group's bpmBatch).
+// they were rendered from (ruby.Digest of the group's renderInputs).
 type groupBPM struct {
 	instances []bpm.InstanceBPM
 	rendered  string
@@ -120,10 +181,11 @@ type groupBPM struct {
 	reused bool
 }
 
-// bpmOf returns the BPM of every group of d. A group whose bpm.yml
-// templates and specs are those its latest stored BPM info was rendered
-// from keeps that info's BPM; only the others are rendered, in one batch:
-// Ruby is most of re-gathering an unchanged deployment.
+// bpmOf returns the BPM of every group of d. A group whose templates and
+// specs are those its latest stored BPM info was rendered from (all of them
+// rendered then, or there would be no such version) keeps that info's BPM;
+// only the others are rendered, all of their templates in one batch: Ruby
+// is most of re-gathering an unchanged deployment.
 func (cfg *Config) bpmOf(d *deployment.Deployment, stored versions.Stored, render RenderBPM) ([]groupBPM, error) {
 	out := make([]groupBPM, len(d.Groups))
 	changed := *d
@@ -131,8 +193,7 @@ func (cfg *Config) bpmOf(d *deployment.Deployment, stored versions.Stored, rende
 	var at []int
 	for gi := range d.Groups {
 		g := &d.Groups[gi]
-		jobs, _ := bpmBatch(g)
-		digest, err := ruby.Digest(jobs, cfg.Build)
+		digest, err := ruby.Digest(renderInputs(g), cfg.Build)
 		if err != nil {
 			return nil, err
 		}

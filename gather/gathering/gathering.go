@@ -141,8 +141,9 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 	dep := secret.Labels[names.LabelDeployment]
 
 	// Variables are generated (and stored) before anything is
-	// interpolated; a later failure keeps them, as the director does.
-	vars := kubevars.New(ctx, c, cfg.Namespace, dep, owner)
+	// interpolated; a later failure keeps them, as the director does. The
+	// manifest Secret does not own them: deleting it keeps them.
+	vars := kubevars.New(ctx, c, cfg.Namespace, dep)
 	m, err := deployment.Load(data, ops, vars, now)
 	if err != nil {
 		return nil, err

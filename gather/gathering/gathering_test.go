@@ -304,7 +304,38 @@ var _ = Describe("gather", func() {
 		}, gathering.NewRenderBPM(ctx), time.Now())
 		Expect(err).To(MatchError(ContainSubstring(`- Unable to render jobs for instance group 'web'. Errors are:
   - Unable to render templates for job 'storefront'. Errors are:
-    - Error filling in template 'bpm.yml.erb' (line 3: Can't find property '["storefront.nope"]') (instance web/0)`)))
+    - Error filling in template 'bpm.yml.erb' (line 3: Can't find property '["storefront.nope"]')`)))
 		Expect(secretNames(client.MatchingLabels{names.LabelDeployment: "shop"})).To(ConsistOf(before))
+	})
+
+	It("renders every template of every group before writing, and lists every failure as the director does", func() {
+		apply(manifest)
+		_, err := gather()
+		Expect(err).NotTo(HaveOccurred())
+		before := secretNames(client.MatchingLabels{names.LabelDeployment: "shop"})
+
+		broken := GinkgoT().TempDir()
+		Expect(os.CopyFS(broken, os.DirFS(jobsDir))).To(Succeed())
+		prepend := func(path, text string) {
+			GinkgoHelper()
+			data, err := os.ReadFile(path)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(os.WriteFile(path, append([]byte(text), data...), 0o644)).To(Succeed())
+		}
+		prepend(filepath.Join(broken, "shop", "storefront", "templates", "storefront.yml.erb"), "<% raise 'storefront is broken' %>\n")
+		prepend(filepath.Join(broken, "bus", "bus", "templates", "bus.conf.erb"), "<%= p('bus.port' %>\n")
+		apply([]byte(strings.Replace(string(manifest), "        session_secret: ((session_secret))", "        session_secret: ((session_secret))\n        workers: 9", 1)))
+		_, err = gathering.Run(ctx, cp.Client, gathering.Config{
+			Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: broken, ClusterDomain: "cluster.local",
+		}, gathering.NewRenderBPM(ctx), time.Now())
+		Expect(err).To(MatchError(And(
+			ContainSubstring(`- Unable to render jobs for instance group 'web'. Errors are:
+  - Unable to render templates for job 'storefront'. Errors are:
+    - Error filling in template 'storefront.yml.erb' (line 1: storefront is broken)`),
+			ContainSubstring(`- Unable to render jobs for instance group 'bus'. Errors are:
+  - Unable to render templates for job 'bus'. Errors are:
+    - Error filling in template 'bus.conf.erb' (line 1: `))))
+		Expect(secretNames(client.MatchingLabels{names.LabelDeployment: "shop"})).To(ConsistOf(before))
+		fmt.Fprintln(GinkgoWriter, err)
 	})
 })

@@ -45,7 +45,7 @@ var _ = Describe("variables in Secrets", func() {
 		Expect(err).NotTo(HaveOccurred())
 		vars, err := manifest.VariablesOf(doc)
 		Expect(err).NotTo(HaveOccurred())
-		src := kubevars.New(ctx, cp.Client, ns, "dep", nil)
+		src := kubevars.New(ctx, cp.Client, ns, "dep")
 		Expect(variables.Generate(vars, src, time.Now())).To(Succeed())
 		return src
 	}
@@ -70,6 +70,8 @@ var _ = Describe("variables in Secrets", func() {
 
 		generated := secret("dep.var-db-password")
 		Expect(generated.Labels).To(HaveKeyWithValue(names.LabelManagedBy, names.ManagedBy))
+		Expect(generated.Labels).To(HaveKeyWithValue(names.LabelSecretKind, names.KindVariable))
+		Expect(generated.OwnerReferences).To(BeEmpty())
 		Expect(generated.Data["password"]).To(MatchRegexp(`^[a-z0-9]{20}$`))
 		tls := secret("dep.var-tls")
 		Expect(tls.Data).To(HaveKey("certificate"))
@@ -97,7 +99,7 @@ var _ = Describe("variables in Secrets", func() {
 		Expect(cert.IPAddresses[0].String()).To(Equal("10.0.0.1"))
 
 		// ((tls)) is the map of all keys, ((tls.ca)) one key.
-		src := kubevars.New(ctx, cp.Client, ns, "dep", nil)
+		src := kubevars.New(ctx, cp.Client, ns, "dep")
 		out, err := variables.Interpolate(mustParse("{whole: ((tls)), ca: ((tls.ca))}"), src)
 		Expect(err).NotTo(HaveOccurred())
 		whole, _ := out.(*yamlvalue.Map).Get("whole")
@@ -105,6 +107,56 @@ var _ = Describe("variables in Secrets", func() {
 		caVal, _ := out.(*yamlvalue.Map).Get("ca")
 		Expect(caVal).To(Equal(string(ca.Data["certificate"])))
 	})
+})
+
+var _ = It("regenerates a deleted CA and signs its generated leaves again, keeping the rest", func() {
+	ns := "vars-rotate"
+	Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	doc, err := yamlvalue.Parse([]byte(defs))
+	Expect(err).NotTo(HaveOccurred())
+	vars, err := manifest.VariablesOf(doc)
+	Expect(err).NotTo(HaveOccurred())
+	generate := func() {
+		Expect(variables.Generate(vars, kubevars.New(ctx, cp.Client, ns, "dep"), time.Now())).To(Succeed())
+	}
+	get := func(name string) map[string][]byte {
+		var s corev1.Secret
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &s)).To(Succeed())
+		return s.Data
+	}
+	generate()
+	oldCA, oldTLS, password := get("dep.var-ca"), get("dep.var-tls"), get("dep.var-db-password")
+	Expect(cp.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dep.var-ca"}})).To(Succeed())
+	generate()
+	newCA, newTLS := get("dep.var-ca"), get("dep.var-tls")
+	Expect(newCA["certificate"]).NotTo(Equal(oldCA["certificate"]))
+	Expect(newTLS["private_key"]).NotTo(Equal(oldTLS["private_key"]))
+	Expect(newTLS["ca"]).To(Equal(newCA["certificate"]))
+	Expect(get("dep.var-db-password")).To(Equal(password))
+	// Unchanged CA: nothing is signed again.
+	generate()
+	Expect(get("dep.var-tls")).To(Equal(newTLS))
+})
+
+var _ = It("frees a variable Secret an earlier version made owned by the manifest Secret", func() {
+	ns := "vars-owned"
+	Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	manifest := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: ns}}
+	Expect(cp.Client.Create(ctx, manifest)).To(Succeed())
+	Expect(cp.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "dep.var-old", Namespace: ns,
+			Labels:          map[string]string{names.LabelDeployment: "dep", names.LabelManagedBy: names.ManagedBy},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Secret", Name: "m", UID: manifest.UID}}},
+		Data: map[string][]byte{"password": []byte("kept")},
+	})).To(Succeed())
+	v, found, err := kubevars.New(ctx, cp.Client, ns, "dep").Get("old")
+	Expect(err).NotTo(HaveOccurred())
+	Expect(found).To(BeTrue())
+	Expect(v).To(Equal("kept"))
+	var s corev1.Secret
+	Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dep.var-old"}, &s)).To(Succeed())
+	Expect(s.OwnerReferences).To(BeEmpty())
+	Expect(s.Labels).To(HaveKeyWithValue(names.LabelSecretKind, names.KindVariable))
 })
 
 func mustParse(s string) any {

@@ -179,6 +179,9 @@ func FromDocument(doc any) (*Manifest, error) {
 	}); err != nil {
 		return nil, err
 	}
+	if err := uniqueGroups(m.InstanceGroups); err != nil {
+		return nil, err
+	}
 	if err := eachMap(root, "", "addons", func(p string, e *yamlvalue.Map) error {
 		a, err := addon(e, p)
 		m.Addons = append(m.Addons, a)
@@ -194,6 +197,24 @@ func FromDocument(doc any) (*Manifest, error) {
 		}
 	}
 	return m, nil
+}
+
+// uniqueGroups fails as the director does on two instance groups of one
+// name, and on two whose Kubernetes names (labels, Secrets, Services) would
+// be the same: the second would silently shadow the first.
+func uniqueGroups(groups []InstanceGroup) error {
+	byName := map[string]string{}
+	for _, g := range groups {
+		k := names.DNS1123Label(g.Name)
+		switch other, taken := byName[k]; {
+		case taken && other == g.Name:
+			return fmt.Errorf("Duplicate instance group name '%s'", g.Name)
+		case taken:
+			return fmt.Errorf("Invalid instance group name '%s', canonical name already taken: '%s' has the same Kubernetes name '%s'", g.Name, other, k)
+		}
+		byName[k] = g.Name
+	}
+	return nil
 }
 
 // Release returns the release of that name, or nil.

@@ -112,6 +112,8 @@ func TestShapeErrors(t *testing.T) {
 		{`{name: d, addons: [{jobs: [x]}]}`, "addons[0].jobs[0]: expected a hash, got a string"},
 		{`{name: d, releases: [{name: r, stemcell: 1}]}`, "releases[0].stemcell: expected a hash, got an integer"},
 		{`{}`, "name: is required"},
+		{`{name: d, instance_groups: [{name: a, instances: 1}, {name: b, instances: 1}, {name: a, instances: 2}]}`, "Duplicate instance group name 'a'"},
+		{`{name: d, instance_groups: [{name: a_b, instances: 1}, {name: A-b, instances: 1}]}`, "Invalid instance group name 'A-b', canonical name already taken: 'a_b' has the same Kubernetes name 'a-b'"},
 	}
 	for _, tc := range tests {
 		_, err := Parse([]byte(tc.doc))

@@ -58,6 +58,8 @@ const (
 	AnnotationInstanceGroupName = Prefix + "instance-group-name"
 	// AnnotationStatus on a manifest Secret reports the last gathering.
 	AnnotationStatus = Prefix + "status"
+	// AnnotationVariable keeps a variable Secret's original variable name.
+	AnnotationVariable = Prefix + "variable"
 )
 
 // Secret kinds, the values of LabelSecretKind.
@@ -67,7 +69,14 @@ const (
 	// KindLink is a link a deployment shares with the others of its
 	// namespace; the Secret's instance-group label holds the link's name.
 	KindLink = "link"
+	// KindVariable is a variable Secret gathering generated.
+	KindVariable = "variable"
 )
+
+// LabelDeleteCredentials set to "true" on a manifest Secret asks that the
+// deployment's generated variable Secrets be deleted with it; without it
+// they outlive the manifest, as a director keeps credentials.
+const LabelDeleteCredentials = Prefix + "delete-credentials"
 
 // LinkKey is the key of a shared link Secret holding the link as JSON.
 const LinkKey = "link.json"

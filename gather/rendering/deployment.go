@@ -1,11 +1,6 @@
 package rendering
 
 import (
-	"context"
-	"fmt"
-	"slices"
-	"strings"
-
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/resolved"
 	"github.com/bosh-injector/bosh-injector/gather/ruby"
@@ -16,6 +11,8 @@ type InstanceJobs struct {
 	Group string
 	Index int
 	Jobs  []RenderedJob
+	// Errors are the failed templates of each job, in Jobs' order.
+	Errors []ruby.JobErrors
 }
 
 // RenderedJob is a job's rendered files.
@@ -24,61 +21,50 @@ type RenderedJob struct {
 	Files []ruby.File
 }
 
-// Deployment renders every job of every instance of d selected by keep (nil
-// keeps all) in one Ruby process, as the director would, with ip as the
-// instances' IP. Errors are the director's per-group lists, each failure
-// reported once however many instances share it.
-func Deployment(ctx context.Context, d *deployment.Deployment, ip string, keep func(group string, index int) bool) ([]InstanceJobs, error) {
-	var out []InstanceJobs
-	var prepared []Prepared
-	var batch []ruby.Job
+// Batch is every job of every selected instance of a deployment, laid out
+// for one Ruby process; callers may render it together with other jobs.
+type Batch struct {
+	Jobs      []ruby.Job
+	instances []InstanceJobs
+	prepared  []Prepared
+	groupJobs []int
+}
+
+// PrepareDeployment lays out every job of every instance of d selected by
+// keep (nil keeps all) with ip as the instances' IP, as the director renders
+// them before it touches any instance.
+func PrepareDeployment(d *deployment.Deployment, ip string, keep func(group string, index int) bool) *Batch {
+	b := &Batch{}
 	for _, g := range d.Groups {
 		for _, inst := range g.Instances {
 			if keep != nil && !keep(g.Manifest.Name, inst.Index) {
 				continue
 			}
-			out = append(out, InstanceJobs{Group: g.Manifest.Name, Index: inst.Index})
+			b.instances = append(b.instances, InstanceJobs{Group: g.Manifest.Name, Index: inst.Index})
+			b.groupJobs = append(b.groupJobs, len(g.Jobs))
 			for ji, j := range g.Jobs {
 				p := Prepare(j.Name, j.Spec, resolved.WithIP(inst.Specs[ji], ip))
-				prepared = append(prepared, p)
-				batch = append(batch, p.Job)
+				b.prepared = append(b.prepared, p)
+				b.Jobs = append(b.Jobs, p.Job)
 			}
 		}
 	}
-	// An empty selection renders nothing and starts no Ruby process.
-	if len(batch) == 0 {
-		return out, nil
-	}
-	outputs, err := ruby.Render(ctx, batch)
-	if err != nil {
-		return nil, err
-	}
-	var errs []string
-	k := 0
-	for i := range out {
-		g := groupOf(d, out[i].Group)
-		var jobErrs []ruby.JobErrors
-		for range g.Jobs {
-			files, je := prepared[k].Collect(outputs[k])
-			out[i].Jobs = append(out[i].Jobs, RenderedJob{Name: prepared[k].Name, Files: files})
-			jobErrs = append(jobErrs, je)
-			k++
-		}
-		if e := ruby.GroupError(out[i].Group, jobErrs); e != "" && !slices.Contains(errs, e) {
-			errs = append(errs, e)
-		}
-	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("%s", strings.Join(errs, "\n"))
-	}
-	return out, nil
+	return b
 }
 
-func groupOf(d *deployment.Deployment, name string) *deployment.Group {
-	for i := range d.Groups {
-		if d.Groups[i].Manifest.Name == name {
-			return &d.Groups[i]
+// Collect sorts the batch's outputs (one per job of b.Jobs, in order) into
+// each instance's files and template errors.
+func (b *Batch) Collect(outputs [][]ruby.Output) []InstanceJobs {
+	out := make([]InstanceJobs, len(b.instances))
+	k := 0
+	for i, inst := range b.instances {
+		out[i] = inst
+		for range b.groupJobs[i] {
+			files, je := b.prepared[k].Collect(outputs[k])
+			out[i].Jobs = append(out[i].Jobs, RenderedJob{Name: b.prepared[k].Name, Files: files})
+			out[i].Errors = append(out[i].Errors, je)
+			k++
 		}
 	}
-	return nil
+	return out
 }

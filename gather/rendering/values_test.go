@@ -206,11 +206,11 @@ func TestValuesReachTemplatesAsTheDirectorsRubyObjects(t *testing.T) {
 	}
 
 	t.Run("template", func(t *testing.T) {
-		out, err := rendering.Deployment(context.Background(), d, "10.0.0.1", nil)
+		r, err := gathering.RenderDeployment(context.Background(), d, "10.0.0.1", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, f := range out[0].Jobs[1].Files {
+		for _, f := range r.Instances[0].Jobs[1].Files {
 			if f.Path == "values.txt" {
 				checkValues(t, string(f.Content))
 				return

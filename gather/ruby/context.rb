@@ -345,12 +345,18 @@ module BoshInjector
     end
   end
 
-  # Compiled once per template source in a batch.
+  # Compiled once per template source in a batch, into a method of the
+  # context: evaluating ERB's Ruby source anew for every instance would parse
+  # it again each time.
   ERBS = {}
 
   def self.render(name, source, spec)
-    erb = ERBS[[name, source]] ||= ERB.new(source, trim_mode: "-").tap { |e| e.filename = name }
-    { "content" => Base64.strict_encode64(erb.result(EvaluationContext.new(spec).get_binding).b) }
+    method = ERBS[[name, source]] ||= begin
+      m = :"bosh_injector_template_#{ERBS.size}"
+      ERB.new(source, trim_mode: "-").def_method(EvaluationContext, m, name)
+      m
+    end
+    { "content" => Base64.strict_encode64(EvaluationContext.new(spec).send(method).b) }
   rescue Exception => e # rubocop:disable Lint/RescueException -- SyntaxError, NotImplementedError included
     raise if e.is_a?(SystemExit) || e.is_a?(Interrupt)
 

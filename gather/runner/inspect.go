@@ -2,6 +2,7 @@ package runner
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/manifest"
@@ -43,7 +44,16 @@ func Inspect(data []byte, ops []deployment.OpsFile) (Inputs, error) {
 		}
 		in.Releases = append(in.Releases, Release{Name: r.Name, Image: image})
 	}
+	// The variables referenced and the ones declared (generated even when
+	// unused): the gathering's Role names their Secrets.
 	in.Variables = variables.Placeholders(doc)
+	defs, err := manifest.VariablesOf(doc)
+	errs = append(errs, err)
+	for _, d := range defs {
+		if !slices.Contains(in.Variables, d.Name) {
+			in.Variables = append(in.Variables, d.Name)
+		}
+	}
 	in.Consumes = consumedDeployments(root)
 	in.AliasTargets = aliasTargetDeployments(root)
 	return in, errors.Join(errs...)

@@ -23,6 +23,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -55,6 +56,15 @@ const (
 	// ReasonNotAccepted: a gathering succeeded but did not report the
 	// versions it wrote, so none is accepted (see package trust).
 	ReasonNotAccepted = "VersionsNotAccepted"
+	// ReasonRegenerating: a generated variable Secret was deleted.
+	ReasonRegenerating = "RegeneratingVariables"
+)
+
+// Exit codes of the gather container: bad input fails the Job at once, as
+// retrying cannot help; an API error is retried up to the backoff limit.
+const (
+	ExitInvalidInput = 1
+	ExitTransient    = 3
 )
 
 // JobsDir is where the gathering Job's copy init containers put the releases'
@@ -125,6 +135,10 @@ type Status struct {
 	// Versions is the resolved version of each instance group (by its
 	// label value) after a successful gathering.
 	Versions map[string]int `json:"versions,omitempty"`
+	// Regenerations counts the gatherings started because a generated
+	// variable Secret was deleted after a successful gathering; it is part
+	// of the digest, so the same inputs gather again and regenerate it.
+	Regenerations int `json:"regenerations,omitempty"`
 	// LastChange is when any other field last changed (RFC 3339).
 	LastChange string `json:"lastChange,omitempty"`
 }
@@ -140,7 +154,7 @@ var states = map[string]string{
 
 // same is whether a and b differ in nothing but LastChange.
 func (a Status) same(b Status) bool {
-	return a.State == b.State && a.Digest == b.Digest && a.Job == b.Job && a.Message == b.Message && maps.Equal(a.Versions, b.Versions)
+	return a.State == b.State && a.Digest == b.Digest && a.Job == b.Job && a.Message == b.Message && maps.Equal(a.Versions, b.Versions) && a.Regenerations == b.Regenerations
 }
 
 // SetupWithManager registers the runner with mgr. Controllers are leader
@@ -163,13 +177,17 @@ var isManifest = predicate.NewPredicateFuncs(func(o client.Object) bool {
 })
 
 // inputChanged ignores updates that touch only metadata, such as the status
-// annotation the runner itself writes.
+// annotation the runner itself writes, but for a deletion starting and the
+// delete-credentials label.
 var inputChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 	oldS, okOld := e.ObjectOld.(*corev1.Secret)
 	newS, okNew := e.ObjectNew.(*corev1.Secret)
-	return !okOld || !okNew || !maps.EqualFunc(oldS.Data, newS.Data, func(a, b []byte) bool { return string(a) == string(b) })
+	return !okOld || !okNew || !maps.EqualFunc(oldS.Data, newS.Data, func(a, b []byte) bool { return string(a) == string(b) }) ||
+		newS.DeletionTimestamp != nil || oldS.Labels[names.LabelDeleteCredentials] != newS.Labels[names.LabelDeleteCredentials]
 }}
 
+// isVariable is true of a deployment's variable Secret; users label theirs
+// with the deployment too (the operator caches only labelled Secrets).
 func isVariable(o client.Object) bool {
 	return o.GetLabels()[names.LabelDeployment] != "" && strings.Contains(o.GetName(), ".var-")
 }
@@ -198,9 +216,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, &manifest); err != nil {
 		// A deleted manifest's objects are owned by it: the garbage
 		// collector removes them, the user's workloads are not touched.
+		// Generated variables are not: credentials outlive the manifest.
 		if apierrors.IsNotFound(err) {
 			r.metrics.forget(req.NamespacedName)
 			lastSuccess.DeletePartialMatch(map[string]string{"namespace": req.Namespace})
+			certificateExpiry.DeletePartialMatch(map[string]string{"namespace": req.Namespace})
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, err
@@ -209,12 +229,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	deployment := manifest.Labels[names.LabelDeployment]
+	if deleted, err := r.credentials(ctx, &manifest, deployment); deleted || err != nil {
+		return reconcile.Result{}, err
+	}
 	log := r.Log.WithValues("namespace", manifest.Namespace, "deployment", deployment)
 
 	ops := opsFiles(&manifest)
+	prev := StatusOf(&manifest)
 	inputs, err := Inspect(manifest.Data[names.ManifestKey], ops)
 	if err != nil {
-		st := Status{State: ReasonInvalidManifest, Message: err.Error()}
+		st := Status{State: ReasonInvalidManifest, Message: err.Error(), Regenerations: prev.Regenerations}
 		if !StatusOf(&manifest).same(st) {
 			log.Info("manifest rejected", "reason", ReasonInvalidManifest, "error", err.Error())
 			r.Recorder.Eventf(&manifest, nil, corev1.EventTypeWarning, ReasonInvalidManifest, "Inspect", "%s", err.Error())
@@ -222,17 +246,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, r.setStatus(ctx, &manifest, st)
 	}
-	digest, err := r.digest(ctx, &manifest, ops, inputs)
+	digest, missing, err := r.digest(ctx, &manifest, ops, inputs)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	// A variable missing after the gathering of these very inputs
+	// succeeded was deleted since: gather again to regenerate it (rotation).
+	regenerations := prev.Regenerations
+	if len(missing) > 0 && prev.State == ReasonGathered && prev.Digest == regenerated(digest, regenerations) {
+		regenerations++
+		log.Info("regenerating deleted variables", "variables", missing)
+		r.Recorder.Eventf(&manifest, nil, corev1.EventTypeNormal, ReasonRegenerating, "Gather", "variable Secrets deleted, gathering again to regenerate them: %s", strings.Join(missing, ", "))
+	}
+	digest = regenerated(digest, regenerations)
 	jobName := fmt.Sprintf("%s-gather-%s", names.DNS1123Label(deployment), digest[:10])
 
 	var job batchv1.Job
 	err = r.Client.Get(ctx, types.NamespacedName{Namespace: manifest.Namespace, Name: jobName}, &job)
 	switch {
 	case apierrors.IsNotFound(err):
-		if err := r.ensureRBAC(ctx, &manifest, deployment); err != nil {
+		if err := r.ensureRBAC(ctx, &manifest, deployment, inputs); err != nil {
 			return reconcile.Result{}, err
 		}
 		job := r.gatherJob(&manifest, deployment, jobName, digest, inputs)
@@ -241,7 +274,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		log.Info("gathering", "job", jobName)
 		r.Recorder.Eventf(&manifest, job, corev1.EventTypeNormal, ReasonGatherStarted, "Gather", "started gathering Job %s", jobName)
-		return reconcile.Result{}, r.setStatus(ctx, &manifest, Status{State: ReasonGatherStarted, Digest: digest, Job: jobName})
+		return reconcile.Result{}, r.setStatus(ctx, &manifest, Status{State: ReasonGatherStarted, Digest: digest, Job: jobName, Regenerations: regenerations})
 	case err != nil:
 		return reconcile.Result{}, err
 	}
@@ -270,7 +303,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := r.removeOldJobs(ctx, &manifest, deployment, jobName); err != nil {
 			return reconcile.Result{}, err
 		}
-		return reconcile.Result{}, r.setStatus(ctx, &manifest, Status{State: ReasonGathered, Digest: digest, Job: jobName, Versions: latest})
+		next, err := r.checkExpiry(ctx, &manifest, deployment, time.Now())
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{RequeueAfter: next}, r.setStatus(ctx, &manifest, Status{State: ReasonGathered, Digest: digest, Job: jobName, Versions: latest, Regenerations: regenerations})
 	case jobCondition(&job, batchv1.JobFailed):
 		message := r.terminationMessage(ctx, &job)
 		if StatusOf(&manifest).State != ReasonGatherFailed || StatusOf(&manifest).Digest != digest {
@@ -278,7 +315,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.Recorder.Eventf(&manifest, &job, corev1.EventTypeWarning, ReasonGatherFailed, "Gather", "gathering Job %s failed: %s", jobName, message)
 			finished(&manifest, ReasonGatherFailed, &job)
 		}
-		return reconcile.Result{}, r.setStatus(ctx, &manifest, Status{State: ReasonGatherFailed, Digest: digest, Job: jobName, Message: message})
+		return reconcile.Result{}, r.setStatus(ctx, &manifest, Status{State: ReasonGatherFailed, Digest: digest, Job: jobName, Message: message, Regenerations: regenerations})
 	}
 	return reconcile.Result{}, nil
 }
@@ -287,8 +324,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // variable Secrets the user provided and the links consumed from other
 // deployments. Variables bosh-injector generated
 // are outputs of gathering, not inputs, so they are left out: including them
-// would start a second gathering after every first one.
-func (r *Reconciler) digest(ctx context.Context, manifest *corev1.Secret, ops []deployment.OpsFile, inputs Inputs) (string, error) {
+// would start a second gathering after every first one. It also returns
+// the variables that have no Secret.
+func (r *Reconciler) digest(ctx context.Context, manifest *corev1.Secret, ops []deployment.OpsFile, inputs Inputs) (string, []string, error) {
 	h := sha256.New()
 	write := func(name string, data []byte) {
 		fmt.Fprintf(h, "%s\x00%d\x00", name, len(data))
@@ -299,14 +337,26 @@ func (r *Reconciler) digest(ctx context.Context, manifest *corev1.Secret, ops []
 		write(op.Name, op.Data)
 	}
 	deployment := manifest.Labels[names.LabelDeployment]
+	var missing []string
 	for _, v := range slices.Sorted(slices.Values(inputs.Variables)) {
 		var s corev1.Secret
-		err := r.Client.Get(ctx, types.NamespacedName{Namespace: manifest.Namespace, Name: names.VariableSecret(deployment, v)}, &s)
-		if apierrors.IsNotFound(err) || s.Labels[names.LabelManagedBy] == names.ManagedBy {
+		key := types.NamespacedName{Namespace: manifest.Namespace, Name: names.VariableSecret(deployment, v)}
+		err := r.Client.Get(ctx, key, &s)
+		if apierrors.IsNotFound(err) {
+			// The cache holds labelled Secrets only: a user's unlabelled
+			// one is read from the API, so that it is never taken for a
+			// deleted variable to regenerate.
+			err = r.APIReader.Get(ctx, key, &s)
+		}
+		if apierrors.IsNotFound(err) {
+			missing = append(missing, v)
 			continue
 		}
 		if err != nil {
-			return "", err
+			return "", nil, err
+		}
+		if s.Labels[names.LabelManagedBy] == names.ManagedBy {
+			continue
 		}
 		for _, k := range slices.Sorted(maps.Keys(s.Data)) {
 			write("var/"+v+"/"+k, s.Data[k])
@@ -322,22 +372,33 @@ func (r *Reconciler) digest(ctx context.Context, manifest *corev1.Secret, ops []
 		for _, dep := range in.deps {
 			data, err := r.latestData(ctx, manifest.Namespace, dep, in.kind, in.key)
 			if err != nil {
-				return "", err
+				return "", nil, err
 			}
 			for _, l := range slices.Sorted(maps.Keys(data)) {
 				write(in.path+dep+"/"+l, data[l])
 			}
 		}
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return hex.EncodeToString(h.Sum(nil)), missing, nil
+}
+
+// regenerated is the digest of the n-th gathering of the same inputs started
+// to regenerate deleted variables; the first keeps the inputs' digest.
+func regenerated(digest string, n int) string {
+	if n == 0 {
+		return digest
+	}
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00regeneration\x00%d", digest, n))
+	return hex.EncodeToString(sum[:])
 }
 
 //go:embed rbac.yaml
 var rbacYAML string
 
 // ensureRBAC creates the gathering Job's ServiceAccount, Role and RoleBinding
-// from rbac.yaml, owned by the manifest Secret.
-func (r *Reconciler) ensureRBAC(ctx context.Context, manifest *corev1.Secret, deployment string) error {
+// from rbac.yaml, owned by the manifest Secret; the Role names the manifest
+// and the variable Secrets of inputs, and is updated when they change.
+func (r *Reconciler) ensureRBAC(ctx context.Context, manifest *corev1.Secret, deployment string, inputs Inputs) error {
 	name := names.DNS1123Label(deployment) + "-gather"
 	objects := []client.Object{&corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}}
 	for i, doc := range strings.Split(rbacYAML, "\n---\n") {
@@ -348,17 +409,61 @@ func (r *Reconciler) ensureRBAC(ctx context.Context, manifest *corev1.Secret, de
 		obj := objects[i]
 		obj.SetNamespace(manifest.Namespace)
 		obj.SetLabels(r.labels(deployment))
-		if rb, ok := obj.(*rbacv1.RoleBinding); ok {
-			rb.Subjects[0].Namespace = manifest.Namespace
+		switch o := obj.(type) {
+		case *rbacv1.RoleBinding:
+			o.Subjects[0].Namespace = manifest.Namespace
+		case *rbacv1.Role:
+			fillSecretNames(o, manifest.Name, deployment, inputs.Variables)
 		}
 		if err := controllerutil.SetControllerReference(manifest, obj, r.Client.Scheme()); err != nil {
 			return err
 		}
-		if err := r.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+		err := r.Client.Create(ctx, obj)
+		if role, ok := obj.(*rbacv1.Role); ok && apierrors.IsAlreadyExists(err) {
+			err = r.updateRole(ctx, role)
+		}
+		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating %T %s: %w", obj, name, err)
 		}
 	}
 	return nil
+}
+
+// fillSecretNames puts the manifest's and the variables' Secret names in
+// the Role's rules that name them.
+func fillSecretNames(role *rbacv1.Role, manifest, deployment string, variables []string) {
+	var vars []string
+	for _, v := range variables {
+		vars = append(vars, names.VariableSecret(deployment, v))
+	}
+	slices.Sort(vars)
+	vars = slices.Compact(vars)
+	for i, rule := range role.Rules {
+		switch {
+		case slices.Equal(rule.ResourceNames, []string{"MANIFEST"}):
+			role.Rules[i].ResourceNames = []string{manifest}
+		case slices.Equal(rule.ResourceNames, []string{"VARIABLES"}) && len(vars) == 0:
+			// No names would grant every Secret: a manifest without
+			// variables needs none.
+			role.Rules = slices.Delete(role.Rules, i, i+1)
+			return
+		case slices.Equal(rule.ResourceNames, []string{"VARIABLES"}):
+			role.Rules[i].ResourceNames = vars
+		}
+	}
+}
+
+// updateRole brings an existing gathering Role's rules to want's.
+func (r *Reconciler) updateRole(ctx context.Context, want *rbacv1.Role) error {
+	var have rbacv1.Role
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(want), &have); err != nil {
+		return err
+	}
+	if equality.Semantic.DeepEqual(have.Rules, want.Rules) {
+		return nil
+	}
+	have.Rules = want.Rules
+	return r.Client.Update(ctx, &have)
 }
 
 func (r *Reconciler) labels(deployment string) map[string]string {
@@ -385,14 +490,22 @@ func (r *Reconciler) gatherJob(manifest *corev1.Secret, deployment, name, digest
 			Annotations: map[string]string{names.AnnotationDeploymentName: deployment, annotationDigest: digest},
 		},
 		Spec: batchv1.JobSpec{
-			BackoffLimit:            ptr.To(r.Config.BackoffLimit),
+			BackoffLimit: ptr.To(r.Config.BackoffLimit),
+			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+				Action: batchv1.PodFailurePolicyActionFailJob,
+				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+					ContainerName: ptr.To("gather"), Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{ExitInvalidInput}},
+			}}},
 			TTLSecondsAfterFinished: ptr.To(int32(r.Config.JobTTL.Seconds())),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
 					ServiceAccountName: names.DNS1123Label(deployment) + "-gather",
-					RestartPolicy:      corev1.RestartPolicyNever,
-					InitContainers:     inits,
+					// The token reaches the gather container only, never
+					// the release images' copy containers.
+					AutomountServiceAccountToken: ptr.To(false),
+					RestartPolicy:                corev1.RestartPolicyNever,
+					InitContainers:               inits,
 					Containers: []corev1.Container{{
 						Name:  gatherContainer,
 						Image: r.Config.OperatorImage,
@@ -402,10 +515,16 @@ func (r *Reconciler) gatherJob(manifest *corev1.Secret, deployment, name, digest
 							"--jobs-dir=" + JobsDir,
 							"--cluster-domain=" + r.Config.ClusterDomain,
 						},
-						VolumeMounts:             []corev1.VolumeMount{{Name: volume, MountPath: inject.AllReleasesDir}},
+						VolumeMounts: []corev1.VolumeMount{
+							{Name: volume, MountPath: inject.AllReleasesDir},
+							{Name: tokenVolume, MountPath: tokenDir, ReadOnly: true},
+						},
 						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 					}},
-					Volumes: []corev1.Volume{{Name: volume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+					Volumes: []corev1.Volume{
+						{Name: volume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+						tokenVolumeSource(),
+					},
 				},
 			},
 		},
@@ -418,6 +537,28 @@ const annotationDigest = names.Prefix + "inputs-digest"
 
 // gatherContainer is the gathering Job's container running gather.
 const gatherContainer = "gather"
+
+// The gather container's own ServiceAccount token, mounted where client-go's
+// in-cluster configuration reads it.
+const (
+	tokenVolume = "gather-token"
+	tokenDir    = "/var/run/secrets/kubernetes.io/serviceaccount"
+)
+
+// tokenVolumeSource is what the kubelet's automount would mount: a
+// short-lived token, the cluster CA and the namespace.
+func tokenVolumeSource() corev1.Volume {
+	return corev1.Volume{Name: tokenVolume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		DefaultMode: ptr.To[int32](0o444),
+		Sources: []corev1.VolumeProjection{
+			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To[int64](3607)}},
+			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
+				Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{
+				{Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
+		},
+	}}}
+}
 
 // opsFiles are a manifest Secret's ops files; Reconcile's deployment
 // variable shadows the package.
@@ -482,6 +623,11 @@ func StatusOf(s *corev1.Secret) Status {
 // label, stamping the time of the change.
 func (r *Reconciler) setStatus(ctx context.Context, manifest *corev1.Secret, st Status) error {
 	r.metrics.state(manifest, st.State)
+	// The versions in use stay those of the last good gathering until
+	// another one succeeds.
+	if st.Versions == nil {
+		st.Versions = StatusOf(manifest).Versions
+	}
 	if StatusOf(manifest).same(st) && manifest.Labels[names.LabelState] == states[st.State] {
 		return nil
 	}

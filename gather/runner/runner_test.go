@@ -2,9 +2,15 @@ package runner_test
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"slices"
@@ -19,9 +25,13 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
@@ -243,13 +253,20 @@ var _ = Describe("the job runner", func() {
 		Eventually(gatherJobs).Should(ConsistOf(HaveField("Name", second.Name)))
 
 		// Deleting the manifest Secret removes the deployment's objects,
-		// never the user's workloads.
+		// never the user's workloads, nor the generated credentials.
+		var vars corev1.SecretList
+		Expect(cp.Client.List(ctx, &vars, client.InNamespace(ns), runner.CredentialsSelector("shop"))).To(Succeed())
+		Expect(vars.Items).NotTo(BeEmpty())
 		Expect(cp.Client.Delete(ctx, manifestSecret)).To(Succeed())
-		Eventually(func() (int, error) {
+		Eventually(func() ([]string, error) {
 			var secrets corev1.SecretList
 			err := cp.Client.List(ctx, &secrets, client.InNamespace(ns), client.HasLabels{names.LabelDeployment})
-			return len(secrets.Items), err
-		}).WithTimeout(30 * time.Second).Should(BeZero())
+			var kinds []string
+			for _, s := range secrets.Items {
+				kinds = append(kinds, s.Labels[names.LabelSecretKind])
+			}
+			return kinds, err
+		}).WithTimeout(30 * time.Second).Should(And(HaveLen(len(vars.Items)), HaveEach(names.KindVariable)))
 		Eventually(func() (int, error) {
 			var svcs corev1.ServiceList
 			err := cp.Client.List(ctx, &svcs, client.InNamespace(ns))
@@ -269,6 +286,208 @@ var _ = Describe("the job runner", func() {
 		Eventually(func() (*trust.Record, error) {
 			return trust.Read(ctx, cp.Client, ns, ns, "shop")
 		}).Should(And(Not(BeNil()), HaveField("Groups", BeEmpty())))
+	})
+
+	It("deletes the generated credentials with the manifest when its label asks, never a user-provided one", func() {
+		startOperator(ns, false)
+		Expect(cp.Client.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "shop.var-session-secret", Namespace: ns},
+			Data:       map[string][]byte{"password": []byte("given")},
+		})).To(Succeed())
+		manifestSecret := applyManifest(manifest)
+		runAndComplete(newestJob(""))
+		Eventually(stateLabel).Should(Equal("Gathered"))
+		patch := client.MergeFrom(manifestSecret.DeepCopy())
+		manifestSecret.Labels[names.LabelDeleteCredentials] = "true"
+		Expect(cp.Client.Patch(ctx, manifestSecret, patch)).To(Succeed())
+		Eventually(func() ([]string, error) {
+			err := cp.Client.Get(ctx, client.ObjectKeyFromObject(manifestSecret), manifestSecret)
+			return manifestSecret.Finalizers, err
+		}).Should(ContainElement(names.LabelDeleteCredentials))
+
+		Expect(cp.Client.Delete(ctx, manifestSecret)).To(Succeed())
+		Eventually(func() error {
+			return cp.Client.Get(ctx, client.ObjectKeyFromObject(manifestSecret), &corev1.Secret{})
+		}).WithTimeout(20 * time.Second).Should(Satisfy(apierrors.IsNotFound))
+		var vars corev1.SecretList
+		Expect(cp.Client.List(ctx, &vars, client.InNamespace(ns), runner.CredentialsSelector("shop"))).To(Succeed())
+		Expect(vars.Items).To(BeEmpty())
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop.var-session-secret"}, &corev1.Secret{})).To(Succeed())
+		Eventually(eventReasons).Should(ContainElement(runner.ReasonCredentialsDeleted))
+	})
+
+	It("rotates: a deleted generated variable or a changed user-provided one gathers again and rolls only the groups that changed", func() {
+		startOperator(ns, false)
+		Expect(cp.Client.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "shop.var-db-password", Namespace: ns, Labels: map[string]string{names.LabelDeployment: "shop"}},
+			Data:       map[string][]byte{"password": []byte("given-password-1")},
+		})).To(Succeed())
+		// An unlabelled user-provided value is read too, never taken for a
+		// deleted variable to regenerate.
+		Expect(cp.Client.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "shop.var-session-secret", Namespace: ns},
+			Data:       map[string][]byte{"password": []byte("unlabelled-session-secret")},
+		})).To(Succeed())
+		applyManifest(manifest)
+		first := newestJob("")
+		runAndComplete(first)
+		versions := func() (map[string]int, error) {
+			s, err := status()
+			var st runner.Status
+			_ = json.Unmarshal([]byte(s), &st)
+			return st.Versions, err
+		}
+		Eventually(versions).Should(Equal(map[string]int{"bus": 1, "db": 1, "web": 1, "smoke-tests": 1}))
+		password := func() []byte {
+			GinkgoHelper()
+			var s corev1.Secret
+			Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop.var-bus-password"}, &s)).To(Succeed())
+			return s.Data["password"]
+		}
+		before := password()
+
+		// A generated credential deleted: regenerated by a new gathering.
+		Expect(cp.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop.var-bus-password"}})).To(Succeed())
+		second := newestJob(first.Name)
+		Eventually(eventReasons).Should(ContainElement(runner.ReasonRegenerating))
+		runAndComplete(second)
+		Expect(password()).NotTo(Equal(before))
+		Eventually(versions).Should(HaveKeyWithValue("bus", 2))
+		v, _ := versions()
+		Expect(v).To(HaveKeyWithValue("db", 1))
+		// Nothing else starts once the variable exists again.
+		Eventually(gatherJobs).Should(HaveLen(1))
+		Consistently(func() ([]batchv1.Job, error) { return gatherJobs() }, 2*time.Second).Should(ConsistOf(HaveField("Name", second.Name)))
+
+		// A user-provided credential changed: db gathers and rolls, bus not.
+		var given corev1.Secret
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop.var-db-password"}, &given)).To(Succeed())
+		given.Data["password"] = []byte("given-password-2")
+		Expect(cp.Client.Update(ctx, &given)).To(Succeed())
+		third := newestJob(second.Name)
+		Expect(third.Name).NotTo(Equal(first.Name))
+		runAndComplete(third)
+		Eventually(versions).Should(HaveKeyWithValue("db", 2))
+		v, _ = versions()
+		Expect(v).To(HaveKeyWithValue("bus", 2))
+	})
+
+	It("warns of a generated certificate with a third of its lifetime left, naming the variable, never its value", func() {
+		startOperator(ns, false)
+		applyManifest(manifest)
+		runAndComplete(newestJob(""))
+		Eventually(stateLabel).Should(Equal("Gathered"))
+
+		key, err := rsa.GenerateKey(rand.Reader, 2048)
+		Expect(err).NotTo(HaveOccurred())
+		now := time.Now()
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "short"}, NotBefore: now.Add(-3 * time.Hour), NotAfter: now.Add(time.Hour)}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+		Expect(err).NotTo(HaveOccurred())
+		certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+		Expect(cp.Client.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "shop.var-short-lived", Namespace: ns, Labels: runner.CredentialsSelector("shop"),
+				Annotations: map[string]string{names.AnnotationVariable: "short_lived"}},
+			Data: map[string][]byte{"certificate": certPEM, "private_key": []byte("not-to-be-seen")},
+		})).To(Succeed())
+		var warning eventsv1.Event
+		Eventually(func() bool {
+			var events eventsv1.EventList
+			Expect(cp.Client.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
+			for _, e := range events.Items {
+				if e.Reason == runner.ReasonCertificateExpiring {
+					warning = e
+					return true
+				}
+			}
+			return false
+		}).WithTimeout(20 * time.Second).Should(BeTrue())
+		Expect(warning.Type).To(Equal(corev1.EventTypeWarning))
+		Expect(warning.Note).To(ContainSubstring("certificate variable 'short_lived' expires"))
+		Expect(warning.Note).NotTo(Or(ContainSubstring("BEGIN"), ContainSubstring("not-to-be-seen")))
+		Expect(warning.Note).NotTo(ContainSubstring("bus_ca"))
+
+		families, err := metrics.Registry.Gather()
+		Expect(err).NotTo(HaveOccurred())
+		var seconds []float64
+		for _, f := range families {
+			if f.GetName() != "bosh_injector_certificate_expiry_seconds" {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "namespace" && l.GetValue() == ns {
+						seconds = append(seconds, m.GetGauge().GetValue())
+					}
+				}
+			}
+		}
+		// bus_ca, bus_tls (a year) and short_lived (an hour).
+		Expect(seconds).To(ContainElement(BeNumerically("~", 3600, 120)))
+		Expect(seconds).To(ContainElement(BeNumerically(">", 300*24*3600)))
+	})
+
+	It("gathers with the Job's own Role, which names the Secrets it reads, and mounts its token in the gather container only", func() {
+		startOperator(ns, false)
+		Expect(cp.Client.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "unrelated", Namespace: ns},
+			Data:       map[string][]byte{"token": []byte("not-for-gathering")},
+		})).To(Succeed())
+		applyManifest(manifest)
+		job := newestJob("")
+		spec := job.Spec.Template.Spec
+		Expect(spec.AutomountServiceAccountToken).To(HaveValue(BeFalse()))
+		for _, c := range spec.InitContainers {
+			Expect(c.VolumeMounts).NotTo(ContainElement(HaveField("MountPath", "/var/run/secrets/kubernetes.io/serviceaccount")), c.Name)
+		}
+		Expect(spec.Containers[0].VolumeMounts).To(ContainElement(HaveField("MountPath", "/var/run/secrets/kubernetes.io/serviceaccount")))
+		// Bad input fails the Job at once: retrying cannot help.
+		Expect(job.Spec.PodFailurePolicy.Rules).To(ConsistOf(And(HaveField("Action", batchv1.PodFailurePolicyActionFailJob),
+			HaveField("OnExitCodes.Values", Equal([]int32{runner.ExitInvalidInput})))))
+
+		var role rbacv1.Role
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop-gather"}, &role)).To(Succeed())
+		Expect(role.Rules[0].ResourceNames).To(Equal([]string{"shop-manifest"}))
+		Expect(role.Rules[1].ResourceNames).To(ContainElements("shop.var-bus-password", "shop.var-bus-ca", "shop.var-session-secret"))
+		for _, rule := range role.Rules {
+			Expect(rule.Verbs).NotTo(ContainElements("watch", "*"))
+		}
+
+		// The gathering as the Job's ServiceAccount: enough to gather, not
+		// to read another Secret.
+		cfg := rest.CopyConfig(cp.Config)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":shop-gather",
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}
+		sa, err := client.New(cfg, client.Options{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = gathering.Run(ctx, sa, gathering.Config{Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: jobsDir, ClusterDomain: "cluster.local",
+			Progress: gathering.Events(ctx, sa, GinkgoLogr)}, gathering.NewRenderBPM(ctx), time.Now())
+		Expect(err).NotTo(HaveOccurred())
+		err = sa.Get(ctx, client.ObjectKey{Namespace: ns, Name: "unrelated"}, &corev1.Secret{})
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+
+		// A new variable in the manifest: the Role names it.
+		applyManifest([]byte(strings.Replace(string(manifest), "variables:\n", "variables:\n- {name: extra_password, type: password}\n", 1)))
+		Eventually(func() ([]string, error) {
+			err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop-gather"}, &role)
+			return role.Rules[1].ResourceNames, err
+		}).WithTimeout(20 * time.Second).Should(ContainElement("shop.var-extra-password"))
+	})
+
+	It("with watch namespaces, works in those only", func() {
+		other := ns + "-unwatched"
+		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}})).To(Succeed())
+		startOperatorWith(webhook.Options{Namespace: ns, OperatorImage: "localhost/bosh-injector:test", ClusterDomain: "cluster.local",
+			Runner: true, WatchNamespaces: []string{ns}})
+		_, err := fixtures.ApplyManifest(ctx, cp.Client, other, manifest)
+		Expect(err).NotTo(HaveOccurred())
+		applyManifest(manifest)
+		newestJob("")
+		Consistently(func() ([]batchv1.Job, error) {
+			var jobs batchv1.JobList
+			err := cp.Client.List(ctx, &jobs, client.InNamespace(other))
+			return jobs.Items, err
+		}, 2*time.Second).Should(BeEmpty())
 	})
 
 	It("reports an invalid manifest as an event and a status, keeping what was gathered", func() {

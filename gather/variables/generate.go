@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,6 +45,11 @@ func GenerateWithLinks(defs []manifest.Variable, src Source, now time.Time, addr
 	g := generator{defs: map[string]manifest.Variable{}, src: src, now: now, busy: map[string]bool{}, address: address}
 	for _, d := range defs {
 		g.defs[d.Name] = d
+		// An unknown type is an error even when the variable's value
+		// exists: the director would refuse the manifest.
+		if err := supported(d); err != nil {
+			return err
+		}
 	}
 	for _, d := range defs {
 		if err := g.ensure(d.Name); err != nil {
@@ -68,8 +74,12 @@ type generator struct {
 }
 
 func (g *generator) ensure(name string) error {
-	if _, found, err := g.src.Get(name); err != nil || found {
+	v, found, err := g.src.Get(name)
+	if err != nil {
 		return err
+	}
+	if found {
+		return g.followCA(name, v)
 	}
 	d, ok := g.defs[name]
 	if !ok {
@@ -83,8 +93,6 @@ func (g *generator) ensure(name string) error {
 	}
 	g.busy[name] = true
 	defer delete(g.busy, name)
-	var v any
-	var err error
 	switch d.Type {
 	case "password":
 		v, err = password(d.Options)
@@ -95,7 +103,7 @@ func (g *generator) ensure(name string) error {
 	case "ssh":
 		v, err = sshKey()
 	default:
-		return fmt.Errorf("variable '%s': unsupported type '%s' (supported: password, certificate, rsa, ssh)", name, d.Type)
+		return supported(d)
 	}
 	if err != nil {
 		var named *namedError
@@ -105,6 +113,44 @@ func (g *generator) ensure(name string) error {
 		return &namedError{fmt.Errorf("variable '%s': %w", name, err)}
 	}
 	return g.src.Put(name, v)
+}
+
+// variableTypes are the types gathering generates.
+var variableTypes = []string{"password", "certificate", "rsa", "ssh"}
+
+func supported(d manifest.Variable) error {
+	if slices.Contains(variableTypes, d.Type) {
+		return nil
+	}
+	return fmt.Errorf("variable '%s': unsupported type '%s' (supported: %s)", d.Name, d.Type, strings.Join(variableTypes, ", "))
+}
+
+// followCA signs a generated certificate again when its CA is not the one
+// that signed it (the CA's Secret was deleted and regenerated), so that
+// deleting a CA rotates it and its leaves. User-provided values are kept.
+func (g *generator) followCA(name string, v any) error {
+	d, ok := g.defs[name]
+	r, renewing := g.src.(Renewing)
+	caName, _ := option(d.Options, "ca").(string)
+	if !ok || !renewing || d.Type != "certificate" || caName == "" || !r.Generated(name) || (d.Consumes != nil && g.address == nil) {
+		return nil
+	}
+	if err := g.ensure(caName); err != nil {
+		return err
+	}
+	_, _, caPEM, err := g.loadCA(caName)
+	if err != nil {
+		return &namedError{fmt.Errorf("variable '%s': %w", name, err)}
+	}
+	m, _ := v.(*yamlvalue.Map)
+	if signedBy, _ := m.Get("ca"); signedBy == caPEM {
+		return nil
+	}
+	cert, err := g.certificate(d)
+	if err != nil {
+		return &namedError{fmt.Errorf("variable '%s': %w", name, err)}
+	}
+	return r.Replace(name, cert)
 }
 
 func option(opts *yamlvalue.Map, key string) any {

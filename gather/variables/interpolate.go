@@ -21,6 +21,14 @@ type Source interface {
 	Put(name string, value any) error
 }
 
+// Renewing is a Source that tells the values it generated itself from those
+// a user gave, and replaces the former: a generated certificate whose CA
+// was regenerated is signed again by the new CA.
+type Renewing interface {
+	Generated(name string) bool
+	Replace(name string, value any) error
+}
+
 // Described is a Source that names itself in errors, as the director names
 // its config server.
 type Described interface {

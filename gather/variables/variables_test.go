@@ -193,6 +193,19 @@ func TestGenerateErrors(t *testing.T) {
 	}
 }
 
+// An unknown type is refused even when the value exists, as the director
+// refuses the manifest whatever the config server holds.
+func TestUnknownTypeWithValue(t *testing.T) {
+	src := NewMapSource(nil)
+	if err := src.Put("x", "given"); err != nil {
+		t.Fatal(err)
+	}
+	err := Generate(defs(t, `[{name: x, type: user}]`), src, time.Now())
+	if err == nil || err.Error() != "variable 'x': unsupported type 'user' (supported: password, certificate, rsa, ssh)" {
+		t.Errorf("error = %v", err)
+	}
+}
+
 func TestFileSource(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "vars.yml")
 	s, err := OpenFile(path)

@@ -21,8 +21,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -149,30 +147,21 @@ func run(ctx context.Context, opts walkthrough.Options) (err error) {
 	w.Say("(generated credentials shown as the Secret holding them)")
 
 	w.Step("A mistake: the same deployment with an ops file removing bus.password, which bus.conf.erb requires")
-	if err := deploy(ctx, w, "broken", releaseURL, "missing-bus-password.yml"); err != nil {
-		return err
-	}
-	run, err = w.StartInstance(ctx, "broken", walkthrough.Instance{Group: "bus", AZIndex: 1, Container: "bus-bus", Image: fixtures.Image(releaseURL, "bus")})
+	status, err := w.Deploy(ctx, "shop", fixtures.Shop(releaseURL, "missing-bus-password.yml"))
 	if err != nil {
 		return err
 	}
-	if _, err := run.Wait(ctx, 2*time.Minute); err != nil {
-		return err
+	if status.State != runner.ReasonGatherFailed {
+		return fmt.Errorf("the broken manifest gathered: %+v", status)
 	}
-	if _, err := w.Report(ctx, run); err != nil {
-		return err
-	}
-	describe, err := w.Kubectl(ctx, "describe", "pod", "bus-z1-0", "--namespace", "broken")
+	w.Step("Like the director, gathering rendered every template of every instance first and wrote nothing: pods keep the last good versions")
+	w.Say("resolved versions: %v", status.Versions)
+	pods, err := w.Kubectl(ctx, "get", "pod", run.Key().Name, "--namespace", "shop")
 	if err != nil {
 		return err
 	}
-	w.Step("`kubectl describe pod bus-z1-0 --namespace broken` shows it as the render container's state; the bus process never starts")
-	w.Say("%s", section(describe, "  render:"))
-
-	if err := w.Events(ctx, "shop"); err != nil {
-		return err
-	}
-	return w.Events(ctx, "broken")
+	w.Say("%s", strings.TrimRight(pods, "\n"))
+	return w.Events(ctx, "shop")
 }
 
 // runSandbox runs the sandbox of cfg (`make demo MANIFEST=…`), in the
@@ -250,22 +239,3 @@ func push(ctx context.Context, out io.Writer, image, ref string) error {
 	}
 	return nil
 }
-
-// section is the block of kubectl describe's output that starts with the
-// container header line (e.g. "  render:") and ends before the next
-// container's or the next top-level heading. Multi-line messages are printed
-// unindented, so indentation alone cannot end it.
-func section(text, header string) string {
-	lines := strings.Split(text, "\n")
-	start := slices.Index(lines, header)
-	if start < 0 {
-		return text
-	}
-	end := start + 1
-	for end < len(lines) && !heading.MatchString(lines[end]) {
-		end++
-	}
-	return strings.TrimRight(strings.Join(lines[start:end], "\n"), "\n")
-}
-
-var heading = regexp.MustCompile(`^(\S.*:|  [a-z0-9-]+:)$`)

@@ -29,7 +29,9 @@ func TestDemo(t *testing.T) {
 		"listen_port: 8080",
 		"password: (shop.var-db-password password)",
 		"Error filling in template 'bus.conf.erb' (line 10: Can't find property '[\"bus.password\"]')",
-		"Message:  - Unable to render jobs for instance group 'bus'. Errors are:",
+		"- Unable to render jobs for instance group 'bus'. Errors are:",
+		"GatherFailed",
+		"Running",
 		"Gathered       Secret/shop-manifest",
 		"Removing what the walkthrough started",
 	} {

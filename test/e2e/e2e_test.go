@@ -6,6 +6,7 @@ package e2e_test
 
 import (
 	"context"
+	"maps"
 	"os"
 	"strings"
 	"testing"
@@ -14,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/runner"
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
@@ -156,51 +156,24 @@ func TestWalkthrough(t *testing.T) {
 		}
 	})
 
-	t.Run("a template that cannot render fails the render container with template, line and property", func(t *testing.T) {
-		const ns = "broken"
+	t.Run("a template that cannot render fails the gathering with template, line and property, and the last good version stays", func(t *testing.T) {
+		const ns = "shop"
+		before, err := w.Status(ctx, ns, fixtures.ManifestSecret)
+		if err != nil {
+			t.Fatal(err)
+		}
 		status, err := w.Deploy(ctx, ns, fixtures.Shop(releaseURL, "missing-bus-password.yml"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Like the director, gathering renders only bpm.yml: the missing
-		// property is found when the instance's templates render.
-		if status.State != runner.ReasonGathered {
-			t.Fatalf("gathering: %+v", status)
-		}
-		run, err := w.StartInstance(ctx, ns, walkthrough.Instance{Group: "bus", AZIndex: 1, Container: "bus-bus", Image: fixtures.Image(releaseURL, "bus")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := run.Wait(ctx, 2*time.Minute); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.Report(ctx, run); err != nil {
-			t.Fatal(err)
-		}
-		var pod corev1.Pod
-		if err := w.Client.Get(ctx, run.Key(), &pod); err != nil {
-			t.Fatal(err)
-		}
-		var render *corev1.ContainerStateTerminated
-		for _, s := range pod.Status.InitContainerStatuses {
-			if s.Name == "render" {
-				render = s.State.Terminated
-			}
-		}
-		if render == nil || render.ExitCode == 0 {
-			t.Fatalf("render container status: %+v", pod.Status.InitContainerStatuses)
-		}
+		// Like the director, gathering renders every template of every
+		// instance before any instance changes.
 		want := `Error filling in template 'bus.conf.erb' (line 10: Can't find property '["bus.password"]')`
-		if !strings.Contains(render.Message, want) {
-			t.Errorf("render's termination message\n%s\nlacks\n%s", render.Message, want)
+		if status.State != runner.ReasonGatherFailed || !strings.Contains(status.Message, want) {
+			t.Fatalf("gathering: %+v, want %s with\n%s", status, runner.ReasonGatherFailed, want)
 		}
-		for _, s := range pod.Status.ContainerStatuses {
-			if s.State.Running != nil || s.State.Terminated != nil {
-				t.Errorf("container %s started after render failed", s.Name)
-			}
-		}
-		if pod.Annotations[names.AnnotationInjected] == "" {
-			t.Error("the pod lost its injection record")
+		if !maps.Equal(status.Versions, before.Versions) {
+			t.Errorf("versions after a failed gathering: %v, before: %v", status.Versions, before.Versions)
 		}
 	})
 }

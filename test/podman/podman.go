@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -111,9 +112,11 @@ func Adapt(pod *corev1.Pod, env Env) (*Run, error) {
 	mountpoints := map[string]string{} // pod volume name -> podman volume's host directory
 	for _, v := range p.Spec.Volumes {
 		switch {
-		case v.Projected != nil && strings.HasPrefix(v.Name, "kube-api-access-"):
-			// The service-account token volume the apiserver adds is
-			// rejected by kube play, and nothing here serves tokens.
+		case v.Projected != nil && (strings.HasPrefix(v.Name, "kube-api-access-") ||
+			slices.ContainsFunc(v.Projected.Sources, func(s corev1.VolumeProjection) bool { return s.ServiceAccountToken != nil })):
+			// A service-account token volume (the one the apiserver adds,
+			// or the gather container's own) is rejected by kube play, and
+			// nothing here serves tokens.
 			dropped[v.Name] = true
 			continue
 		case v.Secret != nil:

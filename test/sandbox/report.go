@@ -78,6 +78,9 @@ func (s *Sandbox) observe(ctx context.Context, ws []workload, ports bool) ([]ins
 			r := instanceReport{Name: fmt.Sprintf("%s %s #%d", w.Kind, w.Name, i), Errand: w.Kind == "Job"}
 			if pod == nil {
 				r.Failure, r.Settled = notCreated(events.Items, w)
+				if s.gatherFailure != "" {
+					r.Failure, r.Settled = "not gathered: the deployment's gathering failed, as a director's deploy would:\n"+s.gatherFailure, true
+				}
 				out = append(out, r)
 				continue
 			}

@@ -86,6 +86,9 @@ type Sandbox struct {
 	namespace string
 	prefix    string
 	stopNode  func()
+	// gatherFailure is the director-format message of a failed first
+	// gathering: no instance can be injected before one succeeds.
+	gatherFailure string
 }
 
 // Run runs the sandbox: up, the report, then (with cfg.Ready) up until ctx
@@ -190,6 +193,9 @@ func (s *Sandbox) up(ctx context.Context) error {
 	s.w.Say("%s: %s", names.AnnotationStatus, status.State)
 	if status.Message != "" {
 		s.w.Say("%s", status.Message)
+	}
+	if status.State == runner.ReasonGatherFailed {
+		s.gatherFailure = status.Message
 	}
 	s.w.Step("The StatefulSets and Jobs, applied")
 	if err := s.apply(ctx, objs[1:]); err != nil {

@@ -2,12 +2,22 @@ package sandbox
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bosh-injector/bosh-injector/gather/objects"
+	"github.com/bosh-injector/bosh-injector/gather/runner"
 
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
@@ -17,11 +27,13 @@ import (
 
 // `make demo MANIFEST=… RELEASES=… OPS=… KEEP=1`, then `make demo-down`, as
 // the Makefile runs them: the shop deployment from its release tarballs
-// only, with an ops file that breaks the bus group's template. The report
-// shows the db and web instances running their processes and where they
-// listen, the bus instances with the director's message; real kubectl
-// works with the printed KUBECONFIG; demo-down leaves no podman pod,
-// container or volume of the run, no process and no directory.
+// only. The report shows every instance running its processes and where
+// they listen, reachable from this machine; real kubectl works with the
+// printed KUBECONFIG; a manifest change that breaks a template then fails
+// the gathering with the director's message while the pods keep running;
+// demo-down leaves no podman pod, container or volume of the run, no
+// process and no directory. A second sandbox with the broken manifest from
+// the start reports every instance with the director's message.
 func TestSandbox(t *testing.T) {
 	bin, err := controlplane.BinDir()
 	if err != nil {
@@ -45,8 +57,7 @@ func TestSandbox(t *testing.T) {
 	}
 	deployments := filepath.Join(fixtures.Dir(), "deployments")
 	state := filepath.Join(dir, "state")
-	args := []string{"--binary", binary, "--manifest", filepath.Join(deployments, "shop.yml"),
-		"--ops-file", filepath.Join(deployments, "ops", "missing-bus-password.yml"), "--keep", "--state-dir", state}
+	args := []string{"--binary", binary, "--manifest", filepath.Join(deployments, "shop.yml")}
 	// The shop release as the fixture has it, but its storefront process
 	// listens on storefront.port, so the report has a port to show.
 	shop := filepath.Join(dir, "shop-listening")
@@ -75,7 +86,7 @@ func TestSandbox(t *testing.T) {
 		args = append(args, "--release", tarball)
 	}
 
-	up, err := exec.Command(demo, args...).CombinedOutput()
+	up, err := exec.Command(demo, append(args, "--keep", "--state-dir", state)...).CombinedOutput()
 	st, stateErr := readState(state)
 	t.Cleanup(func() {
 		if stateErr == nil {
@@ -94,11 +105,8 @@ func TestSandbox(t *testing.T) {
 		"db/0 (z1) pod shop-db-z1-0: injected; rendered; running: pgstore-pgstore",
 		"web/0 (z1) pod shop-web-z1-0: injected; rendered; running: storefront-storefront",
 		"web/1 (z2) pod shop-web-z2-0: injected; rendered; running: storefront-storefront",
-		"bus/0 (z1) pod shop-bus-z1-0: injected; not rendered",
-		"bus/1 (z2) pod shop-bus-z2-0: injected; not rendered",
-		"FAILED: init container render exited 1:",
-		"- Unable to render jobs for instance group 'bus'. Errors are:",
-		"Error filling in template 'bus.conf.erb' (line 10: Can't find property '[\"bus.password\"]')",
+		"bus/0 (z1) pod shop-bus-z1-0: injected; rendered; running: bus-bus",
+		"7 of 7 instances running",
 		"export KUBECONFIG=" + st.Kubeconfig,
 		"make demo-down",
 	} {
@@ -106,10 +114,16 @@ func TestSandbox(t *testing.T) {
 			t.Errorf("the sandbox's output lacks %q:\n%s", want, report)
 		}
 	}
-	// Until pods get a network of their own, they have none: the port is
-	// found all the same.
-	if !regexp.MustCompile(`storefront-storefront listens on (\S+:)?8080\b`).MatchString(report) {
-		t.Errorf("the report gives no port of storefront:\n%s", report)
+	// Pods have addresses of their own, which this machine reaches.
+	listens := regexp.MustCompile(`storefront-storefront listens on (\S+:8080)\b`).FindStringSubmatch(report)
+	if listens == nil {
+		t.Fatalf("the report gives no address of storefront's port:\n%s", report)
+	}
+	conn, err := net.DialTimeout("tcp", listens[1], 10*time.Second)
+	if err != nil {
+		t.Errorf("storefront at %s, as reported: %v", listens[1], err)
+	} else {
+		conn.Close()
 	}
 
 	kubectl := exec.Command(filepath.Join(bin, "kubectl"), "get", "pod", "shop-web-z1-0", "--namespace", "shop", "-o", "jsonpath={.status.phase}")
@@ -117,6 +131,8 @@ func TestSandbox(t *testing.T) {
 	if out, err := kubectl.CombinedOutput(); err != nil || string(out) != "Running" {
 		t.Errorf("kubectl against the kept sandbox: %v: %s", err, out)
 	}
+
+	brokenGatheringKeepsThePods(t, st.Kubeconfig)
 
 	down, err := exec.Command(demo, "--down", "--state-dir", state).CombinedOutput()
 	if err != nil {
@@ -141,6 +157,74 @@ func TestSandbox(t *testing.T) {
 	for _, d := range []string{state, st.Dir} {
 		if _, err := os.Stat(d); !os.IsNotExist(err) {
 			t.Errorf("%s remains after demo-down (%v)", d, err)
+		}
+	}
+
+	// The broken manifest from the start: no instance can be injected, and
+	// each says why with the director's message.
+	out, err := exec.Command(demo, append(args, "--ops-file", filepath.Join(deployments, "ops", "missing-bus-password.yml"))...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	t.Logf("make demo … OPS=missing-bus-password.yml:\n%s", out)
+	for _, want := range []string{
+		"FAILED: not gathered: the deployment's gathering failed",
+		"- Unable to render jobs for instance group 'bus'. Errors are:",
+		busError,
+		"0 of 7 instances running",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the sandbox's output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+const busError = "Error filling in template 'bus.conf.erb' (line 10: Can't find property '[\"bus.password\"]')"
+
+// brokenGatheringKeepsThePods adds an ops file breaking bus.conf.erb to the
+// kept sandbox's manifest Secret, as a user would: its gathering fails with
+// the director's message, and the pods keep running their last good version.
+func brokenGatheringKeepsThePods(t *testing.T, kubeconfig string) {
+	ctx := context.Background()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKey{Namespace: "shop", Name: fixtures.ManifestSecret}
+	var secret corev1.Secret
+	if err := c.Get(ctx, key, &secret); err != nil {
+		t.Fatal(err)
+	}
+	before := runner.StatusOf(&secret)
+	ops, err := os.ReadFile(filepath.Join(fixtures.Dir(), "deployments", "ops", "missing-bus-password.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret.Data[objects.OpsKey(len(secret.Data)-1, "missing-bus-password")] = ops
+	if err := c.Update(ctx, &secret); err != nil {
+		t.Fatal(err)
+	}
+	var status runner.Status
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, key, &secret); err != nil {
+			return false, err
+		}
+		status = runner.StatusOf(&secret)
+		return status.Job != before.Job && status.State == runner.ReasonGatherFailed, nil
+	}); err != nil {
+		t.Fatalf("the broken manifest's gathering: %v, status %+v", err, status)
+	}
+	if !strings.Contains(status.Message, busError) {
+		t.Errorf("the failed gathering's message lacks %q:\n%s", busError, status.Message)
+	}
+	for _, name := range []string{"shop-bus-z1-0", "shop-web-z1-0"} {
+		var pod corev1.Pod
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: name}, &pod); err != nil || pod.Status.Phase != corev1.PodRunning {
+			t.Errorf("pod %s after the failed gathering: %v %s", name, err, pod.Status.Phase)
 		}
 	}
 }

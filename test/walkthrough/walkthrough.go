@@ -335,11 +335,17 @@ func (w *Walkthrough) Deploy(ctx context.Context, ns string, apply func(context.
 		var pods corev1.PodList
 		err := w.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{runner.LabelComponent: runner.ComponentGather,
 			names.LabelDeployment: names.LabelValue(manifest.Labels[names.LabelDeployment])})
-		if err != nil || len(pods.Items) == 0 {
+		if err != nil {
 			return false, err
 		}
-		pod = pods.Items[0]
-		return true, nil
+		// The one not run yet: an earlier gathering's pod has ended.
+		for _, p := range pods.Items {
+			if p.Status.Phase == "" || p.Status.Phase == corev1.PodPending {
+				pod = p
+				return true, nil
+			}
+		}
+		return false, nil
 	}); err != nil {
 		return runner.Status{}, err
 	}
@@ -364,7 +370,7 @@ func (w *Walkthrough) Deploy(ctx context.Context, ns string, apply func(context.
 			return false, err
 		}
 		status = runner.StatusOf(&s)
-		return status.State == runner.ReasonGathered || status.State == runner.ReasonGatherFailed, nil
+		return status.Job == pod.Labels[batchv1.JobNameLabel] && (status.State == runner.ReasonGathered || status.State == runner.ReasonGatherFailed), nil
 	}); err != nil {
 		return status, err
 	}
@@ -646,4 +652,13 @@ func tail(path string, lines int) string {
 	data, _ := os.ReadFile(path)
 	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
 	return strings.Join(all[max(0, len(all)-lines):], "\n")
+}
+
+// Status is the job runner's status on manifest Secret name in ns.
+func (w *Walkthrough) Status(ctx context.Context, ns, name string) (runner.Status, error) {
+	var s corev1.Secret
+	if err := w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &s); err != nil {
+		return runner.Status{}, err
+	}
+	return runner.StatusOf(&s), nil
 }

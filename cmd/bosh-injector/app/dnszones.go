@@ -27,6 +27,7 @@ func init() {
 			},
 		}
 		cmd.Flags().StringVar(&o.Dir, "dir", "/etc/coredns/zones", "directory of the zone files")
+		cmd.Flags().StringSliceVar(&o.Namespaces, "watch-namespaces", nil, "namespaces whose DNS records to serve (comma-separated); all when empty")
 		cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig; in-cluster configuration when empty")
 		return cmd
 	})

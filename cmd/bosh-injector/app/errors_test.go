@@ -2,10 +2,20 @@ package app
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/bosh-injector/bosh-injector/gather/runner"
 )
 
 func run(args ...string) (int, string, string) {
@@ -123,5 +133,24 @@ func TestVersionPrintsTheCommit(t *testing.T) {
 	code, out, _ := run("version")
 	if code != 0 || !strings.Contains(out, "(commit 0123abcd, go") {
 		t.Fatalf("exit %d, %q", code, out)
+	}
+}
+
+// TestGatherExitCode: bad input fails the gathering Job at once, an API or
+// network error is retried.
+func TestGatherExitCode(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want int
+	}{
+		{errors.New("- Unable to render jobs for instance group 'web'. Errors are:"), runner.ExitInvalidInput},
+		{fmt.Errorf("reading manifest Secret ns/m: %w", apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, "m")), runner.ExitInvalidInput},
+		{fmt.Errorf("storing variable 'x': %w", apierrors.NewServiceUnavailable("etcd")), runner.ExitTransient},
+		{fmt.Errorf("listing: %w", &net.OpError{Op: "dial", Err: errors.New("connection refused")}), runner.ExitTransient},
+		{fmt.Errorf("reading the jobs: %w", &fs.PathError{Op: "open", Path: "job.MF", Err: syscall.ENOENT}), runner.ExitInvalidInput},
+	} {
+		if got := gatherExitCode(c.err); got != c.want {
+			t.Errorf("%v: exit code %d, want %d", c.err, got, c.want)
+		}
 	}
 }

@@ -1,11 +1,15 @@
 package app
 
 import (
+	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,7 +55,7 @@ BOSH_INJECTOR_<FLAG> environment variables.`,
 				cfg.Build = version + " " + buildCommit()
 				res, err := gathering.Run(ctx, c, cfg, gathering.NewRenderBPM(ctx), time.Now())
 				if err != nil {
-					return fail(cmd, terminationLog, err)
+					return fail(cmd, terminationLog, err, gatherExitCode(err))
 				}
 				for _, gr := range res.Groups {
 					log.Info("gathered instance group", "deployment", res.Deployment, "instanceGroup", gr.InstanceGroup,
@@ -80,15 +84,26 @@ BOSH_INJECTOR_<FLAG> environment variables.`,
 }
 
 // fail reports a director-format error list on stdout and in the
-// termination log (so `kubectl describe pod` shows it) and exits 1.
-func fail(cmd *cobra.Command, terminationLog string, err error) error {
+// termination log (so `kubectl describe pod` shows it) and exits with code.
+func fail(cmd *cobra.Command, terminationLog string, err error, code int) error {
 	fmt.Fprintln(cmd.OutOrStdout(), err)
 	if terminationLog != "" {
 		if werr := os.WriteFile(terminationLog, []byte(err.Error()+"\n"), 0o644); werr != nil {
 			fmt.Fprintln(cmd.ErrOrStderr(), "writing the termination log:", werr)
 		}
 	}
-	return exitError{code: 1}
+	return exitError{code: code}
+}
+
+// gatherExitCode tells the gathering Job whether a retry can help:
+// runner.ExitTransient for an error of the API server or of reaching it,
+// else runner.ExitInvalidInput.
+func gatherExitCode(err error) int {
+	var status apierrors.APIStatus
+	if (errors.As(err, &status) && !apierrors.IsNotFound(err)) || errors.As(err, new(*url.Error)) || errors.As(err, new(*net.OpError)) {
+		return runner.ExitTransient
+	}
+	return runner.ExitInvalidInput
 }
 
 // restConfig loads a kubeconfig: the given file, else $KUBECONFIG or

@@ -31,7 +31,7 @@ template of every job into /var/vcap/jobs in one Ruby process.`,
 					err = installLauncher(launcherDir)
 				}
 				if err != nil {
-					return fail(cmd, terminationLog, err)
+					return fail(cmd, terminationLog, err, 1)
 				}
 				return nil
 			},

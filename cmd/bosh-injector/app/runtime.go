@@ -53,7 +53,7 @@ programs instead. The plan comes from ` + contract.EnvPlan + `.`,
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				in, err := o.instance(cmd, g)
 				if err != nil {
-					return fail(cmd, terminationLog, err)
+					return fail(cmd, terminationLog, err, 1)
 				}
 				l := runtime.Launcher{Plan: in.Plan, VCAP: o.vcap, State: in.State, Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr(), Log: in.Log,
 					StopTimeout: contract.BPMStopTimeout * time.Second, QuitGrace: contract.BPMQuitGrace * time.Second, PostStopWait: 10 * time.Second}
@@ -63,7 +63,7 @@ programs instead. The plan comes from ` + contract.EnvPlan + `.`,
 				}
 				code, err := run(cmd.Context())
 				if err != nil {
-					return fail(cmd, terminationLog, err)
+					return fail(cmd, terminationLog, err, 1)
 				}
 				if code != 0 {
 					return exitError{code: code}

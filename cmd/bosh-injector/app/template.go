@@ -18,7 +18,6 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/instance"
 	"github.com/bosh-injector/bosh-injector/gather/jobspec"
 	"github.com/bosh-injector/bosh-injector/gather/manifest"
-	"github.com/bosh-injector/bosh-injector/gather/rendering"
 	"github.com/bosh-injector/bosh-injector/gather/ruby"
 	"github.com/bosh-injector/bosh-injector/gather/variables"
 	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
@@ -103,16 +102,15 @@ func (o *templateOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	ctx := cmd.Context()
-	bpms, err := gathering.NewRenderBPM(ctx)(d)
-	if err != nil {
-		return err
-	}
-	rendered, err := rendering.Deployment(ctx, d, o.ip, func(g string, i int) bool {
+	// One Ruby process renders every template and every bpm.yml, as
+	// gathering does.
+	r, err := gathering.RenderDeployment(ctx, d, o.ip, func(g string, i int) bool {
 		return (o.group == "" || g == o.group) && (o.index < 0 || i == o.index)
 	})
 	if err != nil {
 		return err
 	}
+	rendered, bpms := r.Instances, r.BPM
 	files := 0
 	err = writeAtomically(o.output, func(dir string) error {
 		for _, inst := range rendered {

@@ -44,6 +44,7 @@ func init() {
 		f.BoolVar(&o.Webhook, "webhook", true, "serve the admission webhook")
 		f.BoolVar(&o.Runner, "runner", true, "run the gathering job runner")
 		f.StringVar(&o.DNSService, "dns-service", "", "CoreDNS Service in --namespace that injected pods resolve BOSH DNS names with; empty leaves their DNS as it is")
+		f.StringSliceVar(&o.WatchNamespaces, "watch-namespaces", nil, "namespaces the operator caches and works in (comma-separated); all when empty")
 		f.StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig; in-cluster configuration when empty")
 		return cmd
 	})
