@@ -173,11 +173,11 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 		return nil, err
 	}
 	for gi, b := range bpms {
-		verb := "rendered"
+		verb := "every template rendered"
 		if b.reused {
-			verb = "unchanged"
+			verb = "templates unchanged"
 		}
-		cfg.progress(&secret, StageRendered, "instance group '%s': bpm.yml %s for %d instances, %d distinct", d.Groups[gi].Manifest.Name, verb, len(d.Groups[gi].Instances), len(b.instances))
+		cfg.progress(&secret, StageRendered, "instance group '%s': %s for %d instances, %d distinct bpm.yml", d.Groups[gi].Manifest.Name, verb, len(d.Groups[gi].Instances), len(b.instances))
 	}
 
 	// Encode every group before writing anything: a group too large is an
