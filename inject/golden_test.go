@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -49,23 +50,12 @@ func injectCase(t *testing.T, c goldenCase) (*corev1.Pod, string) {
 }
 
 func TestGolden(t *testing.T) {
-	cases, _ := filepath.Glob("testdata/*.yaml")
 	inputs := map[string]bool{}
-	for _, file := range cases {
-		if strings.HasSuffix(file, ".golden.yaml") {
-			continue
-		}
+	for _, file := range caseFiles() {
 		name := strings.TrimSuffix(filepath.Base(file), ".yaml")
 		inputs[name] = true
 		t.Run(name, func(t *testing.T) {
-			data, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var c goldenCase
-			if err := yaml.UnmarshalStrict(data, &c); err != nil {
-				t.Fatal(err)
-			}
+			c := readCase(t, file)
 			pod, got := injectCase(t, c)
 			golden := filepath.Join("testdata", name+".golden.yaml")
 			if *update {
@@ -113,4 +103,24 @@ func TestGolden(t *testing.T) {
 			t.Errorf("%s has no input case: remove it", g)
 		}
 	}
+}
+
+// caseFiles are the golden cases' inputs in testdata.
+func caseFiles() []string {
+	files, _ := filepath.Glob("testdata/*.yaml")
+	return slices.DeleteFunc(files, func(f string) bool { return strings.HasSuffix(f, ".golden.yaml") })
+}
+
+// readCase reads a golden case's input.
+func readCase(t *testing.T, file string) goldenCase {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c goldenCase
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

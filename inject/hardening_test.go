@@ -2,15 +2,12 @@ package inject_test
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/names"
@@ -22,20 +19,9 @@ import (
 // dropped and only the launcher's and BPM's added, unless BPM says
 // privileged.
 func TestInjectedContainersAreHardened(t *testing.T) {
-	cases, _ := filepath.Glob("testdata/*.yaml")
 	checked := 0
-	for _, file := range cases {
-		if strings.HasSuffix(file, ".golden.yaml") {
-			continue
-		}
-		data, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var c goldenCase
-		if err := yaml.UnmarshalStrict(data, &c); err != nil {
-			t.Fatal(err)
-		}
+	for _, file := range caseFiles() {
+		c := readCase(t, file)
 		pod, _ := injectCase(t, c)
 		if pod == nil {
 			continue

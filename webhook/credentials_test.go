@@ -12,16 +12,11 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
-	"github.com/bosh-injector/bosh-injector/gather/gathering"
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/objects"
 	"github.com/bosh-injector/bosh-injector/gather/secretdata"
-	"github.com/bosh-injector/bosh-injector/gather/trust"
-	"github.com/bosh-injector/bosh-injector/test/fixtures"
 )
 
 // noLeak asserts that value appears in no Pod of ns as `kubectl get pods
@@ -51,17 +46,10 @@ func noLeak(ns, value string) {
 var _ = Describe("a credential rendered into bpm.yml", func() {
 	It("reaches the process at run time, never the Pod object, an Event or a log line", func() {
 		ns := "credentials"
-		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		manifest, err := fixtures.ShopManifest()
-		Expect(err).NotTo(HaveOccurred())
-		res, err := objects.Build(manifest, nil, objects.Options{Namespace: ns})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(cp.Client.Create(ctx, res.Objects[0])).To(Succeed())
+		res, jobsDir := shopObjects(ns)
 
 		// storefront's bpm.yml passes its generated session secret in env
 		// and args, as releases pass passwords.
-		jobsDir := filepath.Join(GinkgoT().TempDir(), "jobs-src")
-		Expect(fixtures.LayoutReleases(jobsDir)).To(Succeed())
 		bpmYML := filepath.Join(jobsDir, "shop", "storefront", "templates", "bpm.yml.erb")
 		data, err := os.ReadFile(bpmYML)
 		Expect(err).NotTo(HaveOccurred())
@@ -69,11 +57,7 @@ var _ = Describe("a credential rendered into bpm.yml", func() {
 		Expect(withSecret).NotTo(Equal(string(data)))
 		Expect(os.WriteFile(bpmYML, []byte(withSecret), 0o644)).To(Succeed())
 
-		gathered, err := gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: res.Objects[0].GetName(), JobsDir: jobsDir, ClusterDomain: "cluster.local"},
-			gathering.NewRenderBPM(ctx), time.Now())
-		Expect(err).NotTo(HaveOccurred())
-		rec, err := trust.Accept(ctx, cp.Client, operatorNamespace, ns, "shop", "credentials-gathering", gathered.Written())
-		Expect(err).NotTo(HaveOccurred())
+		rec := gatherAccepted(ns, res, jobsDir)
 
 		var generated corev1.Secret
 		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.VariableSecret("shop", "session_secret")}, &generated)).To(Succeed())

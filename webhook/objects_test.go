@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
@@ -22,24 +23,10 @@ import (
 var _ = Describe("the objects `bosh-injector objects` prints", func() {
 	It("run every instance of the shop deployment, each injected once with its own index", func() {
 		ns := "objects"
-		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		manifest, err := fixtures.ShopManifest()
-		Expect(err).NotTo(HaveOccurred())
-		res, err := objects.Build(manifest, nil, objects.Options{Namespace: ns})
-		Expect(err).NotTo(HaveOccurred())
-
-		// The manifest Secret first, gathered as the job runner's Job would
-		// (same code, the fixture releases laid out as the copy init
-		// containers leave them), then the workloads.
-		Expect(cp.Client.Create(ctx, res.Objects[0])).To(Succeed())
-		jobsDir := filepath.Join(GinkgoT().TempDir(), "jobs-src")
-		Expect(fixtures.LayoutReleases(jobsDir)).To(Succeed())
-		gathered, err := gathering.Run(ctx, cp.Client, gathering.Config{
-			Namespace: ns, ManifestSecret: res.Objects[0].GetName(), JobsDir: jobsDir, ClusterDomain: "cluster.local",
-		}, gathering.NewRenderBPM(ctx), time.Now())
-		Expect(err).NotTo(HaveOccurred())
-		_, err = trust.Accept(ctx, cp.Client, operatorNamespace, ns, "shop", "objects-gathering", gathered.Written())
-		Expect(err).NotTo(HaveOccurred())
+		// The manifest Secret first, gathered as the job runner's Job would,
+		// then the workloads.
+		res, jobsDir := shopObjects(ns)
+		gatherAccepted(ns, res, jobsDir)
 		for _, o := range res.Objects[1:] {
 			Expect(cp.Client.Create(ctx, o)).To(Succeed(), o.GetName())
 		}
@@ -84,3 +71,34 @@ var _ = Describe("the objects `bosh-injector objects` prints", func() {
 		}
 	})
 })
+
+// shopObjects creates namespace ns and in it the shop deployment's manifest
+// Secret as `objects` prints it, and lays the fixture releases out as the
+// copy init containers leave them; it returns the objects and that
+// directory.
+func shopObjects(ns string) (*objects.Result, string) {
+	GinkgoHelper()
+	Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	manifest, err := fixtures.ShopManifest()
+	Expect(err).NotTo(HaveOccurred())
+	res, err := objects.Build(manifest, nil, objects.Options{Namespace: ns})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(cp.Client.Create(ctx, res.Objects[0])).To(Succeed())
+	jobsDir := filepath.Join(GinkgoT().TempDir(), "jobs-src")
+	Expect(fixtures.LayoutReleases(jobsDir)).To(Succeed())
+	return &res, jobsDir
+}
+
+// gatherAccepted gathers the manifest Secret of res from jobsDir with the
+// gathering Job's code and accepts what it wrote, as the job runner does
+// when that Job succeeds.
+func gatherAccepted(ns string, res *objects.Result, jobsDir string) *trust.Record {
+	GinkgoHelper()
+	gathered, err := gathering.Run(ctx, cp.Client, gathering.Config{
+		Namespace: ns, ManifestSecret: res.Objects[0].GetName(), JobsDir: jobsDir, ClusterDomain: "cluster.local",
+	}, gathering.NewRenderBPM(ctx), time.Now())
+	Expect(err).NotTo(HaveOccurred())
+	rec, err := trust.Accept(ctx, cp.Client, operatorNamespace, ns, "shop", types.UID(ns+"-gathering"), gathered.Written())
+	Expect(err).NotTo(HaveOccurred())
+	return rec
+}
