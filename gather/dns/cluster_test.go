@@ -100,7 +100,7 @@ func TestOnCluster(t *testing.T) {
 	service("shop-db", "10.2.0.20")
 
 	d := shop(t)
-	recs, err := dns.Records(d, network, nil)
+	recs, _, err := dns.Records(d, network, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
