@@ -205,7 +205,7 @@ addons:
 		Expect(svc.Annotations).To(HaveKeyWithValue(names.AnnotationAlias, "store.service.shop.internal"))
 		Expect(svc.OwnerReferences).To(ConsistOf(HaveField("Name", "shop-manifest")))
 		for _, g := range []string{"db", "web"} {
-			Expect(bpmInfo("shop.bpm." + g + "-v1").AliasLabels).To(Equal([]string{label}), g)
+			Expect(bpmInfo("shop.bpm."+g+"-v1").AliasLabels).To(Equal([]string{label}), g)
 		}
 		Expect(bpmInfo("shop.bpm.bus-v1").AliasLabels).To(BeEmpty())
 		var records corev1.ConfigMap
