@@ -3,8 +3,9 @@
 // bosh-dns-aliases job (instance groups and addons alike) and the BOSH
 // address forms the template spec hands out (networks.<net>.dns_record_name
 // and the instance UUID form). Every record is a CNAME to the Kubernetes
-// Service address of a group or an instance, so CoreDNS answers with the
-// current pod addresses that the cluster DNS gives for those Services.
+// Service address of a group, an instance or an alias over several groups
+// (Union), so CoreDNS answers with the current pod addresses that the
+// cluster DNS gives for those Services.
 //
 // The records of a deployment live in one zone,
 // names.DNSZone(deployment, namespace); injected pods search it first, so a
