@@ -13,6 +13,7 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
@@ -235,6 +236,9 @@ func Mutate(pod *corev1.Pod, plan Plan) error {
 	if plan.Instance.AZ != "" {
 		pod.Labels[names.LabelAZ] = names.LabelValue(plan.Instance.AZ)
 	}
+	for _, l := range info.AliasLabels {
+		pod.Labels[l] = "true"
+	}
 	data, err := json.Marshal(rec)
 	if err != nil {
 		return err
@@ -278,6 +282,7 @@ func Strip(pod *corev1.Pod) error {
 	delete(pod.Annotations, names.AnnotationInjected)
 	delete(pod.Labels, names.LabelInstanceIndex)
 	delete(pod.Labels, names.LabelAZ)
+	maps.DeleteFunc(pod.Labels, func(k, _ string) bool { return strings.HasPrefix(k, names.LabelAliasPrefix) })
 	return nil
 }
 

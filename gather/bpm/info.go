@@ -32,6 +32,10 @@ type Info struct {
 	// templates, their specs, the operator build): gathering renders the
 	// group again only when that changes.
 	Rendered string `json:"rendered,omitempty"`
+	// AliasLabels are the labels (value "true") of the BOSH DNS aliases
+	// over several groups that target this group: the webhook puts them on
+	// its pods so each alias's Service selects them.
+	AliasLabels []string `json:"alias_labels,omitempty"`
 }
 
 // Release is a BOSH release used by the group and the image that ships it.

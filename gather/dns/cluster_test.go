@@ -20,6 +20,7 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/dns"
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/services"
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
 	"github.com/bosh-injector/bosh-injector/test/dnsserver"
 )
@@ -77,13 +78,8 @@ func TestOnCluster(t *testing.T) {
 
 	// The Services gathering keeps, with the endpoints Kubernetes gives
 	// their pods.
-	service := func(name string, ips ...string) {
+	endpoints := func(name string, ips ...string) {
 		t.Helper()
-		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: map[string]string{"x": name}, PublishNotReadyAddresses: true}}
-		if err := c.Create(ctx, svc); err != nil {
-			t.Fatal(err)
-		}
 		slice := &discoveryv1.EndpointSlice{
 			ObjectMeta:  metav1.ObjectMeta{Name: name + "-1", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: name}},
 			AddressType: discoveryv1.AddressTypeIPv4,
@@ -95,15 +91,36 @@ func TestOnCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	service := func(name string, ips ...string) {
+		t.Helper()
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: map[string]string{"x": name}, PublishNotReadyAddresses: true}}
+		if err := c.Create(ctx, svc); err != nil {
+			t.Fatal(err)
+		}
+		endpoints(name, ips...)
+	}
 	service("shop-bus", "10.2.0.10", "10.2.0.11", "10.2.0.12")
 	service("shop-bus-1", "10.2.0.11")
 	service("shop-db", "10.2.0.20")
+	service("shop-db-0", "10.2.0.20")
 
-	d := shop(t)
-	recs, err := dns.Records(d, network, nil)
+	d := shop(t, unionOp)
+	recs, unions, err := dns.Records(d, network, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The Service of the alias over db and web, as gathering keeps it; its
+	// endpoints are what Kubernetes gives the pods of both groups, which
+	// the webhook labelled with its selector.
+	if len(unions) != 1 {
+		t.Fatalf("unions %v", unions)
+	}
+	u := unions[0]
+	if err := c.Create(ctx, services.Build(ns, d.Name, services.Desired{Name: u.Service, AliasLabel: u.Label, AliasDomain: u.Domain})); err != nil {
+		t.Fatal(err)
+	}
+	endpoints(u.Service, "10.2.0.20", "10.2.0.30", "10.2.0.31")
 	zone := names.DNSZone(d.Name, ns)
 	if _, _, err := dns.Write(ctx, c, ns, d.Name, zone, dns.ZoneFile(zone, recs), nil); err != nil {
 		t.Fatal(err)
@@ -165,6 +182,11 @@ func TestOnCluster(t *testing.T) {
 	await("bus.service.shop.internal", "10.2.0.10", "10.2.0.11", "10.2.0.12")
 	await(d.Groups[0].Instances[1].ID+".bus.service.shop.internal", "10.2.0.11")
 	await("db.service.shop.internal", "10.2.0.20")
+	// An alias whose `*` targets are db and web: both groups' addresses;
+	// `_` targets of bus and db: every instance of both.
+	await("store.service.shop.internal", "10.2.0.20", "10.2.0.30", "10.2.0.31")
+	await(d.Groups[0].Instances[1].ID+".backend.service.shop.internal", "10.2.0.11")
+	await(d.Groups[1].Instances[0].ID+".backend.service.shop.internal", "10.2.0.20")
 
 	// A new version of the records: the sidecar writes it, CoreDNS
 	// reloads it.

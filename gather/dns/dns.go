@@ -3,8 +3,9 @@
 // bosh-dns-aliases job (instance groups and addons alike) and the BOSH
 // address forms the template spec hands out (networks.<net>.dns_record_name
 // and the instance UUID form). Every record is a CNAME to the Kubernetes
-// Service address of a group or an instance, so CoreDNS answers with the
-// current pod addresses that the cluster DNS gives for those Services.
+// Service address of a group, an instance or an alias over several groups
+// (Union), so CoreDNS answers with the current pod addresses that the
+// cluster DNS gives for those Services.
 //
 // The records of a deployment live in one zone,
 // names.DNSZone(deployment, namespace); injected pods search it first, so a
@@ -13,6 +14,8 @@
 package dns
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -43,11 +46,20 @@ type Record struct {
 // when the deployment or group is unknown there.
 type Remote func(deployment, group string) (deploymentName string, instances int, ok bool)
 
+// Union is an alias whose `*` targets name several groups. bosh-dns
+// answers it with the instances of all of them, so gathering keeps a
+// Service of its own selecting Label on the pods of every group in Groups.
+type Union struct {
+	Domain, Service, Label string
+	Groups                 []string
+}
+
 // Records returns the records of d, sorted by name, with addresses in
-// network. remote resolves `_` targets naming another deployment of the
-// namespace; nil knows none.
-func Records(d *deployment.Deployment, network instance.Network, remote Remote) ([]Record, error) {
+// network, and the aliases over several groups they name. remote resolves
+// `_` targets naming another deployment of the namespace; nil knows none.
+func Records(d *deployment.Deployment, network instance.Network, remote Remote) ([]Record, []Union, error) {
 	var recs []Record
+	var unions []Union
 	var errs []string
 	add := func(name, target string) {
 		recs = append(recs, Record{Name: strings.ToLower(strings.TrimSuffix(name, ".")), Target: target + "."})
@@ -65,10 +77,10 @@ func Records(d *deployment.Deployment, network instance.Network, remote Remote) 
 	}
 	aliases, err := collect(d)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, a := range aliases {
-		targets, err := resolve(d, network, remote, a)
+		targets, union, err := resolve(d, network, remote, a)
 		if err == nil {
 			err = validName(a.domain)
 		}
@@ -79,19 +91,22 @@ func Records(d *deployment.Deployment, network instance.Network, remote Remote) 
 		for _, t := range targets {
 			add(t.Name, t.Target)
 		}
+		if union != nil {
+			unions = append(unions, *union)
+		}
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("Failed to resolve DNS aliases of deployment '%s':\n%s", d.Name, strings.Join(errs, "\n"))
+		return nil, nil, fmt.Errorf("Failed to resolve DNS aliases of deployment '%s':\n%s", d.Name, strings.Join(errs, "\n"))
 	}
 	slices.SortFunc(recs, func(a, b Record) int { return strings.Compare(a.Name, b.Name) })
 	recs = slices.Compact(recs)
 	for i := 1; i < len(recs); i++ {
 		if recs[i].Name == recs[i-1].Name {
-			return nil, fmt.Errorf("Failed to resolve DNS aliases of deployment '%s':\n  - Name '%s' resolves to both %s and %s: bosh-injector serves each name as one Service, so give each alias one target group",
+			return nil, nil, fmt.Errorf("Failed to resolve DNS aliases of deployment '%s':\n  - Name '%s' resolves to both %s and %s: bosh-injector serves each name as one Service, so declare the targets in one alias",
 				d.Name, recs[i].Name, strings.TrimSuffix(recs[i-1].Target, "."), strings.TrimSuffix(recs[i].Target, "."))
 		}
 	}
-	return recs, nil
+	return recs, unions, nil
 }
 
 // alias is one domain with its targets, merged over every bosh-dns-aliases
@@ -191,37 +206,62 @@ func fetch(m *yamlvalue.Map, key string) (any, error) {
 	return v, nil
 }
 
-// resolve gives the records of one alias. `*` is the group: its Service.
-// `_` is one name per instance, the instance's UUID in place of the
-// domain's leading `_`: its instance Service. A `*` target of a `_.` domain
-// answers every name under it with the group.
-func resolve(d *deployment.Deployment, network instance.Network, remote Remote, a alias) ([]Record, error) {
+// resolve gives the records of one alias. `*` is the group: its Service;
+// `*` over several groups is the Union's Service. `_` is one name per
+// instance, the instance's UUID in place of the domain's leading `_`: its
+// instance Service. A `*` target of a `_.` domain answers every name under
+// it with the group.
+func resolve(d *deployment.Deployment, network instance.Network, remote Remote, a alias) ([]Record, *Union, error) {
 	rest, placeholder := strings.CutPrefix(a.domain, "_.")
+	name := a.domain
+	if placeholder {
+		name = "*." + rest
+	}
 	var out []Record
+	var groups, addresses, deployments []string
 	for _, t := range a.targets {
-		depName, ids, addresses, groupAddress, err := targetGroup(d, network, remote, t)
+		depName, ids, instAddresses, groupAddress, err := targetGroup(d, network, remote, t)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		switch t.query {
 		case "*":
-			name := a.domain
-			if placeholder {
-				name = "*." + rest
+			if !slices.Contains(addresses, groupAddress) {
+				groups, addresses, deployments = append(groups, t.group), append(addresses, groupAddress), append(deployments, depName)
 			}
-			out = append(out, Record{Name: name, Target: groupAddress})
 		case "_":
 			if !placeholder {
-				return nil, fmt.Errorf("query '_' answers '<instance-id>.<domain>': the domain must start with '_.'")
+				return nil, nil, fmt.Errorf("query '_' answers '<instance-id>.<domain>': the domain must start with '_.'")
 			}
 			for i := range ids {
-				out = append(out, Record{Name: ids[i] + "." + rest, Target: addresses[i]})
+				out = append(out, Record{Name: ids[i] + "." + rest, Target: instAddresses[i]})
 			}
 		default:
-			return nil, fmt.Errorf("query '%s' of instance group '%s' in deployment '%s' is not supported: use '*' (the group) or '_' (each instance)", t.query, t.group, depName)
+			return nil, nil, fmt.Errorf("query '%s' of instance group '%s' in deployment '%s' is not supported: use '*' (the group) or '_' (each instance)", t.query, t.group, depName)
 		}
 	}
-	return out, nil
+	if len(addresses) < 2 {
+		for _, addr := range addresses {
+			out = append(out, Record{Name: name, Target: addr})
+		}
+		return out, nil, nil
+	}
+	// The union's Service selects a label the webhook puts on the pods of
+	// the deployment it gathers, so its groups must all be d's own.
+	for i, dep := range deployments {
+		if dep != d.Name {
+			return nil, nil, fmt.Errorf("its '*' targets name instance groups '%s' and '%s' of deployments '%s' and '%s': an alias over several groups must target groups of its own deployment '%s'",
+				groups[0], groups[i], deployments[0], dep, d.Name)
+		}
+	}
+	h := sha256.Sum256([]byte(canonical(d.Name) + "/" + strings.ToLower(strings.TrimSuffix(a.domain, "."))))
+	sum := hex.EncodeToString(h[:])[:10]
+	service, address, err := network.Address(d.Name + "-alias-" + sum)
+	if err != nil {
+		return nil, nil, err
+	}
+	out = append(out, Record{Name: name, Target: address})
+	return out, &Union{Domain: a.domain, Service: service, Label: names.LabelAliasPrefix + sum, Groups: groups}, nil
 }
 
 // targetGroup finds a target's group, in d or in another deployment of the

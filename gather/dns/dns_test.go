@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -58,12 +59,45 @@ func shop(t testing.TB, extra ...string) *deployment.Deployment {
 
 func TestGoldenZone(t *testing.T) {
 	d := shop(t)
-	recs, err := dns.Records(d, network, nil)
+	recs, unions, err := dns.Records(d, network, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := dns.ZoneFile(names.DNSZone(d.Name, network.Namespace), recs)
-	golden := filepath.Join("testdata", "shop.zone")
+	if len(unions) != 0 {
+		t.Errorf("aliases of one group each gave unions %v", unions)
+	}
+	golden(t, "shop.zone", dns.ZoneFile(names.DNSZone(d.Name, network.Namespace), recs))
+}
+
+// unionOp adds aliases over two groups, as cf-deployment's: `*` targets
+// of db and web, and `_` targets of bus and db.
+const unionOp = `[
+{type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/-, value: {domain: store.service.shop.internal, targets: [
+  {query: "*", instance_group: db, deployment: shop, network: default},
+  {query: "*", instance_group: web, deployment: shop, network: default}]}},
+{type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/-, value: {domain: _.backend.service.shop.internal, targets: [
+  {query: _, instance_group: bus, deployment: shop, network: default},
+  {query: _, instance_group: db, deployment: shop, network: default}]}}]`
+
+// An alias whose `*` targets name two groups is a CNAME to a Service of its
+// own, selecting the pods of both; `_` targets over two groups name every
+// instance of both.
+func TestGoldenUnion(t *testing.T) {
+	d := shop(t, unionOp)
+	recs, unions, err := dns.Records(d, network, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []dns.Union{{Domain: "store.service.shop.internal", Service: "shop-alias-72c53d0f86", Label: "alias.bosh-injector.io/72c53d0f86", Groups: []string{"db", "web"}}}
+	if !reflect.DeepEqual(unions, want) {
+		t.Errorf("unions\n%+v\nwant\n%+v", unions, want)
+	}
+	golden(t, "shop-union.zone", dns.ZoneFile(names.DNSZone(d.Name, network.Namespace), recs))
+}
+
+func golden(t *testing.T, file string, got []byte) {
+	t.Helper()
+	golden := filepath.Join("testdata", file)
 	if *update {
 		if err := os.WriteFile(golden, got, 0o644); err != nil {
 			t.Fatal(err)
@@ -96,9 +130,9 @@ func TestErrors(t *testing.T) {
 				"  - Job 'bosh-dns-aliases' in instance group 'smoke-tests': alias 'x.internal': key not found: \"network\"\n" +
 				"  - Job 'bosh-dns-aliases' in instance group 'web': alias 'x.internal': key not found: \"network\"",
 		},
-		"two groups": {
-			op:   `[{type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/0/targets/-, value: {query: "*", instance_group: web, deployment: shop, network: default}}]`,
-			want: "Failed to resolve DNS aliases of deployment 'shop':\n  - Name 'bus.service.shop.internal' resolves to both shop-bus.shop-ns.svc.cluster.local and shop-web.shop-ns.svc.cluster.local: bosh-injector serves each name as one Service, so give each alias one target group",
+		"two deployments": {
+			op:   `[{type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/0/targets/-, value: {query: "*", instance_group: nats, deployment: CF, network: default}}]`,
+			want: "Failed to resolve DNS aliases of deployment 'shop':\n  - Alias 'bus.service.shop.internal': its '*' targets name instance groups 'bus' and 'nats' of deployments 'shop' and 'cf': an alias over several groups must target groups of its own deployment 'shop'",
 		},
 		"placeholder": {
 			op:   `[{type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/-, value: {domain: y.internal, targets: [{query: _, instance_group: bus, deployment: shop, network: default}]}}]`,
@@ -114,7 +148,8 @@ func TestErrors(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := dns.Records(shop(t, c.op), network, nil)
+			remote := func(dep, group string) (string, int, bool) { return "cf", 2, dep == "CF" && group == "nats" }
+			_, _, err := dns.Records(shop(t, c.op), network, remote)
 			if err == nil || err.Error() != c.want {
 				t.Errorf("got error\n%v\nwant\n%s", err, c.want)
 			}
@@ -129,7 +164,7 @@ func TestOtherDeployment(t *testing.T) {
 	remote := func(dep, group string) (string, int, bool) {
 		return "cf", 2, dep == "CF" && group == "nats"
 	}
-	recs, err := dns.Records(shop(t, op), network, remote)
+	recs, _, err := dns.Records(shop(t, op), network, remote)
 	if err != nil {
 		t.Fatal(err)
 	}

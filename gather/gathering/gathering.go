@@ -180,6 +180,10 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 		cfg.progress(&secret, StageRendered, "instance group '%s': %s for %d instances, %d distinct bpm.yml", d.Groups[gi].Manifest.Name, verb, len(d.Groups[gi].Instances), len(b.instances))
 	}
 
+	records, unions, err := dns.Records(d, network, remoteGroups(ctx, c, cfg.Namespace))
+	if err != nil {
+		return nil, err
+	}
 	// Encode every group before writing anything: a group too large is an
 	// error that must leave every latest version as it was.
 	type pending struct {
@@ -202,15 +206,16 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 			continue
 		}
 		info.Rendered = bpms[gi].rendered
+		for _, u := range unions {
+			if slices.ContainsFunc(u.Groups, func(ig string) bool { return names.LabelValue(ig) == names.LabelValue(g.Manifest.Name) }) {
+				info.AliasLabels = append(info.AliasLabels, u.Label)
+			}
+		}
 		cfg.warnBPM(&secret, &info)
 		all = append(all, pending{group: g, resolved: enc, info: info})
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%s", strings.Join(errs, "\n"))
-	}
-	records, err := dns.Records(d, network, remoteGroups(ctx, c, cfg.Namespace))
-	if err != nil {
-		return nil, err
 	}
 	zone := names.DNSZone(d.Name, cfg.Namespace)
 
@@ -246,6 +251,9 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 			}
 			desired = append(desired, services.Desired{Name: name, InstanceGroup: ig, AZ: s.AZ, Healthy: s.Healthy})
 		}
+	}
+	for _, u := range unions {
+		desired = append(desired, services.Desired{Name: u.Service, AliasLabel: u.Label, AliasDomain: u.Domain})
 	}
 	if res.Services, err = services.Apply(ctx, c, cfg.Namespace, d.Name, desired, owner); err != nil {
 		return res, err

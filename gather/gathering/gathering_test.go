@@ -168,6 +168,57 @@ var _ = Describe("gather", func() {
 		Expect(string(rs.Data[resolved.Key])).To(ContainSubstring(`"address":"shop-db.` + ns + `.svc.cluster.local"`))
 	})
 
+	It("keeps a Service for an alias over two groups, labels their BPM info for the webhook, and prunes both when the alias goes", func() {
+		dir := GinkgoT().TempDir()
+		Expect(os.CopyFS(dir, os.DirFS(jobsDir))).To(Succeed())
+		Expect(fixtures.LayoutJobs(fixtures.ReleaseDir("dns"), filepath.Join(dir, "dns"))).To(Succeed())
+		run := func() *gathering.Result {
+			GinkgoHelper()
+			res, err := gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: dir, ClusterDomain: "cluster.local"},
+				gathering.NewRenderBPM(ctx), time.Now())
+			Expect(err).NotTo(HaveOccurred())
+			return res
+		}
+		aliased := strings.Replace(string(manifest), "releases:\n", "releases:\n- {name: dns, version: \"1.0.0\", url: localhost/bosh-injector-fixtures}\n", 1) + `
+addons:
+- name: bosh-dns-aliases
+  jobs:
+  - name: bosh-dns-aliases
+    release: dns
+    properties:
+      aliases:
+      - domain: store.service.shop.internal
+        targets:
+        - {query: "*", instance_group: db, deployment: shop, network: default, domain: bosh}
+        - {query: "*", instance_group: web, deployment: shop, network: default, domain: bosh}
+`
+		apply([]byte(aliased))
+		res := run()
+		const service, label = "shop-alias-72c53d0f86", "alias.bosh-injector.io/72c53d0f86"
+		Expect(res.Services.Created).To(ContainElement(service))
+		var svc corev1.Service
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: service}, &svc)).To(Succeed())
+		Expect(svc.Spec.ClusterIP).To(Equal(corev1.ClusterIPNone))
+		Expect(svc.Spec.PublishNotReadyAddresses).To(BeTrue())
+		Expect(svc.Spec.Selector).To(Equal(map[string]string{names.LabelDeployment: "shop", label: "true"}))
+		Expect(svc.Labels).To(Equal(map[string]string{names.LabelDeployment: "shop", names.LabelManagedBy: names.ManagedBy}))
+		Expect(svc.Annotations).To(HaveKeyWithValue(names.AnnotationAlias, "store.service.shop.internal"))
+		Expect(svc.OwnerReferences).To(ConsistOf(HaveField("Name", "shop-manifest")))
+		for _, g := range []string{"db", "web"} {
+			Expect(bpmInfo("shop.bpm."+g+"-v1").AliasLabels).To(Equal([]string{label}), g)
+		}
+		Expect(bpmInfo("shop.bpm.bus-v1").AliasLabels).To(BeEmpty())
+		var records corev1.ConfigMap
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: res.DNS}, &records)).To(Succeed())
+		Expect(records.Data[names.DNSRecordsKey]).To(ContainSubstring("store.service.shop.internal\tIN\tCNAME\t" + service + "." + ns + ".svc.cluster.local.\n"))
+
+		// The alias gone, its Service and labels go with it.
+		apply([]byte(strings.Replace(aliased, "        - {query: \"*\", instance_group: web, deployment: shop, network: default, domain: bosh}\n", "", 1)))
+		res = run()
+		Expect(res.Services.Deleted).To(ConsistOf(service))
+		Expect(bpmInfo("shop.bpm.db-v2").AliasLabels).To(BeEmpty())
+	})
+
 	It("warns on the manifest Secret of BPM settings pods honour only in part", func() {
 		// The storefront job with a volume BPM mounts noexec, which a
 		// Kubernetes mount cannot be.

@@ -34,6 +34,10 @@ const (
 	// LabelState on a manifest Secret is the state of its last gathering,
 	// for `kubectl get secret -L bosh-injector.io/state`.
 	LabelState = Prefix + "state"
+	// LabelAliasPrefix starts the label keys the webhook puts on the pods
+	// of every target group of a BOSH DNS alias over several groups; the
+	// alias's Service selects them (value "true").
+	LabelAliasPrefix = "alias." + Prefix
 )
 
 // LabelManagedBy marks objects bosh-injector creates and may delete again.
@@ -56,6 +60,9 @@ const (
 	// original BOSH names of objects whose names were sanitized.
 	AnnotationDeploymentName    = Prefix + "deployment-name"
 	AnnotationInstanceGroupName = Prefix + "instance-group-name"
+	// AnnotationAlias on the Service of a BOSH DNS alias over several
+	// groups is the alias's domain.
+	AnnotationAlias = Prefix + "alias"
 	// AnnotationStatus on a manifest Secret reports the last gathering.
 	AnnotationStatus = Prefix + "status"
 	// AnnotationVariable keeps a variable Secret's original variable name.

@@ -30,6 +30,10 @@ type Desired struct {
 	// selects only ready instances (`status: healthy`).
 	AZ      string
 	Healthy bool
+	// AliasLabel, when set, makes the Service of a BOSH DNS alias over
+	// several groups: it selects the pods carrying that label, which the
+	// webhook puts on every target group's pods; AliasDomain is the alias.
+	AliasLabel, AliasDomain string
 }
 
 // Build returns the Service for d. Services are headless and, except the
@@ -40,6 +44,16 @@ func Build(namespace, deployment string, d Desired) *corev1.Service {
 		names.LabelDeployment:    names.LabelValue(deployment),
 		names.LabelInstanceGroup: names.LabelValue(d.InstanceGroup),
 	}
+	annotations := map[string]string{
+		names.AnnotationDeploymentName:    deployment,
+		names.AnnotationInstanceGroupName: d.InstanceGroup,
+	}
+	if d.AliasLabel != "" {
+		delete(selector, names.LabelInstanceGroup)
+		selector[d.AliasLabel] = "true"
+		delete(annotations, names.AnnotationInstanceGroupName)
+		annotations[names.AnnotationAlias] = d.AliasDomain
+	}
 	if d.Index != nil {
 		selector[names.LabelInstanceIndex] = strconv.Itoa(*d.Index)
 	}
@@ -49,16 +63,14 @@ func Build(namespace, deployment string, d Desired) *corev1.Service {
 	labels := maps.Clone(selector)
 	delete(labels, names.LabelInstanceIndex)
 	delete(labels, names.LabelAZ)
+	delete(labels, d.AliasLabel)
 	labels[names.LabelManagedBy] = names.ManagedBy
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      d.Name,
-			Namespace: namespace,
-			Labels:    labels,
-			Annotations: map[string]string{
-				names.AnnotationDeploymentName:    deployment,
-				names.AnnotationInstanceGroupName: d.InstanceGroup,
-			},
+			Name:        d.Name,
+			Namespace:   namespace,
+			Labels:      labels,
+			Annotations: annotations,
 		},
 		Spec: corev1.ServiceSpec{
 			ClusterIP:                corev1.ClusterIPNone,

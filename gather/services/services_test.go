@@ -55,4 +55,22 @@ var _ = Describe("instance Services", func() {
 		Expect(ch.Deleted).To(ConsistOf("dep-web-1", "dep-web-2"))
 		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: "svc", Name: "users"}, &svc)).To(Succeed())
 	})
+
+	It("keeps the Service of an alias over several groups, selecting the alias label, and removes it with the alias", func() {
+		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "alias"}})).To(Succeed())
+		alias := services.Desired{Name: "dep-alias-0123456789", AliasLabel: names.LabelAliasPrefix + "0123456789", AliasDomain: "store.service.internal"}
+		ch, err := services.Apply(ctx, cp.Client, "alias", "dep", append(instances("db", 1), alias), nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ch.Created).To(ContainElement(alias.Name))
+		var svc corev1.Service
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: "alias", Name: alias.Name}, &svc)).To(Succeed())
+		Expect(svc.Spec.ClusterIP).To(Equal(corev1.ClusterIPNone))
+		Expect(svc.Spec.Selector).To(Equal(map[string]string{names.LabelDeployment: "dep", alias.AliasLabel: "true"}))
+		Expect(svc.Labels).To(Equal(map[string]string{names.LabelDeployment: "dep", names.LabelManagedBy: names.ManagedBy}))
+		Expect(svc.Annotations).To(Equal(map[string]string{names.AnnotationDeploymentName: "dep", names.AnnotationAlias: "store.service.internal"}))
+
+		ch, err = services.Apply(ctx, cp.Client, "alias", "dep", instances("db", 1), nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ch.Deleted).To(ConsistOf(alias.Name))
+	})
 })
