@@ -88,6 +88,18 @@ func billionLaughs() string {
 	return b.String()
 }
 
+// newVersions are the versioned Secrets in after but not in before.
+func newVersions(before, after []string) map[string]bool {
+	added := map[string]bool{}
+	for _, v := range after {
+		added[v] = true
+	}
+	for _, v := range before {
+		delete(added, v)
+	}
+	return added
+}
+
 var faultRows = []faultRow{
 	{name: "malformed YAML", manifest: func(string) string { return "name: shop\ninstance_groups: [\n" }, invalid: true, want: "line"},
 	{name: "a YAML bomb", manifest: func(string) string { return billionLaughs() }, invalid: true, want: "document expands to too many values through aliases"},
@@ -253,8 +265,30 @@ var _ = Describe("the fault table", func() {
 		Eventually(func() string { return status().State }).WithTimeout(20 * time.Second).Should(Equal(runner.ReasonGathered))
 		Expect(status().Job).To(Equal(job.Name))
 
-		By("the manifest changed twice quickly: the last wins, no mixed versions")
+		By("the apiserver restarted during a gathering: the Job's retry completes it, no mixed versions")
 		before := versions()
+		apply(strings.Replace(string(good), "        session_secret: ((session_secret))", "        session_secret: ((session_secret))\n        workers: 6", 1))
+		job = started()
+		Expect(cp.RestartAPIServer(func() {
+			// The pod's first run meets no apiserver: an API error (exit 3),
+			// which the Job retries.
+			down, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			_, err := gathering.Run(down, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: fixtures.ManifestSecret, JobsDir: jobsDir,
+				ClusterDomain: "cluster.local", Progress: gathering.Events(down, cp.Client, log)}, gathering.NewRenderBPM(down), time.Now())
+			Expect(err).To(HaveOccurred())
+		})).To(Succeed())
+		Eventually(func() error { return gather(jobsDir) }).WithTimeout(20 * time.Second).Should(Succeed())
+		Eventually(func() error {
+			return cp.Client.Get(ctx, client.ObjectKeyFromObject(job), job)
+		}).Should(Succeed())
+		finish(job, nil)
+		Eventually(func() string { return status().State }).WithTimeout(20 * time.Second).Should(Equal(runner.ReasonGathered))
+		Expect(status().Job).To(Equal(job.Name))
+		Expect(newVersions(before, versions())).To(HaveLen(2), "one new resolved and BPM version of web")
+
+		By("the manifest changed twice quickly: the last wins, no mixed versions")
+		before = versions()
 		apply(strings.Replace(string(good), "        session_secret: ((session_secret))", "        session_secret: ((session_secret))\n        workers: 4", 1))
 		apply(strings.Replace(string(good), "        session_secret: ((session_secret))", "        session_secret: ((session_secret))\n        workers: 5", 1))
 		// Every Job started runs (each reads the manifest as it is when it
@@ -269,13 +303,7 @@ var _ = Describe("the fault table", func() {
 			}
 			return st.State
 		}).WithTimeout(20 * time.Second).Should(Equal(runner.ReasonGathered))
-		added := map[string]bool{}
-		for _, v := range versions() {
-			added[v] = true
-		}
-		for _, v := range before {
-			delete(added, v)
-		}
+		added := newVersions(before, versions())
 		// One new resolved and BPM version of web, with workers 5.
 		Expect(added).To(HaveLen(2))
 		var webBPM corev1.Secret

@@ -12,6 +12,7 @@ package controlplane
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -28,6 +29,8 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -206,7 +209,9 @@ func (cp *ControlPlane) wrap(name string) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", err
 	}
-	script := fmt.Sprintf("#!/bin/sh\nexec setpriv --pdeathsig KILL -- %s \"$@\"\n", real)
+	// The PID file lets RestartAPIServer find the process envtest started
+	// (exec keeps the PID).
+	script := fmt.Sprintf("#!/bin/sh\necho $$ > %s.pid\nexec setpriv --pdeathsig KILL -- %s \"$@\"\n", path, real)
 	return path, os.WriteFile(path, []byte(script), 0o755)
 }
 
@@ -334,6 +339,71 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// RestartAPIServer kills kube-apiserver (SIGKILL, as a crash or a node
+// failure would) and, after down has run, starts it again with the same
+// flags on the same port; etcd and the other components keep running. It
+// returns once the apiserver answers requests again.
+func (cp *ControlPlane) RestartAPIServer(down func()) error {
+	path := filepath.Join(cp.workDir, "bin", "kube-apiserver")
+	data, err := os.ReadFile(path + ".pid")
+	if err != nil {
+		return err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		return fmt.Errorf("kube-apiserver PID file: %w", err)
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return fmt.Errorf("kube-apiserver flags: %w", err)
+	}
+	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")[1:]
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("killing kube-apiserver: %w", err)
+	}
+	for processAlive(pid) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	down()
+	logFile, err := cp.logFile("kube-apiserver-restarted")
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("restarting kube-apiserver: %w", err)
+	}
+	cp.children = append(cp.children, cmd)
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	healthz, err := rest.RESTClientFor(withJSON(cp.Config))
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-exited:
+			return fmt.Errorf("kube-apiserver exited during restart: %v", err)
+		default:
+		}
+		if err := healthz.Get().AbsPath("/readyz").Do(context.Background()).Error(); err == nil {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return errors.New("kube-apiserver not ready 30s after its restart")
+}
+
+func withJSON(c *rest.Config) *rest.Config {
+	c = rest.CopyConfig(c)
+	c.GroupVersion = &schema.GroupVersion{Version: "v1"}
+	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	return c
 }
 
 // WebhookServerOptions are the options for a controller-runtime webhook server
