@@ -58,6 +58,26 @@ var _ = Describe("gather", func() {
 		}
 		return out
 	}
+	// gatherBroken gathers the manifest once from the releases as they are,
+	// then a changed manifest from a copy of them that break edits: it
+	// returns that gathering's error, having checked it wrote no Secret.
+	gatherBroken := func(breaks func(dir string)) error {
+		GinkgoHelper()
+		apply(manifest)
+		_, err := gather()
+		Expect(err).NotTo(HaveOccurred())
+		before := secretNames(client.MatchingLabels{names.LabelDeployment: "shop"})
+
+		broken := GinkgoT().TempDir()
+		Expect(os.CopyFS(broken, os.DirFS(jobsDir))).To(Succeed())
+		breaks(broken)
+		apply([]byte(strings.Replace(string(manifest), "        session_secret: ((session_secret))", "        session_secret: ((session_secret))\n        workers: 9", 1)))
+		_, err = gathering.Run(ctx, cp.Client, gathering.Config{
+			Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: broken, ClusterDomain: "cluster.local",
+		}, gathering.NewRenderBPM(ctx), time.Now())
+		Expect(secretNames(client.MatchingLabels{names.LabelDeployment: "shop"})).To(ConsistOf(before))
+		return err
+	}
 	bpmInfo := func(name string) bpm.Info {
 		GinkgoHelper()
 		var s corev1.Secret
@@ -340,45 +360,26 @@ addons:
 	})
 
 	It("writes nothing when a template of one group is broken, and names the template and line", func() {
-		apply(manifest)
-		_, err := gather()
-		Expect(err).NotTo(HaveOccurred())
-		before := secretNames(client.MatchingLabels{names.LabelDeployment: "shop"})
-
-		broken := GinkgoT().TempDir()
-		Expect(os.CopyFS(broken, os.DirFS(jobsDir))).To(Succeed())
-		bpmTemplate := filepath.Join(broken, "shop", "storefront", "templates", "bpm.yml.erb")
-		Expect(os.WriteFile(bpmTemplate, []byte("processes:\n- name: storefront\n  executable: <%= p('storefront.nope') %>\n"), 0o644)).To(Succeed())
-		apply([]byte(strings.Replace(string(manifest), "        session_secret: ((session_secret))", "        session_secret: ((session_secret))\n        workers: 9", 1)))
-		_, err = gathering.Run(ctx, cp.Client, gathering.Config{
-			Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: broken, ClusterDomain: "cluster.local",
-		}, gathering.NewRenderBPM(ctx), time.Now())
+		err := gatherBroken(func(broken string) {
+			bpmTemplate := filepath.Join(broken, "shop", "storefront", "templates", "bpm.yml.erb")
+			Expect(os.WriteFile(bpmTemplate, []byte("processes:\n- name: storefront\n  executable: <%= p('storefront.nope') %>\n"), 0o644)).To(Succeed())
+		})
 		Expect(err).To(MatchError(ContainSubstring(`- Unable to render jobs for instance group 'web'. Errors are:
   - Unable to render templates for job 'storefront'. Errors are:
     - Error filling in template 'bpm.yml.erb' (line 3: Can't find property '["storefront.nope"]')`)))
-		Expect(secretNames(client.MatchingLabels{names.LabelDeployment: "shop"})).To(ConsistOf(before))
 	})
 
 	It("renders every template of every group before writing, and lists every failure as the director does", func() {
-		apply(manifest)
-		_, err := gather()
-		Expect(err).NotTo(HaveOccurred())
-		before := secretNames(client.MatchingLabels{names.LabelDeployment: "shop"})
-
-		broken := GinkgoT().TempDir()
-		Expect(os.CopyFS(broken, os.DirFS(jobsDir))).To(Succeed())
 		prepend := func(path, text string) {
 			GinkgoHelper()
 			data, err := os.ReadFile(path)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(os.WriteFile(path, append([]byte(text), data...), 0o644)).To(Succeed())
 		}
-		prepend(filepath.Join(broken, "shop", "storefront", "templates", "storefront.yml.erb"), "<% raise 'storefront is broken' %>\n")
-		prepend(filepath.Join(broken, "bus", "bus", "templates", "bus.conf.erb"), "<%= p('bus.port' %>\n")
-		apply([]byte(strings.Replace(string(manifest), "        session_secret: ((session_secret))", "        session_secret: ((session_secret))\n        workers: 9", 1)))
-		_, err = gathering.Run(ctx, cp.Client, gathering.Config{
-			Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: broken, ClusterDomain: "cluster.local",
-		}, gathering.NewRenderBPM(ctx), time.Now())
+		err := gatherBroken(func(broken string) {
+			prepend(filepath.Join(broken, "shop", "storefront", "templates", "storefront.yml.erb"), "<% raise 'storefront is broken' %>\n")
+			prepend(filepath.Join(broken, "bus", "bus", "templates", "bus.conf.erb"), "<%= p('bus.port' %>\n")
+		})
 		Expect(err).To(MatchError(And(
 			ContainSubstring(`- Unable to render jobs for instance group 'web'. Errors are:
   - Unable to render templates for job 'storefront'. Errors are:
@@ -386,7 +387,6 @@ addons:
 			ContainSubstring(`- Unable to render jobs for instance group 'bus'. Errors are:
   - Unable to render templates for job 'bus'. Errors are:
     - Error filling in template 'bus.conf.erb' (line 1: `))))
-		Expect(secretNames(client.MatchingLabels{names.LabelDeployment: "shop"})).To(ConsistOf(before))
 		fmt.Fprintln(GinkgoWriter, err)
 	})
 })
