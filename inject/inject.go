@@ -1,7 +1,7 @@
 // Package inject turns a labelled pod into a BOSH instance, purely: given the
 // pod, its instance group's BPM info and the instance, Mutate adds the
 // volumes, the init containers that copy and render the jobs, and one
-// container per BPM process (architecture.md, "Pod layout after injection").
+// container per BPM process.
 // What it adds is recorded in an annotation, so injecting an injected pod
 // strips that first and gives the same pod as one injection.
 package inject

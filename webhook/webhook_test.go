@@ -95,7 +95,7 @@ var _ = Describe("the webhook on a real apiserver and controller manager", func(
 		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	})
 
-	It("injects the pods of two AZ StatefulSets with indexes by the architecture's formula", func() {
+	It("injects the pods of two AZ StatefulSets with indexes az-index × replicas + ordinal", func() {
 		storeInfo(ns, webInfo)
 		for az := 1; az <= 2; az++ {
 			labels := map[string]string{names.LabelDeployment: "shop", names.LabelInstanceGroup: "web", names.LabelAZIndex: strconv.Itoa(az)}

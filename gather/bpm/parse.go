@@ -17,7 +17,7 @@ const errorPrefix = "failed to parse job configuration: "
 
 // Parse reads a rendered bpm.yml of job as BPM does (typed go-yaml v3
 // decoding: unknown keys ignored, scalars decoded leniently into strings, a
-// wrong shape an error), validates it (§5.3) and applies BPM's defaults.
+// wrong shape an error), validates it and applies BPM's defaults.
 func Parse(data []byte, job string) (Config, error) {
 	var c Config
 	if err := yaml.Unmarshal(data, &c); err != nil {
@@ -70,7 +70,7 @@ func (p *Process) validate(job string) error {
 }
 
 // applyDefaults sets what BPM assumes when bpm.yml leaves it out: the
-// working directory and the environment (§5.4). An empty `hooks: {}` is
+// working directory and the environment. An empty `hooks: {}` is
 // taken as absent: BPM itself fails on it with "exec: no command".
 func (c *Config) applyDefaults(job string) {
 	for i := range c.Processes {

@@ -276,7 +276,7 @@ type Job struct {
 	Release        string
 	ReleaseVersion string
 	Spec           *jobspec.Spec
-	// Properties are bound (§2) and interpolated; Links are the consumed
+	// Properties are bound and interpolated; Links are the consumed
 	// links by name, their properties interpolated.
 	Properties *yamlvalue.Map
 	Links      *yamlvalue.Map

@@ -382,7 +382,7 @@ func TestPropertiesSchemaOfFixture(t *testing.T) {
 	}
 }
 
-// §7 certificate links: the provider group's address becomes a name of the
+// Certificate links: the provider group's address becomes a name of the
 // certificate.
 func TestCertificateConsumesLink(t *testing.T) {
 	specs := map[string]string{

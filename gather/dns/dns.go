@@ -322,7 +322,7 @@ func validName(domain string) error {
 	return nil
 }
 
-// canonical is the director's canonical form of a DNS label (§4.5), which
+// canonical is the director's canonical form of a DNS label, which
 // is how Kubernetes names are sanitized too.
 func canonical(s string) string { return names.LabelValue(s) }
 

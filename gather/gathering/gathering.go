@@ -123,7 +123,7 @@ func (r *Result) Written() trust.Written {
 }
 
 // lifecycleScripts are the job scripts, by their name under bin/, that the
-// webhook runs or needs to know of (§6).
+// webhook runs or needs to know of.
 var lifecycleScripts = []string{"pre-start", "post-start", "post-deploy", "pre-stop", "drain", "post-stop", "run", "dns/healthy"}
 
 // Run gathers the deployment of cfg.ManifestSecret.

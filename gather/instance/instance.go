@@ -1,7 +1,7 @@
-// Package instance computes the identity of BOSH instances on Kubernetes
-// (architecture.md): index, AZ and bootstrap from a pod's ordinal and AZ
+// Package instance computes the identity of BOSH instances on Kubernetes:
+// index, AZ and bootstrap from a pod's ordinal and AZ
 // index, a stable UUID, the per-instance and per-group Service names and
-// addresses, and the director's template `spec` document (§3.6).
+// addresses, and the director's template `spec` document.
 package instance
 
 import (
@@ -191,7 +191,7 @@ type SpecInput struct {
 // DNSDomain is the director's default root domain (spec.dns_domain_name).
 const DNSDomain = "bosh"
 
-// Spec is the director's template spec for this instance and job (§3.6),
+// Spec is the director's template spec for this instance and job,
 // keys in the director's order. `ip` and the network's `ip` are nil: the
 // pod IP is filled in at render time.
 func (inst Instance) Spec(in SpecInput) *yamlvalue.Map {

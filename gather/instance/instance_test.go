@@ -104,7 +104,7 @@ func TestAddressLimits(t *testing.T) {
 	}
 }
 
-// The §3.6 spec document, T22's fields included.
+// The director's template spec document, T22's fields included.
 func TestSpec(t *testing.T) {
 	n := Network{Namespace: "ns", ClusterDomain: "cluster.local"}
 	insts, _ := n.Instances("dep", "ig", []string{"z1"}, 1)

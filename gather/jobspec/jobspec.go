@@ -1,4 +1,4 @@
-// Package jobspec loads a BOSH job's spec (§1) with its templates, monit
+// Package jobspec loads a BOSH job's spec with its templates, monit
 // file and optional properties schema, from a release source tree
 // (`jobs/<job>/spec`) or from the layout release images ship
 // (`<jobs-dir>/<job>/job.MF`), and validates it as the director does at
@@ -24,7 +24,7 @@ type Spec struct {
 	// Templates in spec order; every template is ERB.
 	Templates []Template
 	Packages  []string
-	// Properties in declaration order (binding depends on it, §2.2).
+	// Properties in declaration order (binding depends on it).
 	Properties []Property
 	Consumes   []Link
 	Provides   []Link

@@ -1,5 +1,5 @@
 // Package links resolves BOSH links within one deployment exactly as the
-// director does (§4): provider and consumer intents from job specs and the
+// director does: provider and consumer intents from job specs and the
 // manifest's provides/consumes, implicit matching by type, explicit
 // `from`/`as`, the string "nil" blocking, optional links, manual links,
 // custom provider definitions, and link properties with their own null
@@ -49,8 +49,8 @@ type Group struct {
 	Jobs      []Job
 }
 
-// Job is a job of a group: its manifest entry, spec and raw property source
-// (§2.1), from which link properties are taken.
+// Job is a job of a group: its manifest entry, spec and raw property source,
+// from which link properties are taken.
 type Job struct {
 	Manifest *manifest.Job
 	Spec     *jobspec.Spec
@@ -139,7 +139,7 @@ func (r *resolver) errorf(format string, args ...any) {
 	r.manifestErrs = append(r.manifestErrs, fmt.Sprintf(format, args...))
 }
 
-// providers registers the provider intents of one job (§4.1, §4.2).
+// providers registers the provider intents of one job.
 func (r *resolver) providers(gi, ji int) {
 	j := r.d.Groups[gi].Jobs[ji]
 	job, group := r.where(gi, ji)
@@ -207,7 +207,7 @@ func (r *resolver) providers(gi, ji int) {
 	}
 }
 
-// consumers registers the consumer intents of one job (§4.1, §4.3).
+// consumers registers the consumer intents of one job.
 func (r *resolver) consumers(gi, ji int) {
 	j := r.d.Groups[gi].Jobs[ji]
 	job, group := r.where(gi, ji)
@@ -295,7 +295,7 @@ func (r *resolver) consumerHash(c *consumer, e *yamlvalue.Map, job, group string
 	return true
 }
 
-// resolve applies §4.4 to one consumer: its link content, nil for no link,
+// resolve resolves one consumer as the director does: its link content, nil for no link,
 // or the text of its error block.
 func (r *resolver) resolve(c consumer) (*yamlvalue.Map, string) {
 	if c.manual != nil {
@@ -348,7 +348,7 @@ func (r *resolver) head(c consumer) string {
 }
 
 // resolveShared resolves an explicit consumer against the providers
-// another deployment shares (§4.4 step 3: name, type and shared).
+// another deployment shares, matching name, type and shared as the director does.
 func (r *resolver) resolveShared(c consumer) (*yamlvalue.Map, string) {
 	shared, _ := r.d.Shared(c.deployment)
 	var cands []SharedLink
@@ -424,7 +424,7 @@ func (r *resolver) describe(p provider) string {
 // network is the one network instances have on Kubernetes.
 const network = "default"
 
-// content is the link content of a job provider (§4.4 step 7), plus the
+// content is the link content of a job provider, plus the
 // group Service address under `address` for `link(x).address`.
 func (r *resolver) content(p provider) (*yamlvalue.Map, error) {
 	g := r.d.Groups[p.group]
@@ -501,7 +501,7 @@ func (r *resolver) subsetAddresses(g Group, all string) (*yamlvalue.Map, error) 
 
 // ProviderAddress is the group address of the link provider named (or
 // aliased) name in d, which a certificate variable's `consumes` injects as
-// a common or alternative name (§7).
+// a common or alternative name.
 func ProviderAddress(d Deployment, name string) (string, error) {
 	r := resolver{d: d}
 	for gi := range d.Groups {

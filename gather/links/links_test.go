@@ -14,7 +14,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/variables"
 )
 
-// The §8.6 specs.
+// The link conformance specs.
 var specs = map[string]string{
 	"web": `
 name: web

@@ -1,8 +1,8 @@
 // Package manifest holds a BOSH deployment manifest as typed values, loaded
 // from the yamlvalue model after ops files are applied. Property subtrees,
 // link intents and other free-form parts stay ordered yamlvalue values, and
-// "key absent" is kept apart from "null" where BOSH treats them differently
-// (§2.1, §4). Unknown keys are kept in Raw; wrong shapes are errors naming
+// "key absent" is kept apart from "null" where BOSH treats them differently.
+// Unknown keys are kept in Raw; wrong shapes are errors naming
 // the path, e.g. "instance_groups[1].jobs[0].release: expected a string, got
 // a list". Addons are merged into the instance groups they are placed on.
 package manifest
@@ -49,7 +49,7 @@ type Variable struct {
 	Name, Type string
 	Options    *yamlvalue.Map
 	// Consumes, of a certificate, names links whose group addresses become
-	// its common_name or alternative_name (§7); nil when absent.
+	// its common_name or alternative_name; nil when absent.
 	Consumes *yamlvalue.Map
 }
 
@@ -82,7 +82,7 @@ type Network struct {
 type Job struct {
 	Name, Release string
 	// HasProperties is true when the entry has the key `properties`, which
-	// then replaces global and group properties (§2.1); Properties is nil
+	// then replaces global and group properties; Properties is nil
 	// when that key is null, an error at binding time.
 	HasProperties bool
 	Properties    *yamlvalue.Map

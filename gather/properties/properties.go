@@ -1,8 +1,8 @@
 // Package properties binds a job's manifest properties to its spec exactly
-// as the BOSH director does (§2): source selection, then spec declaration
+// as the BOSH director does: source selection, then spec declaration
 // order with shape checks, spec defaults for nil, nil leaves kept, and keys
 // sorted recursively except inside arrays. Binding sees `((vars))` as plain
-// strings; interpolation comes after (§2.2, §7).
+// strings; interpolation comes after.
 package properties
 
 import (
@@ -14,7 +14,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
 )
 
-// RawSource is the raw property source of job in its instance group (§2.1):
+// RawSource is the raw property source of job in its instance group:
 // the job's own `properties` when the key is present (even `{}`), else the
 // deep merge of the global and instance-group properties.
 func RawSource(m *manifest.Manifest, g *manifest.InstanceGroup, job *manifest.Job) (*yamlvalue.Map, error) {
@@ -49,7 +49,7 @@ func DeepMerge(base, over *yamlvalue.Map) *yamlvalue.Map {
 }
 
 // Bind computes the job's bound properties B from its declared properties
-// and the raw source (§2.2). The result shares no storage with its inputs.
+// and the raw source. The result shares no storage with its inputs.
 func Bind(spec []jobspec.Property, raw *yamlvalue.Map) (*yamlvalue.Map, error) {
 	b := yamlvalue.NewMap()
 	for _, p := range spec {
@@ -87,7 +87,7 @@ func shapeCheck(raw *yamlvalue.Map, name string, parts []string) error {
 }
 
 // Lookup walks Hashes along the key path; found reports whether the whole
-// path exists, which link properties need (an explicit null counts, §4.2).
+// path exists, which link properties need (an explicit null counts).
 func Lookup(raw *yamlvalue.Map, parts []string) (v any, found bool) {
 	var cur any = raw
 	for _, k := range parts {
@@ -127,7 +127,7 @@ func set(b *yamlvalue.Map, name string, parts []string, v any) error {
 }
 
 // SetPath assigns v at the dotted path in m, creating intermediate Hashes
-// (link properties are nested this way, §4.2).
+// (link properties are nested this way).
 func SetPath(m *yamlvalue.Map, name string, v any) error {
 	return set(m, name, strings.Split(name, "."), v)
 }

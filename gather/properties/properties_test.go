@@ -9,7 +9,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/manifest"
 )
 
-// specP is Spec P of bosh-semantics.md §8.
+// specP is Spec P of the conformance cases.
 const specP = `
 name: myjob
 properties:
@@ -95,7 +95,7 @@ func TestBindSpecP(t *testing.T) {
 
 func TestBindOrderAndSorting(t *testing.T) {
 	tests := []struct{ spec, manifest, want string }{
-		// A parent and a child: order-dependent (§2.2).
+		// A parent and a child: order-dependent.
 		{"name: myjob\nproperties: {a: {default: {x: 1}}, a.b: {default: 2}}", job(""), `{"a":{"x":1,"b":2}}`},
 		{"name: myjob\nproperties: {a.b: {default: 2}, a: {default: {x: 1}}}", job(""), `{"a":{"x":1}}`},
 		// Hashes sorted recursively, except inside arrays.

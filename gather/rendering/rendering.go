@@ -117,7 +117,7 @@ func Run(ctx context.Context, c Config) error {
 }
 
 // Prepared is a job's templates ready to render in a batch: its monit
-// file(s) first, as the director renders them (§3.7), then every template.
+// file(s) first, as the director renders them, then every template.
 type Prepared struct {
 	Name   string
 	Job    ruby.Job
@@ -157,7 +157,7 @@ func (p Prepared) Collect(outputs []ruby.Output) ([]ruby.File, ruby.JobErrors) {
 	return files, je
 }
 
-// standardDirs are the directories BOSH gives every job (§6).
+// standardDirs are the directories BOSH gives every job.
 func standardDirs(vcap, job string) []string {
 	return []string{
 		filepath.Join(vcap, "data", job, "tmp"),

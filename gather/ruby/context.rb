@@ -1,6 +1,6 @@
 # bosh-injector's ERB evaluation context: what a BOSH job template sees
 # under a director (Bosh::Common::Template::EvaluationContext), reimplemented
-# from the behaviour specified in bosh-semantics.md §3.
+# from the behaviour of the director's own renderer.
 #
 # Protocol: one Marshal document on stdin (written by marshal.go),
 #   [[{...template spec...}, [["<src>", "<erb>"], ...]], ...]
@@ -233,7 +233,7 @@ module BoshInjector
 
     # The group's address. bosh-injector puts the group Service's address in
     # the link content (manual links carry theirs); without one, the BOSH DNS
-    # query name is built when the director's inputs are there (§4.5).
+    # query name is built when the director's inputs are there.
     def address(criteria = {})
       return subset_address(@content["addresses"], criteria) if @content["addresses"]
       return @content["address"] if @content.key?("address")

@@ -107,13 +107,13 @@ func lastLines(s string, n int) string {
 type JobErrors struct {
 	Job string
 	// Monit holds the error of the job's monit file; the director reports
-	// it without the per-job header (§3.7).
+	// it without the per-job header.
 	Monit     string
 	Templates []string
 }
 
 // GroupError formats a group's template errors in the director's nested
-// list (§3.7), or returns "" when there are none.
+// list, or returns "" when there are none.
 func GroupError(group string, jobs []JobErrors) string {
 	var b strings.Builder
 	for _, j := range jobs {
@@ -141,7 +141,7 @@ type File struct {
 }
 
 // WriteJob writes a rendered job under dir (its /var/vcap/jobs/<job>) with
-// the modes the BOSH agent sets (§3.9): 0755 for directories and everything
+// the modes the BOSH agent sets: 0755 for directories and everything
 // under bin/, 0644 otherwise; content verbatim. A bin/ file without a shebang
 // is written too: releases keep data files there.
 func WriteJob(dir string, files []File) error {

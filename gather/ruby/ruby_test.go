@@ -12,7 +12,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
 )
 
-// spec is the §8 default template spec with the given bound properties and
+// spec is the default template spec with the given bound properties and
 // links (JSON, in Hash order).
 func spec(properties, links string) *yamlvalue.Map {
 	if links == "" {
@@ -29,7 +29,7 @@ func spec(properties, links string) *yamlvalue.Map {
 	return v.(*yamlvalue.Map)
 }
 
-// propsP binds Spec P (§8) with nothing set in the manifest; overrides
+// propsP binds Spec P with nothing set in the manifest; overrides
 // replace top-level keys.
 func propsP(overrides map[string]string) string {
 	keys := []string{"port", "db", "tls", "opts", "new", "old"}

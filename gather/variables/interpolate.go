@@ -1,5 +1,5 @@
 // Package variables resolves `((name))` placeholders in the yamlvalue model
-// as the BOSH director does (§7), reading values from a Source, and
+// as the BOSH director does, reading values from a Source, and
 // generates missing values of the BOSH variable types password,
 // certificate, rsa and ssh, never replacing a value that exists.
 package variables

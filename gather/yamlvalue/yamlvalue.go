@@ -489,7 +489,7 @@ func RubyClass(v any) string {
 }
 
 // SortKeys returns a copy of v whose maps are sorted by key, recursively,
-// except maps inside arrays, which the director leaves alone (§2.2 step 4).
+// except maps inside arrays, which the director leaves alone.
 func SortKeys(v any) any {
 	m, ok := v.(*Map)
 	if !ok {
