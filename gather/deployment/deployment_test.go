@@ -281,16 +281,19 @@ instance_groups:
 }
 
 // BenchmarkResolve measures binding, links and identity for 20 instance
-// groups with 100 jobs (5 per group), each group of 3 instances over 2 AZs.
+// groups with 100 jobs (5 per group), each group over 2 AZs, at 3 and at 30
+// instances a group, and prints the growth: resolution should grow no
+// faster than the instances do.
 func BenchmarkResolve(b *testing.B) {
 	specs := map[string]string{}
-	var man strings.Builder
-	man.WriteString("name: bench\nreleases: [{name: r, version: 1}]\nproperties: {shared: {level: 1}}\ninstance_groups:\n")
-	for g := 0; g < 20; g++ {
-		fmt.Fprintf(&man, "- name: g%d\n  azs: [z1, z2]\n  instances: 3\n  jobs:\n", g)
-		for j := 0; j < 5; j++ {
-			name := fmt.Sprintf("job%d-%d", g, j)
-			specs[name] = fmt.Sprintf(`name: %s
+	manifest := func(instances int) string {
+		var man strings.Builder
+		man.WriteString("name: bench\nreleases: [{name: r, version: 1}]\nproperties: {shared: {level: 1}}\ninstance_groups:\n")
+		for g := 0; g < 20; g++ {
+			fmt.Fprintf(&man, "- name: g%d\n  azs: [z1, z2]\n  instances: %d\n  jobs:\n", g, instances)
+			for j := 0; j < 5; j++ {
+				name := fmt.Sprintf("job%d-%d", g, j)
+				specs[name] = fmt.Sprintf(`name: %s
 provides: [{name: p, type: t%d-%d, properties: [port, creds.user]}]
 consumes: [{name: c, type: t%d-%d}, {name: o, type: none, optional: true}]
 properties:
@@ -300,23 +303,35 @@ properties:
   shared.level: {default: 0}
   opts: {default: {b: 1, a: [{z: 1, y: 2}]}}
 `, name, g, j, (g+1)%20, j)
-			fmt.Fprintf(&man, "  - {name: %s, release: r, properties: {port: %d, creds: {pass: ((pw))}}}\n", name, 8000+j)
+				fmt.Fprintf(&man, "  - {name: %s, release: r, properties: {port: %d, creds: {pass: ((pw))}}}\n", name, 8000+j)
+			}
 		}
+		return man.String()
 	}
 	vars := variables.NewMapSource(nil)
 	vars.Put("pw", "secret")
-	m, err := Load([]byte(man.String()), nil, vars, time.Now())
-	if err != nil {
-		b.Fatal(err)
-	}
-	src := specsFrom(specs)
-	cachedSpecs := cached(src)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, err := Resolve(Input{Manifest: m, Specs: cachedSpecs, Variables: vars, Network: network}); err != nil {
+	sizes := []int{3, 30}
+	var inputs []Input
+	for _, n := range sizes {
+		m, err := Load([]byte(manifest(n)), nil, vars, time.Now())
+		if err != nil {
 			b.Fatal(err)
 		}
+		inputs = append(inputs, Input{Manifest: m, Specs: cached(specsFrom(specs)), Variables: vars, Network: network})
 	}
+	took := make([]time.Duration, len(sizes))
+	for b.Loop() {
+		for i, in := range inputs {
+			start := time.Now()
+			if _, err := Resolve(in); err != nil {
+				b.Fatal(err)
+			}
+			took[i] += time.Since(start)
+		}
+	}
+	b.Logf("resolve: %d instances a group %v, %d instances a group %v: %.1f× for %d× the instances",
+		sizes[0], took[0], sizes[1], took[1], float64(took[1])/float64(took[0]), sizes[1]/sizes[0])
+	b.ReportMetric(float64(took[1])/float64(took[0]), fmt.Sprintf("resolve-%d/%d", sizes[1], sizes[0]))
 }
 
 // The layout the copy init containers leave: <root>/<release>/<job>/job.MF.
