@@ -350,13 +350,17 @@ module BoshInjector
   # it again each time.
   ERBS = {}
 
+  # A template reading @spec or @properties itself, not through spec or
+  # properties, finds them made before it runs, as the director's does.
   def self.render(name, source, spec)
-    method = ERBS[[name, source]] ||= begin
+    method, ivars = ERBS[[name, source]] ||= begin
       m = :"bosh_injector_template_#{ERBS.size}"
       ERB.new(source, trim_mode: "-").def_method(EvaluationContext, m, name)
-      m
+      [m, %w[spec properties].select { |ivar| source.include?("@#{ivar}") }]
     end
-    { "content" => Base64.strict_encode64(EvaluationContext.new(spec).send(method).b) }
+    context = EvaluationContext.new(spec)
+    ivars.each { |ivar| context.public_send(ivar) }
+    { "content" => Base64.strict_encode64(context.send(method).b) }
   rescue Exception => e # rubocop:disable Lint/RescueException -- SyntaxError, NotImplementedError included
     raise if e.is_a?(SystemExit) || e.is_a?(Interrupt)
 

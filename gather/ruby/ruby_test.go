@@ -106,6 +106,8 @@ func TestConformance(t *testing.T) {
 			"<%\ndef port_line(p)\n  \"port=#{p}\"\nend\nrequire 'json'\n-%>\n<%= port_line(p('port')) %>\n<%= {'a' => 1}.to_yaml %><%= IPAddr.new('10.0.0.0/8').include?(IPAddr.new(spec.ip)) %> <%= 'a b'.shellescape %>\n",
 			"port=8080\n---\na: 1\ntrue a\\ b\n", ""},
 		{"properties view", "", "", `<%= properties.db.user %> <%= raw_properties["port"] %> <%= index %>`, "admin 8080 0", ""},
+		// The director's context sets @spec and @properties before the template runs.
+		{"instance variables", "", "", `<%= @spec.index %> <%= @properties.db.user %>`, "0 admin", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
