@@ -21,6 +21,12 @@ TESTBIN_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/bosh-injector/testbin
 TESTBIN := $(TESTBIN_CACHE)/k8s-$(KUBE_VERSION)_etcd-$(ETCD_VERSION)_helm-$(HELM_VERSION)_cert-manager-$(CERT_MANAGER_VERSION)
 TESTBIN_TOOLS := etcd kube-apiserver kube-controller-manager kubectl helm cert-manager-controller cert-manager-cainjector cert-manager-crds
 
+# CoreDNS, which the chart runs, with the plugins it configures; cached by
+# its own version (defined before the rules that name it: make expands
+# prerequisites as it reads them) so the control plane's cache stays as it is.
+COREDNS_VERSION := $(call modver,coredns,github.com/coredns/coredns)
+COREDNS := $(TESTBIN_CACHE)/coredns-$(COREDNS_VERSION)/coredns
+
 kube_minor = $(word 2,$(subst ., ,$(KUBE_VERSION)))
 KUBE_LDFLAGS := -s -w \
 	-X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
@@ -37,10 +43,6 @@ testbin: $(addprefix $(TESTBIN)/,$(TESTBIN_TOOLS)) $(TESTBIN)/registry $(COREDNS
 print-testbin: ## Print the directory holding the test control plane binaries
 	@echo $(TESTBIN)
 
-# CoreDNS, which the chart runs, with the plugins it configures; cached by
-# its own version so the control plane's cache stays as it is.
-COREDNS_VERSION := $(call modver,coredns,github.com/coredns/coredns)
-COREDNS := $(TESTBIN_CACHE)/coredns-$(COREDNS_VERSION)/coredns
 .PHONY: coredns print-coredns
 coredns: $(COREDNS) ## Build CoreDNS from its Go module (cached outside the repo)
 

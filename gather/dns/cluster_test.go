@@ -42,7 +42,7 @@ func testbin(t *testing.T) string {
 	}
 	for _, b := range []string{"etcd", "kube-apiserver"} {
 		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
-			t.Skipf("%s not in %s: run `make testbin`", b, dir)
+			t.Fatalf("%s not in %s: run `make testbin`", b, dir)
 		}
 	}
 	return dir
@@ -57,7 +57,7 @@ func testbin(t *testing.T) string {
 func TestOnCluster(t *testing.T) {
 	bin := testbin(t)
 	if _, err := dnsserver.Binary(); err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	env := &envtest.Environment{BinaryAssetsDirectory: bin}
 	cfg, err := env.Start()
