@@ -65,7 +65,11 @@ func Render(ctx context.Context, jobs []Job) ([][]Output, error) {
 	cmd := exec.CommandContext(ctx, bin, "--disable-gems", "-E", "UTF-8:UTF-8", "-e", contextScript)
 	cmd.Stdin = bytes.NewReader(input)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	err = start(cmd)
+	if err == nil {
+		err = cmd.Wait()
+	}
+	if err != nil {
 		return nil, fmt.Errorf("ruby: %w: %s", err, lastLines(stderr.String(), 20))
 	}
 	var out struct {

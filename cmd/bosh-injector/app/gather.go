@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
+	"github.com/bosh-injector/bosh-injector/gather/ruby"
 	"github.com/bosh-injector/bosh-injector/gather/runner"
 )
 
@@ -45,6 +47,13 @@ BOSH_INJECTOR_<FLAG> environment variables.`,
 				restConfig, err := restConfig(kubeconfig)
 				if err != nil {
 					return err
+				}
+				if restConfig.BearerTokenFile != "" {
+					// The templates are the releases' code: they render
+					// without the token this process writes Secrets with.
+					if err := ruby.Confine(filepath.Dir(restConfig.BearerTokenFile)); err != nil {
+						log.Info("warning: release templates run where they can read the gathering's API token", "reason", err.Error())
+					}
 				}
 				c, err := client.New(restConfig, client.Options{})
 				if err != nil {
