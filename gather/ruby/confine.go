@@ -39,6 +39,13 @@ func Confine(hidden ...string) error {
 	return nil
 }
 
+// What gather logs of its templates' confinement (the walkthrough narrates
+// it).
+const (
+	Confined   = "release templates render confined by Landlock: they cannot read the gathering's API token"
+	Unconfined = "warning: release templates render where they can read the gathering's API token"
+)
+
 var confinement struct {
 	sync.Mutex
 	readable []string

@@ -28,7 +28,7 @@ func TestAddressesUnderPodman(t *testing.T) {
 	if _, err := dnsserver.Binary(); err != nil {
 		t.Fatal(err)
 	}
-	w, releaseURL := startWalkthrough(t, "echo", "dns")
+	w, releaseURL, _ := startWalkthrough(t, "echo", "dns")
 
 	const ns = "addresses"
 	for _, d := range []string{"backend", "frontend"} {

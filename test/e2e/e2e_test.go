@@ -9,30 +9,44 @@ import (
 	"maps"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/bosh-injector/bosh-injector/gather/ruby"
 	"github.com/bosh-injector/bosh-injector/gather/runner"
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 )
 
-// logWriter narrates into the test log.
-type logWriter struct{ t *testing.T }
+// logWriter narrates into the test log, and keeps the narration.
+type logWriter struct {
+	t    *testing.T
+	mu   *sync.Mutex
+	said *strings.Builder
+}
 
 func (w logWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.said.Write(p)
+}
+
+func (w logWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.said.String()
 }
 
 // startWalkthrough starts the walkthrough with the fixture releases named
 // (all when none) built into images under releaseURL, and stops it when the
-// test ends.
-func startWalkthrough(t *testing.T, releases ...string) (w *walkthrough.Walkthrough, releaseURL string) {
+// test ends; said is its narration.
+func startWalkthrough(t *testing.T, releases ...string) (w *walkthrough.Walkthrough, releaseURL string, said logWriter) {
 	ctx := context.Background()
 	if _, err := controlplane.BinDir(); err != nil {
 		t.Fatal(err)
@@ -50,7 +64,8 @@ func startWalkthrough(t *testing.T, releases ...string) (w *walkthrough.Walkthro
 	}
 	t.Cleanup(reg.Stop)
 
-	w, err = walkthrough.Start(ctx, walkthrough.Options{Out: logWriter{t}, Binary: binary, Dir: work, RegistriesConf: reg.RegistriesConf})
+	said = logWriter{t: t, mu: &sync.Mutex{}, said: &strings.Builder{}}
+	w, err = walkthrough.Start(ctx, walkthrough.Options{Out: said, Binary: binary, Dir: work, RegistriesConf: reg.RegistriesConf})
 	t.Cleanup(func() {
 		if t.Failed() && w.CP != nil {
 			w.CP.Logs(os.Stderr, 40)
@@ -64,12 +79,12 @@ func startWalkthrough(t *testing.T, releases ...string) (w *walkthrough.Walkthro
 	if err != nil {
 		t.Fatal(err)
 	}
-	return w, releaseURL
+	return w, releaseURL, said
 }
 
 func TestWalkthrough(t *testing.T) {
 	ctx := context.Background()
-	w, releaseURL := startWalkthrough(t)
+	w, releaseURL, said := startWalkthrough(t)
 
 	t.Run("the gathered deployment's instance runs its rendered configuration", func(t *testing.T) {
 		const ns = "shop"
@@ -79,6 +94,11 @@ func TestWalkthrough(t *testing.T) {
 		}
 		if status.State != runner.ReasonGathered {
 			t.Fatalf("gathering: %+v", status)
+		}
+		// The gathering ran with its own ServiceAccount's token, which the
+		// release templates could not read.
+		if !strings.Contains(said.String(), ruby.Confined) {
+			t.Errorf("the gathering did not say %q", ruby.Confined)
 		}
 		for _, name := range []string{"shop.ig-resolved.web-v1", "shop.bpm.web-v1", "shop.ig-resolved.bus-v1", "shop.var-bus-tls"} {
 			if err := w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.Secret{}); err != nil {

@@ -27,8 +27,13 @@ type Kubelet struct {
 	// RegistriesConf is the node's registries.conf (see Env).
 	RegistriesConf string
 	// Network, when set, gives each pod an address of its own on it; pods
-	// with host networking or API access (a kubeconfig) keep the host's.
+	// with host networking or API access (a kubeconfig or a token) keep
+	// the host's.
 	Network *Network
+	// API, when set, is where pods reach the apiserver with the
+	// service-account tokens of their projected token volumes, as on a
+	// node; without it such volumes are dropped.
+	API *APIServer
 }
 
 // Start adapts and plays pod. kubeconfig, when not empty, gives the pod
@@ -46,8 +51,12 @@ func (k *Kubelet) Start(ctx context.Context, pod *corev1.Pod, kubeconfig string)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
+	tokens, err := k.tokenVolumes(ctx, pod, dir)
+	if err != nil {
+		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
 	env := Env{Secrets: secrets, PodIP: "127.0.0.1", Dir: dir, Kubeconfig: kubeconfig, Prefix: k.Prefix + pod.Namespace + "-",
-		RegistriesConf: k.RegistriesConf}
+		RegistriesConf: k.RegistriesConf, Tokens: tokens, API: k.API}
 	if err := k.Network.join(&env, pod); err != nil {
 		return nil, err
 	}

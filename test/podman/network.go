@@ -87,11 +87,11 @@ func (n *Network) Remove() error {
 	return err
 }
 
-// join gives a pod that does not share the host's network (hostNetwork, or
-// a kubeconfig, see Env.Kubeconfig) an address on n. A nil n leaves pods
+// join gives a pod that does not share the host's network (hostNetwork, a
+// kubeconfig or a token, see Env) an address on n. A nil n leaves pods
 // with loopback only, as before networks existed here.
 func (n *Network) join(env *Env, pod *corev1.Pod) error {
-	if n == nil || pod.Spec.HostNetwork || env.Kubeconfig != "" {
+	if n == nil || pod.Spec.HostNetwork || env.Kubeconfig != "" || len(env.Tokens) > 0 {
 		return nil
 	}
 	ip, err := n.Allocate()

@@ -18,7 +18,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -52,6 +51,11 @@ type Env struct {
 	// RegistriesConf, when set, is the node's registries.conf, which images
 	// are pulled with (a local registry marked insecure, say).
 	RegistriesConf string
+	// Tokens are the directories projecting the pod's service-account
+	// token volumes, by volume name (see Kubelet.API); with any, the pod
+	// shares the host's network, where API reaches the apiserver.
+	Tokens map[string]string
+	API    *APIServer
 }
 
 // kubeconfigPath is where containers find Env.Kubeconfig.
@@ -76,7 +80,7 @@ type Run struct {
 // needed to read results back.
 func Adapt(pod *corev1.Pod, env Env) (*Run, error) {
 	p := pod.DeepCopy()
-	if env.Kubeconfig != "" {
+	if env.Kubeconfig != "" || len(env.Tokens) > 0 {
 		p.Spec.HostNetwork = true
 	}
 	run := &Run{Pod: p, source: client.ObjectKeyFromObject(pod), termLogs: map[string]string{}, hostNet: p.Spec.HostNetwork,
@@ -112,11 +116,13 @@ func Adapt(pod *corev1.Pod, env Env) (*Run, error) {
 	mountpoints := map[string]string{} // pod volume name -> podman volume's host directory
 	for _, v := range p.Spec.Volumes {
 		switch {
-		case v.Projected != nil && (strings.HasPrefix(v.Name, "kube-api-access-") ||
-			slices.ContainsFunc(v.Projected.Sources, func(s corev1.VolumeProjection) bool { return s.ServiceAccountToken != nil })):
+		case env.Tokens[v.Name] != "":
+			// kube play rejects projected volumes: mount the projection.
+			v.VolumeSource = corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: env.Tokens[v.Name], Type: ptr.To(corev1.HostPathDirectory)}}
+		case v.Projected != nil && (strings.HasPrefix(v.Name, "kube-api-access-") || isTokenVolume(v)):
 			// A service-account token volume (the one the apiserver adds,
 			// or the gather container's own) is rejected by kube play, and
-			// nothing here serves tokens.
+			// without Kubelet.API nothing here serves tokens.
 			dropped[v.Name] = true
 			continue
 		case v.Secret != nil:
@@ -148,6 +154,17 @@ func Adapt(pod *corev1.Pod, env Env) (*Run, error) {
 	if env.Kubeconfig != "" {
 		if err := addKubeconfig(p, env); err != nil {
 			return nil, err
+		}
+	}
+	if len(env.Tokens) > 0 {
+		apiEnv, err := env.API.apiEnv()
+		if err != nil {
+			return nil, err
+		}
+		for _, list := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+			for i := range list {
+				list[i].Env = append(list[i].Env, apiEnv...)
+			}
 		}
 	}
 
@@ -451,12 +468,18 @@ func (r *Run) results() ([]ContainerResult, bool) {
 	return results, running
 }
 
+// Logs is container's log so far, what it wrote to stdout and stderr.
+func (r *Run) Logs(container string) (string, error) {
+	out, err := Command(context.Background(), "logs", r.Pod.Name+"-"+container).CombinedOutput()
+	return string(out), err
+}
+
 // WaitForLog waits until container's log contains text, for containers that
 // keep running (services), and returns the log.
 func (r *Run) WaitForLog(ctx context.Context, container, text string, timeout time.Duration) (string, error) {
 	var logs string
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		logs, _ = podman("logs", r.Pod.Name+"-"+container)
+		logs, _ = r.Logs(container)
 		return strings.Contains(logs, text), nil
 	})
 	if wait.Interrupted(err) {

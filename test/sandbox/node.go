@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/bosh-injector/bosh-injector/gather/runner"
 	"github.com/bosh-injector/bosh-injector/test/podman"
 )
 
@@ -23,10 +22,9 @@ import (
 // starts the pods it narrates, nothing here is told which pods to run:
 // the StatefulSets, Jobs and gathering Jobs the user applied decide.
 type node struct {
-	kubelet    *podman.Kubelet
-	client     client.Client
-	kubeconfig string
-	namespace  string
+	kubelet   *podman.Kubelet
+	client    client.Client
+	namespace string
 
 	mu     sync.Mutex
 	pods   map[types.UID]*nodePod
@@ -51,8 +49,8 @@ type nodePod struct {
 // ready, or all ended) is looked at again: a process may still exit.
 const recheck = 10 * time.Second
 
-func newNode(kubelet *podman.Kubelet, c client.Client, kubeconfig, namespace string) *node {
-	return &node{kubelet: kubelet, client: c, kubeconfig: kubeconfig, namespace: namespace, pods: map[types.UID]*nodePod{}, slots: make(chan struct{}, 3)}
+func newNode(kubelet *podman.Kubelet, c client.Client, namespace string) *node {
+	return &node{kubelet: kubelet, client: c, namespace: namespace, pods: map[types.UID]*nodePod{}, slots: make(chan struct{}, 3)}
 }
 
 // run syncs until ctx ends.
@@ -121,19 +119,15 @@ func (n *node) sync(ctx context.Context) {
 }
 
 // start plays pod in the background; gathering Jobs' pods reach the
-// apiserver.
+// apiserver with their service-account tokens (see podman.Kubelet.API).
 func (n *node) start(ctx context.Context, pod *corev1.Pod) {
-	kubeconfig := ""
-	if pod.Labels[runner.LabelComponent] == runner.ComponentGather {
-		kubeconfig = n.kubeconfig
-	}
 	p := &nodePod{starting: true}
 	n.mu.Lock()
 	n.pods[pod.UID] = p
 	n.mu.Unlock()
 	n.starts.Go(func() {
 		n.slots <- struct{}{}
-		run, err := n.kubelet.Start(ctx, pod, kubeconfig)
+		run, err := n.kubelet.Start(ctx, pod, "")
 		<-n.slots
 		if err != nil && run != nil {
 			// kube play failed as a whole: nothing of the pod runs.

@@ -163,7 +163,7 @@ func (s *Sandbox) up(ctx context.Context) error {
 	}
 	s.client = s.w.Client
 	s.w.Step("The kubelet stand-in: every pod stored in namespace %s runs under podman, its status reported back", s.namespace)
-	s.node = newNode(s.w.Kubelet(filepath.Join(s.dir, "sandbox-pods"), s.prefix), s.client, s.w.Kubeconfig, s.namespace)
+	s.node = newNode(s.w.Kubelet(filepath.Join(s.dir, "sandbox-pods"), s.prefix), s.client, s.namespace)
 	nodeCtx, stopNode := context.WithCancel(context.WithoutCancel(ctx))
 	nodeDone := make(chan struct{})
 	go func() {

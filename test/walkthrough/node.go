@@ -28,8 +28,8 @@ type Pod interface {
 // node runs the walkthrough's pods: podman on this machine, standing in
 // for a kubelet, or a real cluster's kubelets.
 type node interface {
-	// start runs pod; apiAccess says it talks to the apiserver.
-	start(ctx context.Context, pod *corev1.Pod, apiAccess bool) (Pod, error)
+	// start runs pod.
+	start(ctx context.Context, pod *corev1.Pod) (Pod, error)
 	// results are the pod's containers now, reported to the pod's status
 	// when no kubelet does.
 	results(ctx context.Context, p Pod) ([]podman.ContainerResult, error)
@@ -40,18 +40,15 @@ type node interface {
 
 // podmanNode runs pods under podman with test/podman's kubelet stand-in.
 type podmanNode struct {
-	kubelet    *podman.Kubelet
-	client     client.Client
-	kubeconfig string
-	runs       []*podman.Run
+	kubelet *podman.Kubelet
+	client  client.Client
+	runs    []*podman.Run
 }
 
-func (n *podmanNode) start(ctx context.Context, pod *corev1.Pod, apiAccess bool) (Pod, error) {
-	kubeconfig := ""
-	if apiAccess {
-		kubeconfig = n.kubeconfig
-	}
-	run, err := n.kubelet.Start(ctx, pod, kubeconfig)
+// start runs pod; one that talks to the apiserver does so with its
+// service-account token (see podman.Kubelet.API).
+func (n *podmanNode) start(ctx context.Context, pod *corev1.Pod) (Pod, error) {
+	run, err := n.kubelet.Start(ctx, pod, "")
 	if run != nil {
 		n.runs = append(n.runs, run)
 	}
@@ -89,7 +86,7 @@ type clusterPod struct {
 	key  client.ObjectKey
 }
 
-func (n *clusterNode) start(_ context.Context, pod *corev1.Pod, _ bool) (Pod, error) {
+func (n *clusterNode) start(_ context.Context, pod *corev1.Pod) (Pod, error) {
 	return &clusterPod{node: n, key: client.ObjectKeyFromObject(pod)}, nil
 }
 

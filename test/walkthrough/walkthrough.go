@@ -42,6 +42,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/ruby"
 	"github.com/bosh-injector/bosh-injector/gather/runner"
 	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
@@ -148,7 +149,7 @@ func Start(ctx context.Context, opts Options) (*Walkthrough, error) {
 	if w.network, err = podman.CreateNetwork(fmt.Sprintf("walkthrough%d", os.Getpid())); err != nil {
 		return w, err
 	}
-	w.node = &podmanNode{client: cp.Client, kubeconfig: w.Kubeconfig,
+	w.node = &podmanNode{client: cp.Client,
 		kubelet: w.Kubelet(filepath.Join(opts.Dir, "pods"), fmt.Sprintf("walkthrough%d-", os.Getpid()))}
 	w.Say("apiserver %s, up in %s", cp.Config.Host, time.Since(started).Round(100*time.Millisecond))
 
@@ -351,7 +352,7 @@ func (w *Walkthrough) Deploy(ctx context.Context, ns string, apply func(context.
 	}
 	w.Say("Job %s, pod %s:", pod.Labels[batchv1.JobNameLabel], pod.Name)
 	w.describeContainers(&pod)
-	run, err := w.node.start(ctx, &pod, true)
+	run, err := w.node.start(ctx, &pod)
 	if err != nil {
 		return runner.Status{}, err
 	}
@@ -361,6 +362,7 @@ func (w *Walkthrough) Deploy(ctx context.Context, ns string, apply func(context.
 	if _, err := w.Report(ctx, run); err != nil {
 		return runner.Status{}, err
 	}
+	w.sayConfinement(run)
 
 	w.Step("The Job controller sees the pod's reported status; the job runner records the outcome on the manifest Secret")
 	var status runner.Status
@@ -389,6 +391,23 @@ func (w *Walkthrough) Deploy(ctx context.Context, ns string, apply func(context.
 		}
 	}
 	return status, nil
+}
+
+// sayConfinement narrates whether the gathering's templates rendered
+// without its API token, from the gather container's log (under podman).
+func (w *Walkthrough) sayConfinement(run Pod) {
+	r, ok := run.(*podman.Run)
+	if !ok {
+		return
+	}
+	logs, _ := r.Logs("gather")
+	for _, line := range strings.Split(logs, "\n") {
+		for _, said := range []string{ruby.Confined, ruby.Unconfined} {
+			if strings.Contains(line, said) {
+				w.Say("gather: %s", said)
+			}
+		}
+	}
 }
 
 // Instance is one instance of an instance group, as StartInstance runs it.
@@ -444,7 +463,7 @@ func (w *Walkthrough) StartInstance(ctx context.Context, ns string, in Instance)
 		w.Say("  volume %-22s %s", v.Name, volumeKind(v))
 	}
 	w.Step("Pod %s runs %s: copy, render, then the BPM processes", pod.Name, w.node.where())
-	return w.node.start(ctx, &pod, false)
+	return w.node.start(ctx, &pod)
 }
 
 // Report narrates how the pod's containers are doing now; under podman it
@@ -539,10 +558,12 @@ func (w *Walkthrough) tool(ctx context.Context, name string, args []string, env 
 }
 
 // Kubelet returns a kubelet stand-in of this machine's node: on the
-// walkthrough's pod network, pulling with its registries.conf, keeping pod
-// files under dir and naming podman objects with prefix.
+// walkthrough's pod network, pulling with its registries.conf, serving
+// service-account tokens of the control plane, keeping pod files under dir
+// and naming podman objects with prefix.
 func (w *Walkthrough) Kubelet(dir, prefix string) *podman.Kubelet {
-	return &podman.Kubelet{Client: w.Client, Dir: dir, Prefix: prefix, RegistriesConf: w.opts.RegistriesConf, Network: w.network}
+	return &podman.Kubelet{Client: w.Client, Dir: dir, Prefix: prefix, RegistriesConf: w.opts.RegistriesConf, Network: w.network,
+		API: &podman.APIServer{URL: w.CP.Config.Host, CA: w.CP.Config.CAData}}
 }
 
 // Step starts a numbered step of the narration.

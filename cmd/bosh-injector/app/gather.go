@@ -52,7 +52,9 @@ BOSH_INJECTOR_<FLAG> environment variables.`,
 					// The templates are the releases' code: they render
 					// without the token this process writes Secrets with.
 					if err := ruby.Confine(filepath.Dir(restConfig.BearerTokenFile)); err != nil {
-						log.Info("warning: release templates run where they can read the gathering's API token", "reason", err.Error())
+						log.Info(ruby.Unconfined, "reason", err.Error())
+					} else {
+						log.Info(ruby.Confined)
 					}
 				}
 				c, err := client.New(restConfig, client.Options{})
