@@ -528,6 +528,21 @@ func TestBadReleases(t *testing.T) {
 	}
 }
 
+// A mixed release, a source package depending on a package shipped
+// compiled, is refused with what to do, before anything is built.
+func TestMixedRelease(t *testing.T) {
+	r := &releaseimage.Release{Manifest: releaseimage.Manifest{Name: "bus", Version: fixtures.Version,
+		Packages:         []releaseimage.Entry{{Name: "bus", Dependencies: []string{"printconfig"}}},
+		CompiledPackages: []releaseimage.Entry{{Name: "printconfig", Stemcell: fixtures.StemcellOS + "/" + fixtures.StemcellVersion}},
+	}}
+	s := releaseimage.Stemcell{OS: fixtures.StemcellOS, Version: fixtures.StemcellVersion}
+	_, err := releaseimage.Build(context.Background(), r, s, nil, t.TempDir())
+	want := "release 'bus': source package 'bus' depends on 'printconfig', which the tarball holds compiled"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want %q", err, want)
+	}
+}
+
 // TestLocalStemcell builds on a stemcell image only on this machine: in
 // podman's storage, and saved as an OCI layout. Packages are cached by the
 // stemcell's image ID, so what the registry stemcell compiled serves both,
