@@ -45,11 +45,19 @@ func TestPushFailingPartWayMovesNoTag(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "pushing "+tags[1]) {
 		t.Fatalf("error %v, want one naming %s", err, tags[1])
 	}
-	if _, err := remote.Head(name.MustParseReference(tags[0], name.Insecure)); err == nil {
+	head := func(ref string) error {
+		r, err := name.ParseReference(ref, name.Insecure)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = remote.Head(r)
+		return err
+	}
+	if head(tags[0]) == nil {
 		t.Errorf("%s was tagged", tags[0])
 	}
 	d, _ := images[0].Digest()
-	if _, err := remote.Head(name.MustParseReference(host+"/fixtures/accepted@"+d.String(), name.Insecure)); err != nil {
+	if err := head(host + "/fixtures/accepted@" + d.String()); err != nil {
 		t.Errorf("the first image is not in the registry by digest: %v", err)
 	}
 }

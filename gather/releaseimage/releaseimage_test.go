@@ -309,7 +309,7 @@ func TestFixtureReleases(t *testing.T) {
 		// It holds the same jobs and packages (every file under /var/vcap)
 		// as the image built from source, and podman runs its program from
 		// the loaded image.
-		idx, err := layout.ImageIndex(ociDir)
+		idx, err := layout.ImageIndexFromPath(ociDir)
 		if err != nil {
 			t.Fatal(err)
 		}

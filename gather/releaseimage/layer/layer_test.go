@@ -67,7 +67,8 @@ func TestWriteFailureLeavesNothing(t *testing.T) {
 // A crafted archive cannot write outside the destination: not through a
 // symlink it ships (absolute or relative), nor through "..".
 func TestExtractStaysInside(t *testing.T) {
-	outside := t.TempDir()
+	// Every case's outside is a directory named outside next to dst.
+	outside := filepath.Join(t.TempDir(), "outside")
 	for _, tc := range []struct {
 		name    string
 		members []tar.Header
@@ -79,7 +80,7 @@ func TestExtractStaysInside(t *testing.T) {
 		}, "x/evil"},
 		{"relative symlink", []tar.Header{
 			{Typeflag: tar.TypeDir, Name: "d/", Mode: 0o755},
-			{Typeflag: tar.TypeSymlink, Name: "d/up", Linkname: "../../" + filepath.Base(outside)},
+			{Typeflag: tar.TypeSymlink, Name: "d/up", Linkname: "../../outside"},
 			{Typeflag: tar.TypeReg, Name: "d/up/evil", Size: 4, Mode: 0o644},
 		}, "d/up/evil"},
 		{"directory through a symlink", []tar.Header{
@@ -98,9 +99,16 @@ func TestExtractStaysInside(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			archive := filepath.Join(t.TempDir(), "crafted.tgz")
 			writeTgz(t, archive, tc.members)
-			// dst sits next to outside, so the relative symlink reaches it.
-			dst := filepath.Join(filepath.Dir(outside), "dst-"+strings.ReplaceAll(tc.name, " ", "-"))
-			t.Cleanup(func() { os.RemoveAll(dst) })
+			if err := os.RemoveAll(outside); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(outside, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			dst := filepath.Join(filepath.Dir(outside), "dst")
+			if err := os.RemoveAll(dst); err != nil {
+				t.Fatal(err)
+			}
 			err := Extract(archive, "", dst)
 			if err == nil {
 				t.Fatal("no error")
