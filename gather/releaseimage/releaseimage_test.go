@@ -333,6 +333,7 @@ func TestFixtureReleases(t *testing.T) {
 				differ = append(differ, f)
 			}
 		}
+		t.Logf("%d files under /var/vcap compared with the source-built image's", len(source))
 		if len(differ) > 0 {
 			slices.Sort(differ)
 			t.Errorf("%d files differ from the source-built image's, first %v", len(differ), differ[:min(len(differ), 10)])
