@@ -332,7 +332,8 @@ var unmappedUpdate = map[string]string{
 }
 
 // updateFields reads an update block's keys, warning once for those
-// without an equivalent.
+// without an equivalent. `serial: false` (groups updated in parallel) is
+// what Kubernetes does, so it gets no warning.
 func (b *builder) updateFields(m *yamlvalue.Map, where string) *yamlvalue.Map {
 	v, _ := m.Get("update")
 	u, _ := v.(*yamlvalue.Map)
@@ -340,9 +341,14 @@ func (b *builder) updateFields(m *yamlvalue.Map, where string) *yamlvalue.Map {
 		return nil
 	}
 	for _, k := range u.Keys() {
-		if why, ok := unmappedUpdate[k]; ok {
-			b.warn("%s.%s is not mapped: %s", where, k, why)
+		why, ok := unmappedUpdate[k]
+		if !ok {
+			continue
 		}
+		if serial, _ := u.Get(k); k == "serial" && serial == false {
+			continue
+		}
+		b.warn("%s.%s is not mapped: %s", where, k, why)
 	}
 	return u
 }

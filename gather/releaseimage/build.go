@@ -55,11 +55,24 @@ func Build(ctx context.Context, r *Release, s Stemcell, c *compile.Compiler, wor
 	var sources []compile.Package
 	compiled := map[string]bool{}
 	for _, p := range m.CompiledPackages {
+		compiled[p.Name] = true
+	}
+	// Source packages compile only against source packages compiled here:
+	// a mixed release (one depending on a package shipped compiled) gets
+	// this error rather than a "missing dependency" one.
+	for _, p := range m.Packages {
+		for _, d := range p.Dependencies {
+			if !compiled[p.Name] && compiled[d] {
+				return nil, fmt.Errorf("release '%s': source package '%s' depends on '%s', which the tarball holds compiled; release-image does not compile against compiled packages: give the release's source tarball",
+					m.Name, p.Name, d)
+			}
+		}
+	}
+	for _, p := range m.CompiledPackages {
 		if p.Stemcell != s.Name() {
 			return nil, fmt.Errorf("release '%s': package '%s' is compiled for stemcell %s, not %s; give the release's source tarball or a stemcell it was compiled for",
 				m.Name, p.Name, p.Stemcell, s.Name())
 		}
-		compiled[p.Name] = true
 		path := filepath.Join(work, "layers", p.Name+".tar.gz")
 		if err := layer.Write(path, func(w *layer.Writer) error {
 			return w.AddArchive(r.CompiledArchive(p.Name), compile.LayerPrefix(p.Name))

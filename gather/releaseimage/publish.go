@@ -29,14 +29,30 @@ func remoteOptions(ctx context.Context) []remote.Option {
 	return []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}
 }
 
-// Push writes img to its registry under ref.
-func Push(ctx context.Context, ref string, img v1.Image, insecure bool) error {
-	r, err := name.ParseReference(ref, nameOptions(insecure)...)
-	if err != nil {
-		return err
+// Push writes images to their registries under tags (one per image):
+// every image by digest first, then the tags. An upload failing part way
+// (a blob, a registry refusing) then moves no tag; only the tagging, a
+// manifest write per image, can stop between tags.
+func Push(ctx context.Context, tags []string, images []v1.Image, insecure bool) error {
+	refs := make([]name.Tag, len(tags))
+	for i, tag := range tags {
+		t, err := name.NewTag(tag, nameOptions(insecure)...)
+		if err != nil {
+			return err
+		}
+		d, err := images[i].Digest()
+		if err != nil {
+			return err
+		}
+		if err := remote.Write(t.Digest(d.String()), images[i], remoteOptions(ctx)...); err != nil {
+			return fmt.Errorf("pushing %s: %w", tag, err)
+		}
+		refs[i] = t
 	}
-	if err := remote.Write(r, img, remoteOptions(ctx)...); err != nil {
-		return fmt.Errorf("pushing %s: %w", ref, err)
+	for i, t := range refs {
+		if err := remote.Tag(t, images[i], remoteOptions(ctx)...); err != nil {
+			return fmt.Errorf("tagging %s: %w", tags[i], err)
+		}
 	}
 	return nil
 }

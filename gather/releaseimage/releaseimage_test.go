@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,8 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
@@ -109,7 +112,7 @@ func config(t testing.TB, cache string, tarballs ...string) (releaseimage.Config
 	}, engine
 }
 
-// TestFixtureReleases builds the three fixture releases from source and
+// TestFixtureReleases builds the fixture releases from source and
 // pushes them, then again with the warm cache: nothing compiles and the
 // digests are the same. The images hold the layout the copy and gathering
 // containers read, and the compiled programs run.
@@ -149,7 +152,7 @@ func TestFixtureReleases(t *testing.T) {
 	}
 
 	// The jobs are laid out as before: job.MF (the spec), monit, templates.
-	files := imageFiles(t, cold[2].Ref())
+	files := imageFiles(t, pull(t, cold[2].Ref()))
 	var jobs []string
 	for f := range files {
 		if strings.HasPrefix(f, "var/vcap/jobs-src/") {
@@ -178,11 +181,7 @@ func TestFixtureReleases(t *testing.T) {
 	}
 
 	// podman pulls the image from the registry and the compiled program runs.
-	out, err := exec.Command("podman", "run", "--rm", "--tls-verify=false", "--network=none", cold[0].Ref(), "bash", "-c",
-		"timeout -s TERM 3 /var/vcap/packages/bus/bin/bus /var/vcap/jobs-src/bus/monit; true").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "==> /var/vcap/jobs-src/bus/monit <==") {
-		t.Errorf("running bus in its image: %v: %s", err, out)
-	}
+	runs(t, cold[0].Ref(), "bus")
 	t.Cleanup(func() {
 		for _, r := range cold {
 			_ = exec.Command("podman", "rmi", "-f", r.Ref()).Run()
@@ -256,7 +255,8 @@ func TestFixtureReleases(t *testing.T) {
 			tw  *tar.Writer
 		}
 		archives := map[string]*archive{}
-		for f, data := range imageFiles(t, cold[1].Ref()) {
+		source := imageFiles(t, pull(t, cold[1].Ref()))
+		for f, data := range source {
 			rest, ok := strings.CutPrefix(f, "var/vcap/packages/")
 			if !ok {
 				continue
@@ -285,9 +285,9 @@ func TestFixtureReleases(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		layout := t.TempDir()
+		ociDir := t.TempDir()
 		cfg, engine := config(t, t.TempDir(), tarball)
-		cfg.OCILayout, cfg.Load = layout, true
+		cfg.OCILayout, cfg.Load = ociDir, true
 		res, err := releaseimage.Run(ctx, cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -299,18 +299,69 @@ func TestFixtureReleases(t *testing.T) {
 		if n := engine.calls.Load(); n != 0 {
 			t.Errorf("a compiled release compiled %d packages", n)
 		}
-		if _, err := os.Stat(filepath.Join(layout, "index.json")); err != nil {
+		if _, err := os.Stat(filepath.Join(ociDir, "index.json")); err != nil {
 			t.Errorf("no OCI layout: %v", err)
 		}
 		if res[0].Tag != cold[1].Tag {
 			t.Errorf("compiled release image %s, want %s", res[0].Tag, cold[1].Tag)
 		}
+
+		// It holds the same jobs and packages (every file under /var/vcap)
+		// as the image built from source, and podman runs its program from
+		// the loaded image.
+		idx, err := layout.ImageIndexFromPath(ociDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := v1.NewHash(res[0].Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := idx.Image(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := imageFiles(t, img)
+		var differ []string
+		for f, data := range source {
+			if g, ok := got[f]; !ok || g != data {
+				differ = append(differ, f)
+			}
+		}
+		for f := range got {
+			if _, ok := source[f]; !ok {
+				differ = append(differ, f)
+			}
+		}
+		t.Logf("%d files under /var/vcap compared with the source-built image's", len(source))
+		if len(differ) > 0 {
+			slices.Sort(differ)
+			t.Errorf("%d files differ from the source-built image's, first %v", len(differ), differ[:min(len(differ), 10)])
+		}
+		for _, dir := range []string{"var/vcap/jobs-src/pgstore/", "var/vcap/packages/pgstore/"} {
+			if !slices.ContainsFunc(slices.Collect(maps.Keys(got)), func(f string) bool { return strings.HasPrefix(f, dir) }) {
+				t.Errorf("the compiled release's image has nothing under %s", dir)
+			}
+		}
+		runs(t, res[0].Tag, "pgstore", "--pull=never")
 	})
 }
 
-// imageFiles is every regular file of image ref (from the registry) with
-// its content, for the files under /var/vcap.
-func imageFiles(t *testing.T, ref string) map[string]string {
+// runs checks that podman runs package pkg's program (printconfig under
+// the job's name) in image, on the job's monit file.
+func runs(t *testing.T, image, pkg string, flags ...string) {
+	t.Helper()
+	args := append([]string{"run", "--rm", "--tls-verify=false", "--network=none"}, flags...)
+	args = append(args, image, "bash", "-c",
+		fmt.Sprintf("timeout -s TERM 3 /var/vcap/packages/%[1]s/bin/%[1]s /var/vcap/jobs-src/%[1]s/monit; true", pkg))
+	out, err := exec.Command("podman", args...).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "==> /var/vcap/jobs-src/"+pkg+"/monit <==") {
+		t.Errorf("running %s in its image: %v: %s", pkg, err, out)
+	}
+}
+
+// pull is image ref from the registry.
+func pull(t *testing.T, ref string) v1.Image {
 	t.Helper()
 	r, err := name.ParseReference(ref)
 	if err != nil {
@@ -320,6 +371,13 @@ func imageFiles(t *testing.T, ref string) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return img
+}
+
+// imageFiles is every regular file of img with its content, for the files
+// under /var/vcap.
+func imageFiles(t *testing.T, img v1.Image) map[string]string {
+	t.Helper()
 	rc := mutate.Extract(img)
 	defer rc.Close()
 	tr := tar.NewReader(rc)
@@ -471,6 +529,21 @@ func TestBadReleases(t *testing.T) {
 	}
 }
 
+// A mixed release, a source package depending on a package shipped
+// compiled, is refused with what to do, before anything is built.
+func TestMixedRelease(t *testing.T) {
+	r := &releaseimage.Release{Manifest: releaseimage.Manifest{Name: "bus", Version: fixtures.Version,
+		Packages:         []releaseimage.Entry{{Name: "bus", Dependencies: []string{"printconfig"}}},
+		CompiledPackages: []releaseimage.Entry{{Name: "printconfig", Stemcell: fixtures.StemcellOS + "/" + fixtures.StemcellVersion}},
+	}}
+	s := releaseimage.Stemcell{OS: fixtures.StemcellOS, Version: fixtures.StemcellVersion}
+	_, err := releaseimage.Build(context.Background(), r, s, nil, t.TempDir())
+	want := "release 'bus': source package 'bus' depends on 'printconfig', which the tarball holds compiled"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want %q", err, want)
+	}
+}
+
 // TestLocalStemcell builds on a stemcell image only on this machine: in
 // podman's storage, and saved as an OCI layout. Packages are cached by the
 // stemcell's image ID, so what the registry stemcell compiled serves both,
@@ -498,11 +571,7 @@ func TestLocalStemcell(t *testing.T) {
 				t.Errorf("compiled %d packages the registry stemcell's build cached", n)
 			}
 			digests = append(digests, res[0].Digest)
-			out, err := exec.Command("podman", "run", "--rm", "--tls-verify=false", "--network=none", res[0].Ref(), "bash", "-c",
-				"timeout -s TERM 3 /var/vcap/packages/bus/bin/bus /var/vcap/jobs-src/bus/monit; true").CombinedOutput()
-			if err != nil || !strings.Contains(string(out), "==> /var/vcap/jobs-src/bus/monit <==") {
-				t.Errorf("running bus in its image: %v: %s", err, out)
-			}
+			runs(t, res[0].Ref(), "bus")
 			_ = exec.Command("podman", "rmi", "-f", res[0].Ref()).Run()
 		})
 	}

@@ -171,13 +171,17 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 		results[i] = Result{Release: m.Name, Version: m.Version, Tag: s.Tag(cfg.Repository, m), Digest: d.String()}
 		cfg.Log.Info("built release image", "release", m.Name, "version", m.Version, "image", results[i].Tag, "digest", d.String())
 	}
+	if cfg.Push {
+		tags := make([]string, len(results))
+		for i, r := range results {
+			tags[i] = r.Tag
+		}
+		if err := Push(ctx, tags, images, cfg.Insecure); err != nil {
+			return nil, err
+		}
+	}
 	for i, img := range images {
 		tag := results[i].Tag
-		if cfg.Push {
-			if err := Push(ctx, tag, img, cfg.Insecure); err != nil {
-				return nil, err
-			}
-		}
 		if cfg.OCILayout != "" {
 			if err := WriteLayout(cfg.OCILayout, tag, img); err != nil {
 				return nil, err

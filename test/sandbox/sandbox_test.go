@@ -33,7 +33,8 @@ import (
 // the gathering with the director's message while the pods keep running;
 // demo-down leaves no podman pod, container or volume of the run, no
 // process and no directory. A second sandbox with the broken manifest from
-// the start reports every instance with the director's message.
+// the start reports every instance with the director's message and, without
+// KEEP, leaves no podman pod, container or volume when it ends.
 func TestSandbox(t *testing.T) {
 	bin, err := controlplane.BinDir()
 	if err != nil {
@@ -141,19 +142,7 @@ func TestSandbox(t *testing.T) {
 	if alive(st) {
 		t.Errorf("the sandbox's process %d still runs after demo-down", st.Pid)
 	}
-	for _, args := range [][]string{
-		{"pod", "ls", "--format", "{{.Name}}"},
-		{"ps", "--all", "--format", "{{.PodName}} {{.Names}}"},
-		{"volume", "ls", "--format", "{{.Name}}"},
-	} {
-		out, err := podman.Command(context.Background(), args...).Output()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(string(out), st.Prefix) {
-			t.Errorf("podman %s after demo-down still lists the sandbox's:\n%s", strings.Join(args, " "), out)
-		}
-	}
+	noPodmanLeftovers(t, st.Prefix, "demo-down")
 	for _, d := range []string{state, st.Dir} {
 		if _, err := os.Stat(d); !os.IsNotExist(err) {
 			t.Errorf("%s remains after demo-down (%v)", d, err)
@@ -162,10 +151,13 @@ func TestSandbox(t *testing.T) {
 
 	// The broken manifest from the start: no instance can be injected, and
 	// each says why with the director's message.
-	out, err := exec.Command(demo, append(args, "--ops-file", filepath.Join(deployments, "ops", "missing-bus-password.yml"))...).CombinedOutput()
+	broken := exec.Command(demo, append(args, "--ops-file", filepath.Join(deployments, "ops", "missing-bus-password.yml"))...)
+	out, err := broken.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
+	// Without KEEP the sandbox stops by itself, leaving nothing in podman.
+	noPodmanLeftovers(t, Prefix(broken.Process.Pid), "a sandbox without KEEP stopped")
 	t.Logf("make demo … OPS=missing-bus-password.yml:\n%s", out)
 	for _, want := range []string{
 		"FAILED: not gathered: the deployment's gathering failed",
@@ -175,6 +167,25 @@ func TestSandbox(t *testing.T) {
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the sandbox's output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// noPodmanLeftovers checks that podman lists no pod, container or volume
+// of the sandbox whose names start with prefix, after it stopped (when).
+func noPodmanLeftovers(t *testing.T, prefix, when string) {
+	t.Helper()
+	for _, args := range [][]string{
+		{"pod", "ls", "--format", "{{.Name}}"},
+		{"ps", "--all", "--format", "{{.PodName}} {{.Names}}"},
+		{"volume", "ls", "--format", "{{.Name}}"},
+	} {
+		out, err := podman.Command(context.Background(), args...).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(out), prefix) {
+			t.Errorf("podman %s after %s still lists the sandbox's:\n%s", strings.Join(args, " "), when, out)
 		}
 	}
 }

@@ -183,11 +183,22 @@ func (w *Writer) AddDir(dir, prefix string) error {
 
 // Extract unpacks the .tgz at archive into dst; only members under prefix
 // are taken, with prefix removed (a layer written with that prefix comes
-// back as the directory it was made from).
+// back as the directory it was made from). Every write goes through an
+// os.Root on dst: package sources come from release tarballs anyone may
+// craft, and a symlink member followed by a member through it must not
+// write outside dst.
 func Extract(archive, prefix, dst string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(dst)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
 	prefix = strings.Trim(prefix, "/")
 	var links [][2]string
-	err := eachMember(archive, func(name string, h *tar.Header, r io.Reader) error {
+	err = eachMember(archive, func(name string, h *tar.Header, r io.Reader) error {
 		if prefix != "" {
 			rest, ok := strings.CutPrefix(name, prefix)
 			if !ok || (rest != "" && rest[0] != '/') {
@@ -195,25 +206,26 @@ func Extract(archive, prefix, dst string) error {
 			}
 			name = strings.TrimPrefix(rest, "/")
 		}
-		target := filepath.Join(dst, filepath.FromSlash(name))
+		if name == "" {
+			name = "." // the prefix directory itself: dst
+		}
+		target := filepath.FromSlash(name)
 		mode := fs.FileMode(h.Mode).Perm()
 		switch h.Typeflag {
 		case tar.TypeDir:
-			if err := os.MkdirAll(target, 0o755); err != nil {
+			if err := root.MkdirAll(target, 0o755); err != nil {
 				return err
 			}
-			return os.Chmod(target, mode|0o700)
+			return root.Chmod(target, mode|0o700)
 		case tar.TypeReg:
-			if err := WriteFile(target, r, mode); err != nil {
-				return err
-			}
+			return writeFile(root, target, r, mode)
 		case tar.TypeSymlink:
-			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			if err := root.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 				return err
 			}
-			if err := os.Symlink(h.Linkname, target); err != nil {
-				return err
-			}
+			// The link may point anywhere (it is unpacked as shipped); the
+			// root refuses to follow it out of dst later.
+			return root.Symlink(h.Linkname, target)
 		case tar.TypeLink:
 			link, err := clean(h.Linkname)
 			if err != nil {
@@ -222,7 +234,7 @@ func Extract(archive, prefix, dst string) error {
 			if prefix != "" {
 				link = strings.TrimPrefix(strings.TrimPrefix(link, prefix), "/")
 			}
-			links = append(links, [2]string{filepath.Join(dst, filepath.FromSlash(link)), target})
+			links = append(links, [2]string{filepath.FromSlash(link), target})
 		}
 		return nil
 	})
@@ -230,8 +242,8 @@ func Extract(archive, prefix, dst string) error {
 		return err
 	}
 	for _, l := range links {
-		if err := os.Link(l[0], l[1]); err != nil {
-			return err
+		if err := root.Link(l[0], l[1]); err != nil {
+			return fmt.Errorf("%s: %s: %w", filepath.Base(archive), filepath.ToSlash(l[1]), err)
 		}
 	}
 	return nil
@@ -239,10 +251,25 @@ func Extract(archive, prefix, dst string) error {
 
 // WriteFile writes r to target with mode, creating its directory.
 func WriteFile(target string, r io.Reader, mode fs.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+	dir := filepath.Dir(target)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return writeFile(root, filepath.Base(target), r, mode)
+}
+
+// writeFile writes r to name inside root with mode, creating its
+// directory.
+func writeFile(root *os.Root, name string, r io.Reader, mode fs.FileMode) error {
+	if err := root.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		return err
+	}
+	f, err := root.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
 	if err != nil {
 		return err
 	}
@@ -253,7 +280,8 @@ func WriteFile(target string, r io.Reader, mode fs.FileMode) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	return os.Chmod(target, mode)
+	// The umask may have narrowed mode at creation.
+	return root.Chmod(name, mode)
 }
 
 // eachMember calls f for every member of the .tgz at archive, with its

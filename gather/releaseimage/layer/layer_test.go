@@ -1,9 +1,12 @@
 package layer
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -58,5 +61,91 @@ func TestWriteFailureLeavesNothing(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(filepath.Dir(p)); len(entries) != 0 {
 		t.Errorf("left %v", entries)
+	}
+}
+
+// A crafted archive cannot write outside the destination: not through a
+// symlink it ships (absolute or relative), nor through "..".
+func TestExtractStaysInside(t *testing.T) {
+	// Every case's outside is a directory named outside next to dst.
+	outside := filepath.Join(t.TempDir(), "outside")
+	for _, tc := range []struct {
+		name    string
+		members []tar.Header
+		member  string // named in the error
+	}{
+		{"absolute symlink", []tar.Header{
+			{Typeflag: tar.TypeSymlink, Name: "x", Linkname: outside},
+			{Typeflag: tar.TypeReg, Name: "x/evil", Size: 4, Mode: 0o644},
+		}, "x/evil"},
+		{"relative symlink", []tar.Header{
+			{Typeflag: tar.TypeDir, Name: "d/", Mode: 0o755},
+			{Typeflag: tar.TypeSymlink, Name: "d/up", Linkname: "../../outside"},
+			{Typeflag: tar.TypeReg, Name: "d/up/evil", Size: 4, Mode: 0o644},
+		}, "d/up/evil"},
+		{"directory through a symlink", []tar.Header{
+			{Typeflag: tar.TypeSymlink, Name: "x", Linkname: outside},
+			{Typeflag: tar.TypeDir, Name: "x/evil/", Mode: 0o755},
+		}, "x/evil"},
+		{"hard link to outside through a symlink", []tar.Header{
+			{Typeflag: tar.TypeSymlink, Name: "x", Linkname: outside},
+			{Typeflag: tar.TypeReg, Name: "f", Size: 4, Mode: 0o644},
+			{Typeflag: tar.TypeLink, Name: "x/evil", Linkname: "f"},
+		}, "x/evil"},
+		{"dot-dot", []tar.Header{
+			{Typeflag: tar.TypeReg, Name: "a/../../evil", Size: 4, Mode: 0o644},
+		}, "a/../../evil"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			archive := filepath.Join(t.TempDir(), "crafted.tgz")
+			writeTgz(t, archive, tc.members)
+			if err := os.RemoveAll(outside); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(outside, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			dst := filepath.Join(filepath.Dir(outside), "dst")
+			if err := os.RemoveAll(dst); err != nil {
+				t.Fatal(err)
+			}
+			err := Extract(archive, "", dst)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !strings.HasPrefix(err.Error(), "crafted.tgz: ") || !strings.Contains(err.Error(), tc.member) {
+				t.Errorf("error %q does not name the archive and member %q", err, tc.member)
+			}
+			if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+				t.Errorf("wrote outside the destination: %v", entries)
+			}
+		})
+	}
+}
+
+// writeTgz writes a .tgz of members; regular files hold "evil".
+func writeTgz(t *testing.T, path string, members []tar.Header) {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for _, h := range members {
+		if err := tw.WriteHeader(&h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			if _, err := tw.Write([]byte("evil")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
