@@ -146,6 +146,19 @@ var _ = Describe("the bosh-injector chart", func() {
 		Expect(err).To(MatchError(ContainSubstring("watchNamespaces")))
 	})
 
+	It("with dns.enabled=false, renders no CoreDNS and leaves injected pods' DNS as it is", func() {
+		out := helm("template", "bosh-injector", chartDir, "--namespace", namespace, "--set", "dns.enabled=false")
+		objects := objectsOf(out, false)
+		Expect(objects).To(HaveKey("Deployment/bosh-injector"))
+		for key := range objects {
+			Expect(key).NotTo(ContainSubstring("bosh-injector-dns"))
+		}
+		Expect(out).NotTo(ContainSubstring("coredns"))
+		var deploy appsv1.Deployment
+		Expect(yaml.Unmarshal([]byte(mustYAML(objects["Deployment/bosh-injector"])), &deploy)).To(Succeed())
+		Expect(deploy.Spec.Template.Spec.Containers[0].Args).NotTo(ContainElement(HavePrefix("--dns-service")))
+	})
+
 	It("installs: cert-manager issues the serving certificate and cainjector fills the webhook's caBundle", func() {
 		helm("install", "bosh-injector", chartDir, "--namespace", namespace, "--create-namespace")
 

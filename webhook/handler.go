@@ -59,6 +59,11 @@ func init() { metrics.Registry.MustRegister(requests, denials, ignored, latency)
 type Handler struct {
 	Cache    client.Reader
 	Settings inject.Settings
+	// DNSService, when set, names the CoreDNS Service in OperatorNamespace
+	// whose cluster IP replaces Settings.DNS.Server. It is read from Cache
+	// at every admission, so a Service created again with another cluster
+	// IP is followed without restarting the operator.
+	DNSService string
 	// OperatorNamespace is never injected and holds the records of the
 	// versions each deployment's gathering wrote (package trust).
 	OperatorNamespace string
@@ -112,11 +117,15 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	if err == nil {
 		inst, err = inject.InstanceOf(pod, info)
 	}
+	settings := h.Settings
+	if err == nil && h.DNSService != "" {
+		settings.DNS.Server, err = h.dnsServer(ctx)
+	}
 	var patch []byte
 	if err == nil {
 		// Mutate changes the pod in place; the patch is the difference.
 		before := pod.DeepCopy()
-		if err = inject.Mutate(pod, inject.Plan{Info: info, Instance: inst, Settings: h.Settings, Namespace: cmp.Or(pod.Namespace, req.Namespace),
+		if err = inject.Mutate(pod, inject.Plan{Info: info, Instance: inst, Settings: settings, Namespace: cmp.Or(pod.Namespace, req.Namespace),
 			ResolvedDigest: accepted.Resolved.SHA256}); err == nil {
 			patch, err = podPatch(before, pod)
 		}
@@ -170,6 +179,18 @@ func deny(log logr.Logger, d *inject.Denial) admission.Response {
 	denials.WithLabelValues(d.Reason.Code()).Inc()
 	log.Info("denied", "reason", d.Reason, "message", d.Message)
 	return admission.Denied(d.Error())
+}
+
+// dnsServer is the cluster IP of the DNSService.
+func (h *Handler) dnsServer(ctx context.Context) (string, error) {
+	var svc corev1.Service
+	if err := h.Cache.Get(ctx, client.ObjectKey{Namespace: h.OperatorNamespace, Name: h.DNSService}, &svc); err != nil {
+		return "", fmt.Errorf("reading the DNS Service %s/%s: %w", h.OperatorNamespace, h.DNSService, err)
+	}
+	if ip := svc.Spec.ClusterIP; ip != "" && ip != corev1.ClusterIPNone {
+		return ip, nil
+	}
+	return "", fmt.Errorf("the DNS Service %s/%s has no cluster IP", h.OperatorNamespace, h.DNSService)
 }
 
 func (h *Handler) skip(log logr.Logger, r inject.Reason) admission.Response {

@@ -74,4 +74,59 @@ var _ = Describe("the admission handler", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(string(got)).To(Equal(string(want)))
 	})
+
+	It("reads the DNS Service's cluster IP at every admission, so a Service created again is followed", func() {
+		data, err := os.ReadFile("../inject/testdata/single-job.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		var c struct {
+			Info bpm.Info   `json:"info"`
+			Pod  corev1.Pod `json:"pod"`
+		}
+		Expect(yaml.Unmarshal(data, &c)).To(Succeed())
+		ns := "handler-dns"
+		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		storeInfo(ns, c.Info)
+		raw, err := json.Marshal(c.Pod)
+		Expect(err).NotTo(HaveOccurred())
+		// The operator's cache, as CacheOptions configures it, follows the
+		// Service.
+		h := &webhook.Handler{Cache: operatorCache, DNSService: "dns", Settings: inject.Settings{OperatorImage: "localhost/bosh-injector:dev", DNS: inject.DNS{ClusterDomain: "cluster.local"}},
+			OperatorNamespace: operatorNamespace, Log: GinkgoLogr}
+		admit := func() admission.Response {
+			return h.Handle(ctx, admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+				Namespace: ns, Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw},
+			}})
+		}
+		// nameservers are those of the admitted pod, none when denied.
+		nameservers := func() []string {
+			resp := admit()
+			if !resp.Allowed {
+				return nil
+			}
+			patch, err := jsonpatch.DecodePatch(resp.Patch)
+			Expect(err).NotTo(HaveOccurred())
+			patched, err := patch.Apply(raw)
+			Expect(err).NotTo(HaveOccurred())
+			var pod corev1.Pod
+			Expect(json.Unmarshal(patched, &pod)).To(Succeed())
+			Expect(pod.Spec.DNSConfig).NotTo(BeNil())
+			return pod.Spec.DNSConfig.Nameservers
+		}
+		service := func(ip string) *corev1.Service {
+			GinkgoHelper()
+			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "dns", Namespace: operatorNamespace},
+				Spec: corev1.ServiceSpec{ClusterIP: ip, Ports: []corev1.ServicePort{{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP}}}}
+			Expect(cp.Client.Create(ctx, svc)).To(Succeed())
+			return svc
+		}
+
+		Eventually(func() string { return admit().Result.Message }).Should(ContainSubstring("reading the DNS Service " + operatorNamespace + "/dns"))
+
+		svc := service("10.0.0.53")
+		Eventually(nameservers).Should(Equal([]string{"10.0.0.53"}))
+		Expect(cp.Client.Delete(ctx, svc)).To(Succeed())
+		svc = service("10.0.0.54")
+		Eventually(nameservers).Should(Equal([]string{"10.0.0.54"}))
+		Expect(cp.Client.Delete(ctx, svc)).To(Succeed())
+	})
 })

@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -14,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -115,15 +113,11 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, err
 	}
 	if o.Webhook {
 		settings := inject.Settings{OperatorImage: o.OperatorImage, DrainSeconds: o.DrainSeconds, DNS: inject.DNS{ClusterDomain: o.ClusterDomain}}
-		if o.DNSService != "" {
-			if settings.DNS.Server, err = clusterIP(mgr.GetAPIReader(), o.Namespace, o.DNSService); err != nil {
-				return nil, err
-			}
-		}
 		hookServer := mgr.GetWebhookServer()
 		hookServer.Register(Path, &crwebhook.Admission{Handler: &Handler{
 			Cache:             mgr.GetCache(),
 			Settings:          settings,
+			DNSService:        o.DNSService,
 			OperatorNamespace: o.Namespace,
 			Recorder:          mgr.GetEventRecorder("bosh-injector-webhook"),
 			Log:               log.WithName("webhook"),
@@ -153,26 +147,10 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, err
 	return mgr, nil
 }
 
-// clusterIP is the cluster IP of a Service, waiting a little for one the
-// same chart release is creating.
-func clusterIP(c client.Reader, namespace, name string) (string, error) {
-	var ip string
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
-		var svc corev1.Service
-		last = c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &svc)
-		ip = svc.Spec.ClusterIP
-		return last == nil && ip != "" && ip != corev1.ClusterIPNone, nil
-	})
-	if err != nil {
-		return "", fmt.Errorf("DNS Service %s/%s has no cluster IP: %w", namespace, name, errors.Join(last, err))
-	}
-	return ip, nil
-}
-
 // CacheOptions is what the operator caches: only Secrets of deployments
-// (BPM info for admissions, manifests and variables for the runner), and
-// the records of accepted versions in the operator's namespace.
+// (BPM info for admissions, manifests and variables for the runner), the
+// records of accepted versions in the operator's namespace, and the
+// Services there (the DNS Service's cluster IP, read at each admission).
 func CacheOptions(namespace string) (cache.Options, error) {
 	deploymentSecrets, err := labels.NewRequirement(names.LabelDeployment, selection.Exists, nil)
 	if err != nil {
@@ -184,6 +162,7 @@ func CacheOptions(namespace string) (cache.Options, error) {
 			Namespaces: map[string]cache.Config{namespace: {}},
 			Label:      labels.SelectorFromSet(labels.Set{names.LabelManagedBy: names.ManagedBy}),
 		},
+		&corev1.Service{}: {Namespaces: map[string]cache.Config{namespace: {}}},
 	}}, nil
 }
 

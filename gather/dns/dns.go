@@ -42,9 +42,15 @@ type Record struct {
 }
 
 // Remote looks up a group of another deployment in the namespace: that
-// deployment's original name and the group's instance count; ok is false
-// when the deployment or group is unknown there.
-type Remote func(deployment, group string) (deploymentName string, instances int, ok bool)
+// deployment's original name and the group's instance count. found is
+// false when the group is not in that deployment's last gathering; err is
+// a failure to look, which fails the gathering rather than the alias.
+type Remote func(deployment, group string) (deploymentName string, instances int, found bool, err error)
+
+// lookupError is a Remote's failure to look.
+type lookupError struct{ err error }
+
+func (e *lookupError) Error() string { return e.err.Error() }
 
 // Union is an alias whose `*` targets name several groups. bosh-dns
 // answers it with the instances of all of them, so gathering keeps a
@@ -56,7 +62,7 @@ type Union struct {
 
 // Records returns the records of d, sorted by name, with addresses in
 // network, and the aliases over several groups they name. remote resolves
-// `_` targets naming another deployment of the namespace; nil knows none.
+// targets naming another deployment of the namespace; nil knows none.
 func Records(d *deployment.Deployment, network instance.Network, remote Remote) ([]Record, []Union, error) {
 	var recs []Record
 	var unions []Union
@@ -68,11 +74,11 @@ func Records(d *deployment.Deployment, network instance.Network, remote Remote) 
 		// The director's own forms on the one network pods have: the
 		// canonical group query and instance UUID names, and the index
 		// name spec.networks.default.dns_record_name hands out as is.
-		base := canonical(g.Manifest.Name) + ".default." + canonical(d.Name) + "." + instance.DNSDomain
+		base := canonical(g.Manifest.Name) + "." + PodNetwork + "." + canonical(d.Name) + "." + instance.DNSDomain
 		add("q-s0."+base, g.Address)
 		for _, inst := range g.Instances {
 			add(inst.ID+"."+base, inst.Address)
-			add(fmt.Sprintf("%d.%s.default.%s.%s", inst.Index, g.Manifest.Name, d.Name, instance.DNSDomain), inst.Address)
+			add(fmt.Sprintf("%d.%s.%s.%s.%s", inst.Index, g.Manifest.Name, PodNetwork, d.Name, instance.DNSDomain), inst.Address)
 		}
 	}
 	aliases, err := collect(d)
@@ -81,6 +87,9 @@ func Records(d *deployment.Deployment, network instance.Network, remote Remote) 
 	}
 	for _, a := range aliases {
 		targets, union, err := resolve(d, network, remote, a)
+		if lookup := (*lookupError)(nil); errors.As(err, &lookup) {
+			return nil, nil, fmt.Errorf("resolving DNS alias '%s': %w", a.domain, lookup.err)
+		}
 		if err == nil {
 			err = validName(a.domain)
 		}
@@ -117,7 +126,7 @@ type alias struct {
 }
 
 type target struct {
-	query, group, network, deployment string
+	query, group, network, deployment, domain string
 }
 
 // collect reads the aliases property of every bosh-dns-aliases job. The job
@@ -193,9 +202,44 @@ func parseAlias(e any) (alias, error) {
 			}
 			vals[i] = fmt.Sprint(v)
 		}
-		a.targets = append(a.targets, target{query: vals[0], group: vals[1], network: vals[2], deployment: vals[3]})
+		// A target without a domain names the director's.
+		domain := instance.DNSDomain
+		if v, ok := tm.Get("domain"); ok && v != nil {
+			domain = fmt.Sprint(v)
+		}
+		a.targets = append(a.targets, target{query: vals[0], group: vals[1], network: vals[2], deployment: vals[3], domain: domain})
 	}
 	return a, nil
+}
+
+// PodNetwork is the one network instances have: spec.networks and the
+// director's address forms name it.
+const PodNetwork = "default"
+
+// Unhonoured describes, once each, the alias target fields that
+// bosh-injector cannot answer as bosh-dns would: a network other than the
+// one instances have, and a domain other than the director's. Those
+// targets answer as if they named PodNetwork and instance.DNSDomain. Errors
+// in the aliases are Records' to report.
+func Unhonoured(d *deployment.Deployment) []string {
+	aliases, err := collect(d)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, a := range aliases {
+		for _, t := range a.targets {
+			where := fmt.Sprintf("job '%s', alias '%s', target instance group '%s' of deployment '%s'", AliasesJob, a.domain, t.group, t.deployment)
+			if t.network != PodNetwork {
+				out = append(out, fmt.Sprintf("%s: field 'network' ('%s') is not honoured: instances have the one network '%s', whose addresses answer the alias", where, t.network, PodNetwork))
+			}
+			if t.domain != instance.DNSDomain {
+				out = append(out, fmt.Sprintf("%s: field 'domain' ('%s') is not honoured: every instance's BOSH names are under '%s', which answers the alias", where, t.domain, instance.DNSDomain))
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func fetch(m *yamlvalue.Map, key string) (any, error) {
@@ -280,12 +324,14 @@ func targetGroup(d *deployment.Deployment, network instance.Network, remote Remo
 		}
 		return d.Name, nil, nil, "", fmt.Errorf("instance group '%s' does not exist in deployment '%s'", t.group, d.Name)
 	}
-	name, count, ok := "", 0, false
+	name, count, found := "", 0, false
 	if remote != nil {
-		name, count, ok = remote(t.deployment, t.group)
+		if name, count, found, err = remote(t.deployment, t.group); err != nil {
+			return t.deployment, nil, nil, "", &lookupError{err}
+		}
 	}
-	if !ok {
-		return t.deployment, nil, nil, "", fmt.Errorf("instance group '%s' of deployment '%s' is not known in namespace %s: gather that deployment first", t.group, t.deployment, network.Namespace)
+	if !found {
+		return t.deployment, nil, nil, "", fmt.Errorf("instance group '%s' does not exist in deployment '%s' of namespace %s (as that deployment was last gathered)", t.group, t.deployment, network.Namespace)
 	}
 	if group, err = network.GroupAddress(name, t.group); err != nil {
 		return name, nil, nil, "", err

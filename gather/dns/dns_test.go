@@ -1,6 +1,7 @@
 package dns_test
 
 import (
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -144,12 +145,20 @@ func TestErrors(t *testing.T) {
 		},
 		"other deployment": {
 			op:   `[{type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/-, value: {domain: _.z.internal, targets: [{query: _, instance_group: nats, deployment: cf, network: default}]}}]`,
-			want: "Failed to resolve DNS aliases of deployment 'shop':\n  - Alias '_.z.internal': instance group 'nats' of deployment 'cf' is not known in namespace shop-ns: gather that deployment first",
+			want: "Failed to resolve DNS aliases of deployment 'shop':\n  - Alias '_.z.internal': instance group 'nats' does not exist in deployment 'cf' of namespace shop-ns (as that deployment was last gathered)",
+		},
+		"other deployment's group gone": {
+			op:   `[{type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/-, value: {domain: gone.internal, targets: [{query: "*", instance_group: router, deployment: CF, network: default}]}}]`,
+			want: "Failed to resolve DNS aliases of deployment 'shop':\n  - Alias 'gone.internal': instance group 'router' does not exist in deployment 'CF' of namespace shop-ns (as that deployment was last gathered)",
+		},
+		// A failure to look is the gathering's, not the alias's.
+		"lookup failure": {
+			op:   `[{type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/-, value: {domain: api.internal, targets: [{query: "*", instance_group: api, deployment: CF, network: default}]}}]`,
+			want: "resolving DNS alias 'api.internal': listing: connection refused",
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			remote := func(dep, group string) (string, int, bool) { return "cf", 2, dep == "CF" && group == "nats" }
-			_, _, err := dns.Records(shop(t, c.op), network, remote)
+			_, _, err := dns.Records(shop(t, c.op), network, cfRemote)
 			if err == nil || err.Error() != c.want {
 				t.Errorf("got error\n%v\nwant\n%s", err, c.want)
 			}
@@ -157,26 +166,37 @@ func TestErrors(t *testing.T) {
 	}
 }
 
-// A target in another deployment of the namespace resolves to that
-// deployment's Services.
-func TestOtherDeployment(t *testing.T) {
-	op := `[{type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/-, value: {domain: _.nats.service.cf.internal, targets: [{query: _, instance_group: nats, deployment: CF, network: default}]}}]`
-	remote := func(dep, group string) (string, int, bool) {
-		return "cf", 2, dep == "CF" && group == "nats"
+// cfRemote knows deployment "cf", written "CF" in aliases, with two nats
+// instances; looking for group api fails.
+func cfRemote(dep, group string) (string, int, bool, error) {
+	if group == "api" {
+		return "", 0, false, errors.New("listing: connection refused")
 	}
-	recs, _, err := dns.Records(shop(t, op), network, remote)
+	return "cf", 2, dep == "CF" && group == "nats", nil
+}
+
+// A target in another deployment of the namespace resolves to that
+// deployment's Services: its group's for `*`, its instances' for `_`.
+func TestOtherDeployment(t *testing.T) {
+	op := `[{type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/-, value: {domain: _.nats.service.cf.internal, targets: [{query: _, instance_group: nats, deployment: CF, network: default}]}},
+{type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/-, value: {domain: nats.service.cf.internal, targets: [{query: "*", instance_group: nats, deployment: CF, network: default}]}}]`
+	recs, unions, err := dns.Records(shop(t, op), network, cfRemote)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(unions) != 0 {
+		t.Errorf("a `*` target of one group gave unions %v", unions)
+	}
 	var got []string
 	for _, r := range recs {
-		if strings.HasSuffix(r.Name, ".nats.service.cf.internal") {
+		if strings.HasSuffix(r.Name, "nats.service.cf.internal") {
 			got = append(got, r.Name+" "+r.Target)
 		}
 	}
 	want := []string{
 		instance.ID("cf", "nats", 0) + ".nats.service.cf.internal cf-nats-0.shop-ns.svc.cluster.local.",
 		instance.ID("cf", "nats", 1) + ".nats.service.cf.internal cf-nats-1.shop-ns.svc.cluster.local.",
+		"nats.service.cf.internal cf-nats.shop-ns.svc.cluster.local.",
 	}
 	if strings.Join(got, "\n") != strings.Join(sorted(want), "\n") {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(sorted(want), "\n"))
@@ -193,4 +213,29 @@ func sorted(s []string) []string {
 		}
 	}
 	return out
+}
+
+// Target fields bosh-injector cannot answer as bosh-dns would are named,
+// with the job and alias; the fixture's targets (network default, domain
+// bosh or none) are honoured.
+func TestUnhonoured(t *testing.T) {
+	if got := dns.Unhonoured(shop(t)); len(got) != 0 {
+		t.Errorf("fixture aliases: %q", got)
+	}
+	op := `[{type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/-, value: {domain: _.private.internal, targets: [
+  {query: "*", instance_group: db, deployment: shop, network: private, domain: bosh},
+  {query: _, instance_group: db, deployment: shop, network: private, domain: example}]}}]`
+	d := shop(t, op)
+	if _, _, err := dns.Records(d, network, nil); err != nil {
+		t.Fatal(err)
+	}
+	got := dns.Unhonoured(d)
+	where := "job 'bosh-dns-aliases', alias '_.private.internal', target instance group 'db' of deployment 'shop': "
+	want := []string{
+		where + "field 'domain' ('example') is not honoured: every instance's BOSH names are under 'bosh', which answers the alias",
+		where + "field 'network' ('private') is not honoured: instances have the one network 'default', whose addresses answer the alias",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }

@@ -27,13 +27,22 @@ import (
 const ZoneFilePrefix = "db."
 
 // ZoneFiles maps each zone file name to its content: the latest version of
-// every deployment's DNS records among cms.
+// every deployment's DNS records among cms. A ConfigMap serves only the zone
+// of its own namespace and deployment label: whoever may create ConfigMaps
+// in one namespace must not answer the names of another's deployments. One
+// claiming another zone, or including a file of the CoreDNS container
+// (which CoreDNS's zone parser allows), is none of gathering's and is
+// ignored.
 func ZoneFiles(cms []corev1.ConfigMap) map[string][]byte {
 	latest := map[string]*corev1.ConfigMap{}
 	for i := range cms {
 		cm := &cms[i]
-		origin := cm.Data[names.DNSZoneKey]
-		if origin == "" || strings.ContainsAny(origin, "/\\") || Version(cm) < 1 {
+		dep := cm.Labels[names.LabelDeployment]
+		if dep == "" || cm.Namespace == "" || Version(cm) < 1 {
+			continue
+		}
+		origin := names.DNSZone(dep, cm.Namespace)
+		if cm.Data[names.DNSZoneKey] != origin || strings.Contains(strings.ToUpper(cm.Data[names.DNSRecordsKey]), "$INCLUDE") {
 			continue
 		}
 		if have := latest[origin]; have == nil || Version(cm) > Version(have) {

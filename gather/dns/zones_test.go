@@ -13,22 +13,29 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/names"
 )
 
-func records(name, origin, version, zone string) corev1.ConfigMap {
+func records(namespace, deployment, version, origin, zone string) corev1.ConfigMap {
 	return corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{names.LabelVersion: version}},
-		Data:       map[string]string{names.DNSZoneKey: origin, names.DNSRecordsKey: zone},
+		ObjectMeta: metav1.ObjectMeta{Name: deployment + ".dns-v" + version, Namespace: namespace,
+			Labels: map[string]string{names.LabelDeployment: deployment, names.LabelVersion: version}},
+		Data: map[string]string{names.DNSZoneKey: origin, names.DNSRecordsKey: zone},
 	}
 }
 
-// The directory holds the latest version of each zone, and only those.
+// The directory holds the latest version of each zone, and only those; a
+// ConfigMap serves only its own namespace's zone of its deployment.
 func TestZoneFilesSync(t *testing.T) {
 	files := dns.ZoneFiles([]corev1.ConfigMap{
-		records("cf.dns-v1", "cf.a.bosh-injector.internal", "1", "old"),
-		records("cf.dns-v10", "cf.a.bosh-injector.internal", "10", "new"),
-		records("cf.dns-v9", "cf.a.bosh-injector.internal", "9", "older"),
-		records("cf.dns-v1", "cf.b.bosh-injector.internal", "1", "b"),
-		records("evil.dns-v1", "../etc", "1", "x"),
-		records("unversioned", "u.bosh-injector.internal", "", "x"),
+		records("a", "cf", "1", "cf.a.bosh-injector.internal", "old"),
+		records("a", "cf", "10", "cf.a.bosh-injector.internal", "new"),
+		records("a", "cf", "9", "cf.a.bosh-injector.internal", "older"),
+		records("b", "cf", "1", "cf.b.bosh-injector.internal", "b"),
+		// Namespace b claims a's zone, with a higher version.
+		records("b", "cf", "99", "cf.a.bosh-injector.internal", "hijacked"),
+		records("b", "evil", "1", "cf.a.bosh-injector.internal", "hijacked"),
+		records("b", "evil", "2", "../etc", "x"),
+		records("b", "inc", "1", "inc.b.bosh-injector.internal", "$include /var/run/secrets/kubernetes.io/serviceaccount/token\n"),
+		records("a", "unversioned", "", "unversioned.a.bosh-injector.internal", "x"),
+		records("", "cf", "100", "cf.a.bosh-injector.internal", "no namespace"),
 	})
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "db.gone.bosh-injector.internal"), []byte("x"), 0o644); err != nil {

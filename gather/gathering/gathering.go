@@ -55,18 +55,25 @@ type Config struct {
 // eventType is corev1.EventTypeNormal or EventTypeWarning.
 type Progress func(manifest *corev1.Secret, eventType, reason, message string)
 
-// Stage reasons of Progress, and the reason of its warnings about BPM
-// settings pods honour only in part.
+// Stage reasons of Progress, and the reasons of its warnings about BPM
+// settings pods honour only in part and DNS alias fields not honoured.
 const (
-	StageVariables = "GatherVariables"
-	StageLinks     = "GatherLinks"
-	StageRendered  = "GatherRendered"
-	ReasonBPMField = "BPMFieldNotHonoured"
+	StageVariables   = "GatherVariables"
+	StageLinks       = "GatherLinks"
+	StageRendered    = "GatherRendered"
+	ReasonBPMField   = "BPMFieldNotHonoured"
+	ReasonAliasField = "DNSAliasFieldNotHonoured"
 )
 
 func (cfg *Config) progress(manifest *corev1.Secret, reason, format string, args ...any) {
 	if cfg.Progress != nil {
 		cfg.Progress(manifest, corev1.EventTypeNormal, reason, fmt.Sprintf(format, args...))
+	}
+}
+
+func (cfg *Config) warn(manifest *corev1.Secret, reason, message string) {
+	if cfg.Progress != nil {
+		cfg.Progress(manifest, corev1.EventTypeWarning, reason, message)
 	}
 }
 
@@ -82,7 +89,7 @@ func (cfg *Config) warnBPM(manifest *corev1.Secret, info *bpm.Info) {
 		for _, w := range inject.Warnings(info, ib.Indexes[0]) {
 			if !seen[w] {
 				seen[w] = true
-				cfg.Progress(manifest, corev1.EventTypeWarning, ReasonBPMField, fmt.Sprintf("instance group '%s': %s", info.InstanceGroup, w))
+				cfg.warn(manifest, ReasonBPMField, fmt.Sprintf("instance group '%s': %s", info.InstanceGroup, w))
 			}
 		}
 	}
@@ -101,7 +108,9 @@ type Result struct {
 	// Shared are the versions of the links the deployment shares.
 	Shared []versions.Result
 	// DNS is the ConfigMap holding the deployment's DNS records.
-	DNS    string
+	DNS string
+	// Pruned are the Secrets deleted: old versions, and every version of
+	// the links no longer shared.
 	Pruned []string
 }
 
@@ -184,6 +193,9 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 	if err != nil {
 		return nil, err
 	}
+	for _, w := range dns.Unhonoured(d) {
+		cfg.warn(&secret, ReasonAliasField, w)
+	}
 	// Encode every group before writing anything: a group too large is an
 	// error that must leave every latest version as it was.
 	type pending struct {
@@ -258,13 +270,15 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 	if res.Services, err = services.Apply(ctx, c, cfg.Namespace, d.Name, desired, owner); err != nil {
 		return res, err
 	}
-	if res.Shared, err = publish(ctx, c, cfg.Namespace, d.Name, d.Shared, owner); err != nil {
+	var linkSeries [][]versions.Version
+	if res.Shared, linkSeries, res.Pruned, err = publish(ctx, c, stored, cfg.Namespace, d.Name, d.Shared, owner); err != nil {
 		return res, err
 	}
 	if res.DNS, _, err = dns.Write(ctx, c, cfg.Namespace, d.Name, zone, dns.ZoneFile(zone, records), owner); err != nil {
 		return res, err
 	}
-	res.Pruned, err = versions.Prune(ctx, c, cfg.Namespace, d.Name, series...)
+	pruned, err := versions.Prune(ctx, c, cfg.Namespace, d.Name, append(series, linkSeries...)...)
+	res.Pruned = append(res.Pruned, pruned...)
 	return res, err
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
+	"github.com/bosh-injector/bosh-injector/gather/instance"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/resolved"
 	"github.com/bosh-injector/bosh-injector/gather/secretdata"
@@ -163,21 +164,71 @@ var _ = Describe("gather", func() {
 		Expect(again.DNS).To(Equal("shop.dns-v1"))
 	})
 
-	It("resolves a link another deployment of the namespace shares, and its DNS aliases", func() {
+	// dnsJobs are the fixture releases with the dns release, whose
+	// bosh-dns-aliases job declares aliases.
+	dnsJobs := func() string {
+		GinkgoHelper()
+		dir := GinkgoT().TempDir()
+		Expect(os.CopyFS(dir, os.DirFS(jobsDir))).To(Succeed())
+		Expect(fixtures.LayoutJobs(fixtures.ReleaseDir("dns"), filepath.Join(dir, "dns"))).To(Succeed())
+		return dir
+	}
+	// withAliases adds to manifest m the dns release and a bosh-dns-aliases
+	// addon declaring aliases (list entries at the property's indentation).
+	withAliases := func(m, aliases string) string {
+		return strings.Replace(m, "releases:\n", "releases:\n- {name: dns, version: \"1.0.0\", url: localhost/bosh-injector-fixtures}\n", 1) + `
+addons:
+- name: bosh-dns-aliases
+  jobs:
+  - name: bosh-dns-aliases
+    release: dns
+    properties:
+      aliases:
+` + aliases
+	}
+	// gatherReport applies data as the manifest of a second deployment,
+	// "report", and gathers it from the releases in dir.
+	gatherReport := func(data, dir string, progress gathering.Progress) (*gathering.Result, error) {
+		GinkgoHelper()
+		data = strings.Replace(data, "\nname: shop\n", "\nname: report\n", 1)
+		_, err := fixtures.Apply(ctx, cp.Client, ns, "report", "report-manifest", []byte(data))
+		Expect(err).NotTo(HaveOccurred())
+		return gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: "report-manifest", JobsDir: dir, ClusterDomain: "cluster.local", Progress: progress},
+			gathering.NewRenderBPM(ctx), time.Now())
+	}
+	records := func(name string) string {
+		GinkgoHelper()
+		var cm corev1.ConfigMap
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &cm)).To(Succeed())
+		return cm.Data[names.DNSRecordsKey]
+	}
+
+	It("resolves a link and DNS aliases of another deployment of the namespace, and fails as the director does once the link is not shared", func() {
 		// The shop shares its database; a second deployment consumes it
-		// and aliases the shop's bus.
-		apply([]byte(strings.Replace(string(manifest), "  - name: pgstore\n    release: store\n", "  - name: pgstore\n    release: store\n    provides: {database: {shared: true}}\n", 1)))
+		// and aliases the shop's bus and db.
+		shared := strings.Replace(string(manifest), "  - name: pgstore\n    release: store\n", "  - name: pgstore\n    release: store\n    provides: {database: {shared: true}}\n", 1)
+		apply([]byte(shared))
 		res, err := gather()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res.Shared).To(ConsistOf(HaveField("Name", "shop.link.database-v1")))
 
-		report := strings.NewReplacer("\nname: shop\n", "\nname: report\n",
-			"        session_secret: ((session_secret))\n", "        session_secret: ((session_secret))\n    consumes: {database: {from: database, deployment: shop}}\n").Replace(string(manifest))
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "report-manifest", Namespace: ns, Labels: map[string]string{names.LabelDeployment: "report"}},
-			Data: map[string][]byte{names.ManifestKey: []byte(report)}}
-		Expect(cp.Client.Create(ctx, s)).To(Succeed())
-		_, err = gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: "report-manifest", JobsDir: jobsDir, ClusterDomain: "cluster.local"},
-			gathering.NewRenderBPM(ctx), time.Now())
+		report := withAliases(strings.Replace(string(manifest), "        session_secret: ((session_secret))\n", "        session_secret: ((session_secret))\n    consumes: {database: {from: database, deployment: shop}}\n", 1), `
+      - domain: bus.shop.internal
+        targets:
+        - {query: "*", instance_group: bus, deployment: shop, network: default, domain: bosh}
+      - domain: _.bus.shop.internal
+        targets:
+        - {query: _, instance_group: bus, deployment: shop, network: default}
+      - domain: db.shop.internal
+        targets:
+        - {query: "*", instance_group: db, deployment: shop, network: private}
+`)
+		dir := dnsJobs()
+		type event struct{ Type, Reason, Message string }
+		var events []event
+		rres, err := gatherReport(report, dir, func(_ *corev1.Secret, eventType, reason, message string) {
+			events = append(events, event{eventType, reason, message})
+		})
 		Expect(err).NotTo(HaveOccurred())
 		var rs corev1.Secret
 		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "report.ig-resolved.web-v1"}, &rs)).To(Succeed())
@@ -186,12 +237,58 @@ var _ = Describe("gather", func() {
 		db, _ := group.Jobs[0].Links.Get("database")
 		Expect(db).To(HaveField("Keys()", ContainElement("instances")))
 		Expect(string(rs.Data[resolved.Key])).To(ContainSubstring(`"address":"shop-db.` + ns + `.svc.cluster.local"`))
+
+		// The aliases name the shop's Services; the network no pod has is
+		// answered as the pods' one, with a warning.
+		svc := "." + ns + ".svc.cluster.local.\n"
+		Expect(records(rres.DNS)).To(And(
+			ContainSubstring("bus.shop.internal\tIN\tCNAME\tshop-bus"+svc),
+			ContainSubstring(instance.ID("shop", "bus", 2)+".bus.shop.internal\tIN\tCNAME\tshop-bus-2"+svc),
+			ContainSubstring("db.shop.internal\tIN\tCNAME\tshop-db"+svc)))
+		Expect(events).To(ContainElement(event{corev1.EventTypeWarning, gathering.ReasonAliasField,
+			"job 'bosh-dns-aliases', alias 'db.shop.internal', target instance group 'db' of deployment 'shop': field 'network' ('private') is not honoured: instances have the one network 'default', whose addresses answer the alias"}))
+		Expect(events).NotTo(ContainElement(HaveField("Message", ContainSubstring("bus.shop.internal"))))
+
+		By("the shop no longer sharing its database")
+		apply(manifest)
+		res, err = gather()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Shared).To(BeEmpty())
+		Expect(res.Pruned).To(ContainElement("shop.link.database-v1"))
+		Expect(secretNames(client.MatchingLabels{names.LabelSecretKind: names.KindLink})).To(BeEmpty())
+		_, err = gatherReport(report, dir, nil)
+		Expect(err).To(MatchError(ContainSubstring("Failed to resolve link 'database' with type 'pgsql' from job 'storefront' in instance group 'web'. Details below:\n    - No link providers found")))
+	})
+
+	It("fails an alias to a group another deployment no longer has, naming the alias", func() {
+		apply(manifest)
+		_, err := gather()
+		Expect(err).NotTo(HaveOccurred())
+		report := withAliases(string(manifest), `
+      - domain: smoke.shop.internal
+        targets:
+        - {query: "*", instance_group: smoke-tests, deployment: shop, network: default}
+`)
+		dir := dnsJobs()
+		res, err := gatherReport(report, dir, nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(records(res.DNS)).To(ContainSubstring("smoke.shop.internal\tIN\tCNAME\tshop-smoke-tests." + ns + ".svc.cluster.local.\n"))
+
+		// The group leaves the shop: its Services go, its BPM info stays.
+		i := strings.Index(string(manifest), "\n- name: smoke-tests\n")
+		j := strings.Index(string(manifest), "\nvariables:\n")
+		apply([]byte(string(manifest)[:i] + string(manifest)[j:]))
+		shop, err := gather()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(shop.Services.Deleted).To(ContainElement("shop-smoke-tests"))
+		Expect(secretNames(client.MatchingLabels{names.LabelSecretKind: names.KindBPM})).To(ContainElement("shop.bpm.smoke-tests-v1"))
+
+		_, err = gatherReport(report, dir, nil)
+		Expect(err).To(MatchError("Failed to resolve DNS aliases of deployment 'report':\n  - Alias 'smoke.shop.internal': instance group 'smoke-tests' does not exist in deployment 'shop' of namespace " + ns + " (as that deployment was last gathered)"))
 	})
 
 	It("keeps a Service for an alias over two groups, labels their BPM info for the webhook, and prunes both when the alias goes", func() {
-		dir := GinkgoT().TempDir()
-		Expect(os.CopyFS(dir, os.DirFS(jobsDir))).To(Succeed())
-		Expect(fixtures.LayoutJobs(fixtures.ReleaseDir("dns"), filepath.Join(dir, "dns"))).To(Succeed())
+		dir := dnsJobs()
 		run := func() *gathering.Result {
 			GinkgoHelper()
 			res, err := gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: dir, ClusterDomain: "cluster.local"},
@@ -199,19 +296,11 @@ var _ = Describe("gather", func() {
 			Expect(err).NotTo(HaveOccurred())
 			return res
 		}
-		aliased := strings.Replace(string(manifest), "releases:\n", "releases:\n- {name: dns, version: \"1.0.0\", url: localhost/bosh-injector-fixtures}\n", 1) + `
-addons:
-- name: bosh-dns-aliases
-  jobs:
-  - name: bosh-dns-aliases
-    release: dns
-    properties:
-      aliases:
-      - domain: store.service.shop.internal
+		aliased := withAliases(string(manifest), `      - domain: store.service.shop.internal
         targets:
         - {query: "*", instance_group: db, deployment: shop, network: default, domain: bosh}
         - {query: "*", instance_group: web, deployment: shop, network: default, domain: bosh}
-`
+`)
 		apply([]byte(aliased))
 		res := run()
 		const service, label = "shop-alias-72c53d0f86", "alias.bosh-injector.io/72c53d0f86"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -54,27 +55,42 @@ func sharedLinks(ctx context.Context, c client.Reader, namespace string) (func(s
 
 // publish writes every link the deployment shares as a versioned Secret
 // "<deployment>.link.<name>-v<N>" (the link's name in the instance-group
-// label), which the consuming deployments' gatherings read.
-func publish(ctx context.Context, c client.Client, namespace, deployment string, shared []links.SharedLink, owner *metav1.OwnerReference) ([]versions.Result, error) {
+// label), which the consuming deployments' gatherings read, over the stored
+// versions. It deletes every version of the links no longer shared (not
+// marked shared any more, or their job or group gone): their consumers then
+// get the director's "No link providers found" rather than the last
+// addresses, and the deletion starts their gathering (the runner's input
+// digest covers the links they consume). It returns what it wrote, the
+// series written for pruning, and what it deleted.
+func publish(ctx context.Context, c client.Client, stored versions.Stored, namespace, deployment string, shared []links.SharedLink, owner *metav1.OwnerReference) ([]versions.Result, [][]versions.Version, []string, error) {
 	var out []versions.Result
+	var series [][]versions.Version
+	current := map[string]bool{}
 	for _, l := range shared {
 		data, err := json.Marshal(l)
 		if err != nil {
-			return out, fmt.Errorf("shared link '%s': %w", l.Name, err)
+			return out, series, nil, fmt.Errorf("shared link '%s': %w", l.Name, err)
 		}
 		key := versions.Key{Namespace: namespace, Deployment: deployment, Kind: names.KindLink, InstanceGroup: l.Name}
-		existing, err := versions.List(ctx, c, key)
+		res, written, err := versions.WriteOver(ctx, c, versions.Desired{Key: key, Data: map[string][]byte{names.LinkKey: data}, Owner: owner}, stored.Of(key))
 		if err != nil {
-			return out, err
-		}
-		res, series, err := versions.WriteOver(ctx, c, versions.Desired{Key: key, Data: map[string][]byte{names.LinkKey: data}, Owner: owner}, existing)
-		if err != nil {
-			return out, err
+			return out, series, nil, err
 		}
 		out = append(out, res)
-		if _, err := versions.Prune(ctx, c, namespace, deployment, series); err != nil {
-			return out, err
+		series = append(series, written)
+		current[names.LabelValue(l.Name)] = true
+	}
+	var deleted []string
+	for label, gone := range stored.OfKind(names.KindLink) {
+		if current[label] {
+			continue
+		}
+		for _, v := range gone {
+			if err := c.Delete(ctx, v.Secret); err != nil && !apierrors.IsNotFound(err) {
+				return out, series, deleted, fmt.Errorf("deleting Secret %s of a link no longer shared: %w", v.Secret.Name, err)
+			}
+			deleted = append(deleted, v.Secret.Name)
 		}
 	}
-	return out, nil
+	return out, series, deleted, nil
 }

@@ -553,7 +553,7 @@ var _ = Describe("the job runner", func() {
 		Expect(jobs).To(HaveLen(1))
 	})
 
-	It("gathers a consumer again when a link it consumes from another deployment changes", func() {
+	It("gathers a consumer again when a link it consumes from another deployment changes, and when it goes", func() {
 		startOperator(ns, false)
 		report := strings.NewReplacer("\nname: shop\n", "\nname: report\n",
 			"        session_secret: ((session_secret))\n", "        session_secret: ((session_secret))\n    consumes: {database: {from: database, deployment: shop}}\n").Replace(string(manifest))
@@ -571,14 +571,27 @@ var _ = Describe("the job runner", func() {
 			return out
 		}
 		Eventually(reportJobs).WithTimeout(20 * time.Second).Should(HaveLen(1))
+		first := reportJobs()[0]
 
 		// The shop's gathering publishes the link the report consumes.
-		Expect(cp.Client.Create(ctx, &corev1.Secret{
+		link := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: "shop.link.database-v1", Namespace: ns, Labels: map[string]string{
 				names.LabelDeployment: "shop", names.LabelSecretKind: names.KindLink, names.LabelInstanceGroup: "database", names.LabelVersion: "1"}},
 			Data: map[string][]byte{names.LinkKey: []byte(`{"name":"database","type":"pgsql"}`)},
-		})).To(Succeed())
+		}
+		Expect(cp.Client.Create(ctx, link)).To(Succeed())
 		Eventually(reportJobs).WithTimeout(20 * time.Second).Should(HaveLen(2))
+
+		// The shop no longer sharing it, its gathering deletes the link: the
+		// report's inputs are those of its first gathering again, whose Job
+		// the runner removed once the second succeeded, so it gathers them
+		// again (and fails with the director's "No link providers found").
+		Expect(cp.Client.Delete(ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: first, Namespace: ns}},
+			client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+		Eventually(reportJobs).WithTimeout(20 * time.Second).Should(HaveLen(1))
+		second := reportJobs()[0]
+		Expect(cp.Client.Delete(ctx, link)).To(Succeed())
+		Eventually(reportJobs).WithTimeout(20 * time.Second).Should(ConsistOf(first, second))
 	})
 
 	It("gathers a deployment again when a deployment its DNS aliases target changes", func() {

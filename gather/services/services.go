@@ -1,7 +1,7 @@
 // Package services keeps the headless Services that give BOSH instances their
 // addresses: one per instance ("<deployment>-<ig>-<index>", selecting the pod
 // by its instance-index label) and one per instance group
-// ("<deployment>-<ig>"), as the project names them.
+// ("<deployment>-<ig>").
 package services
 
 import (

@@ -73,4 +73,32 @@ var _ = Describe("instance Services", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(ch.Deleted).To(ConsistOf(alias.Name))
 	})
+
+	It("keeps the Services of link().address criteria: an AZ's instances, and only the ready ones for status healthy", func() {
+		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "criteria"}})).To(Succeed())
+		_, err := services.Apply(ctx, cp.Client, "criteria", "dep", append(instances("web", 2),
+			services.Desired{Name: "dep-web-healthy", InstanceGroup: "web", Healthy: true},
+			services.Desired{Name: "dep-web-az-z1", InstanceGroup: "web", AZ: "z1"},
+			services.Desired{Name: "dep-web-az-z1-healthy", InstanceGroup: "web", AZ: "z1", Healthy: true}), nil)
+		Expect(err).NotTo(HaveOccurred())
+		group := map[string]string{names.LabelDeployment: "dep", names.LabelInstanceGroup: "web"}
+		inZ1 := map[string]string{names.LabelDeployment: "dep", names.LabelInstanceGroup: "web", names.LabelAZ: "z1"}
+		for name, want := range map[string]struct {
+			selector map[string]string
+			notReady bool
+		}{
+			"dep-web":               {group, true},
+			"dep-web-healthy":       {group, false},
+			"dep-web-az-z1":         {inZ1, true},
+			"dep-web-az-z1-healthy": {inZ1, false},
+		} {
+			var svc corev1.Service
+			Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: "criteria", Name: name}, &svc)).To(Succeed())
+			Expect(svc.Spec.Selector).To(Equal(want.selector), name)
+			Expect(svc.Spec.PublishNotReadyAddresses).To(Equal(want.notReady), name)
+			Expect(svc.Spec.ClusterIP).To(Equal(corev1.ClusterIPNone), name)
+			// The AZ is the selector's only: the labels find the group's Services.
+			Expect(svc.Labels).To(Equal(map[string]string{names.LabelDeployment: "dep", names.LabelInstanceGroup: "web", names.LabelManagedBy: names.ManagedBy}), name)
+		}
+	})
 })

@@ -95,6 +95,17 @@ func (s Stored) Of(k Key) []Version {
 	return s[seriesOf{k.Kind, names.LabelValue(k.InstanceGroup)}]
 }
 
+// OfKind returns the stored series of kind, by instance-group label.
+func (s Stored) OfKind(kind string) map[string][]Version {
+	out := map[string][]Version{}
+	for k, v := range s {
+		if k.kind == kind {
+			out[k.group] = v
+		}
+	}
+	return out
+}
+
 // versionOf reads a versioned Secret's version label; Secrets of a series
 // whose label is not a positive number are not ours.
 func versionOf(s *corev1.Secret) (int, bool) {
