@@ -22,9 +22,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
+	"github.com/bosh-injector/bosh-injector/gather/kubevars"
+	"github.com/bosh-injector/bosh-injector/gather/manifest"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/secretdata"
 	"github.com/bosh-injector/bosh-injector/gather/trust"
+	"github.com/bosh-injector/bosh-injector/gather/variables"
 	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/webhook"
 )
@@ -79,17 +82,22 @@ func untouched(list []corev1.Pod) {
 	}
 }
 
-// generatedValue stands for a credential the gathering rendered into
-// bpm.yml: no fault may carry it into a Pod, an Event or a log line.
-const generatedValue = "gen3rated-s3cret-4f9a1c07"
-
-// withCredential is info with generatedValue in its process's env and args.
-func withCredential(info bpm.Info) bpm.Info {
+// withCredential is info with a credential in its process's env and args,
+// as releases pass passwords: a password the gathering's generator made
+// for deployment shop in ns, stored in its variable Secret. It returns the
+// value too: no fault may carry it into a Pod, an Event or a log line.
+func withCredential(ns string, info bpm.Info) (bpm.Info, string) {
+	GinkgoHelper()
+	Expect(variables.Generate([]manifest.Variable{{Name: "session_secret", Type: "password"}}, kubevars.New(ctx, cp.Client, ns, "shop"), time.Now())).To(Succeed())
+	var generated corev1.Secret
+	Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.VariableSecret("shop", "session_secret")}, &generated)).To(Succeed())
+	value := string(generated.Data["password"])
+	Expect(generated.Labels).To(HaveKeyWithValue(names.LabelManagedBy, names.ManagedBy))
 	info.BPM = []bpm.InstanceBPM{{Indexes: []int{0, 1, 2, 3}, Jobs: map[string]bpm.Config{
 		"storefront": {Processes: []bpm.Process{{Name: "storefront", Executable: "/var/vcap/packages/storefront/bin/storefront",
-			Args: []string{"--session-secret=" + generatedValue}, Env: map[string]string{"STOREFRONT_SESSION_SECRET": generatedValue}}}},
+			Args: []string{"--session-secret=" + value}, Env: map[string]string{"STOREFRONT_SESSION_SECRET": value}}}},
 	}}}
-	return info
+	return info, value
 }
 
 var _ = Describe("the webhook's fault table", func() {
@@ -103,7 +111,8 @@ var _ = Describe("the webhook's fault table", func() {
 	})
 
 	It("ignores a forged bpm Secret (version 999) with a warning Event on it; the pods get the gathered version", func() {
-		storeInfo(ns, withCredential(webInfo))
+		info, secret := withCredential(ns, webInfo)
+		storeInfo(ns, info)
 		forged := forgedSecret(ns, 999)
 		Expect(cp.Client.Create(ctx, forged)).To(Succeed())
 		Eventually(func() error {
@@ -130,11 +139,12 @@ var _ = Describe("the webhook's fault table", func() {
 		}).Should(ContainElement(And(
 			HavePrefix(inject.ReasonUntrustedSecret.Code()+": "),
 			ContainSubstring("no gathering of the deployment wrote it; it is ignored"))))
-		noLeak(ns, generatedValue)
+		noLeak(ns, secret)
 	})
 
 	It("denies a pod whose accepted bpm Secret was replaced by other content, naming the Secret", func() {
-		storeInfo(ns, withCredential(webInfo))
+		info, secret := withCredential(ns, webInfo)
+		storeInfo(ns, info)
 		name := names.VersionedSecret("shop", names.KindBPM, "web", 1)
 		Expect(cp.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).To(Succeed())
 		Expect(cp.Client.Create(ctx, forgedSecret(ns, 1))).To(Succeed())
@@ -144,11 +154,12 @@ var _ = Describe("the webhook's fault table", func() {
 			ContainSubstring(string(inject.ReasonUntrustedSecret)),
 			ContainSubstring("Secret "+name+" of instance group 'web' of deployment 'shop' is not the one its gathering wrote"))))
 		Consistently(pods(ns, client.MatchingLabels(labels))).WithTimeout(2 * time.Second).Should(BeEmpty())
-		noLeak(ns, generatedValue)
+		noLeak(ns, secret)
 	})
 
 	It("denies a new pod of a group whose resolved Secret was deleted while pods use it; the running pod keeps its version", func() {
-		storeInfo(ns, withCredential(webInfo))
+		info, secret := withCredential(ns, webInfo)
+		storeInfo(ns, info)
 		Expect(cp.Client.Create(ctx, statefulSet(ns, "web", labels, 1))).To(Succeed())
 		Eventually(pods(ns, client.MatchingLabels(labels))).WithTimeout(20 * time.Second).Should(HaveLen(1))
 
@@ -163,21 +174,23 @@ var _ = Describe("the webhook's fault table", func() {
 			ContainSubstring("Secret "+webInfo.ResolvedSecret+", version 1 of instance group 'web' of deployment 'shop', was deleted"))))
 		list, _ := pods(ns, client.MatchingLabels(labels))()
 		Expect(list).To(ConsistOf(HaveField("Spec.Volumes", ContainElement(HaveField("VolumeSource.Secret.SecretName", webInfo.ResolvedSecret)))))
-		noLeak(ns, generatedValue)
+		noLeak(ns, secret)
 	})
 
 	It("denies a pod with the group label but no deployment label, saying so", func() {
-		storeInfo(ns, withCredential(webInfo))
+		info, secret := withCredential(ns, webInfo)
+		storeInfo(ns, info)
 		Expect(cp.Client.Create(ctx, statefulSet(ns, "nameless", map[string]string{names.LabelInstanceGroup: "web"}, 1))).To(Succeed())
 		Eventually(failedCreates(ns, "nameless")).WithTimeout(20 * time.Second).Should(ContainElement(And(
 			ContainSubstring(string(inject.ReasonNoDeployment)),
 			ContainSubstring("but no label "+names.LabelDeployment))))
-		noLeak(ns, generatedValue)
+		noLeak(ns, secret)
 	})
 
 	It("injects a pod of an older template revision, recreated after a newer gathering, with its pinned version", func() {
-		storeInfo(ns, withCredential(webInfo))
-		newer := withCredential(webInfo)
+		info, secret := withCredential(ns, webInfo)
+		storeInfo(ns, info)
+		newer := info
 		newer.ResolvedSecret = "shop.ig-resolved.web-v2"
 		newer.Releases = []bpm.Release{{Name: "shop", Version: "2", Image: "localhost/shop:2"}}
 		storeInfo(ns, newer)
@@ -216,7 +229,7 @@ var _ = Describe("the webhook's fault table", func() {
 		Eventually(failedCreates(ns, "unknown")).WithTimeout(20 * time.Second).Should(ContainElement(And(
 			ContainSubstring(string(inject.ReasonPinnedUnknown)),
 			ContainSubstring("are [1 2]"))))
-		noLeak(ns, generatedValue)
+		noLeak(ns, secret)
 	})
 })
 
@@ -265,6 +278,7 @@ var _ = Describe("malformed admission requests, sent to the webhook server as th
 			Expect(r.Patch).To(BeEmpty())
 			Expect(r.Result).NotTo(BeNil())
 			Expect(r.Result.Message).To(And(HavePrefix(string(reason)+": "), ContainSubstring(message)))
+			noPanic()
 		},
 		Entry("a pod of the wrong shape", podKind, `{"metadata":{"labels":"web"},"spec":{"containers":[{"name":"c"}]}}`, inject.ReasonInvalidPod, "cannot unmarshal string"),
 		Entry("duplicate keys", podKind, `{`+labelled+`,"spec":{"containers":[{"name":"c"}],"containers":[]}}`, inject.ReasonInvalidPod, `duplicate field "spec.containers"`),
@@ -283,5 +297,6 @@ var _ = Describe("malformed admission requests, sent to the webhook server as th
 		Expect(r.Allowed).To(BeFalse())
 		Expect(r.Patch).To(BeEmpty())
 		Expect(r.Result.Code).To(BeEquivalentTo(http.StatusBadRequest))
+		noPanic()
 	})
 })

@@ -228,6 +228,10 @@ func cached(load SpecSource) SpecSource {
 			return s, nil
 		}
 		s, err := load(release, job)
+		if errors.Is(err, os.ErrNotExist) {
+			// The director's words, not a path inside the gathering pod.
+			return nil, fmt.Errorf("Can't find job '%s' in release '%s'", job, release)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -3,44 +3,61 @@ package runner_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionv1 "k8s.io/api/admission/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/runner"
+	"github.com/bosh-injector/bosh-injector/gather/trust"
+	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/webhook"
 )
 
-// lockedBuffer collects every log line of a run, for the check that no
-// generated value is ever logged.
+// lockedBuffer collects every log line of a run, the operator's and the
+// gathering's, for the checks that no generated value is ever logged and
+// that nothing panicked.
 type lockedBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
 func (b *lockedBuffer) log() logr.Logger {
-	return funcr.New(func(prefix, args string) {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		fmt.Fprintln(&b.buf, prefix, args)
-	}, funcr.Options{Verbosity: 10})
+	return funcr.New(func(prefix, args string) { fmt.Fprintln(b, prefix, args) }, funcr.Options{Verbosity: 10})
 }
 
 func (b *lockedBuffer) String() string {
@@ -49,18 +66,72 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
+// operatorProcess is the operator as its pod runs it, `bosh-injector
+// webhook` (here the job runner alone), in a child process: this test
+// binary, which TestMain turns into the command.
+type operatorProcess struct {
+	cmd         *exec.Cmd
+	exited      chan struct{}
+	metricsPort int
+}
+
+func startOperatorProcess(namespace, kubeconfig string, logs io.Writer) *operatorProcess {
+	GinkgoHelper()
+	p := &operatorProcess{exited: make(chan struct{}), metricsPort: freePort()}
+	p.cmd = exec.Command(os.Args[0], "webhook", "--log-level=debug", "--kubeconfig="+kubeconfig, "--namespace="+namespace,
+		"--operator-image=localhost/bosh-injector:test", "--cluster-domain=cluster.local",
+		"--webhook=false", "--leader-elect=false", "--metrics-port="+strconv.Itoa(p.metricsPort), "--health-port=0")
+	p.cmd.Env = append(os.Environ(), runOperatorEnv+"=1")
+	p.cmd.Stdout, p.cmd.Stderr = logs, logs
+	// It dies with the test process, however that ends.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	Expect(p.cmd.Start()).To(Succeed())
+	go func() {
+		_ = p.cmd.Wait()
+		close(p.exited)
+	}()
+	return p
+}
+
+// kill ends the operator as a node failure or the OOM killer would: no
+// graceful shutdown, a reconcile cut wherever it was.
+func (p *operatorProcess) kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited
+}
+
+// panics is how many panics controller-runtime recovered from in the
+// operator's reconciles, by its own count on the metrics endpoint.
+func (p *operatorProcess) panics() (int, error) {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", p.metricsPort))
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	m := regexp.MustCompile(`(?m)^controller_runtime_reconcile_panics_total\{controller="gather-runner"\} (\d+)$`).FindSubmatch(b)
+	if m == nil {
+		return 0, fmt.Errorf("no count of reconcile panics in the operator's metrics")
+	}
+	return strconv.Atoi(string(m[1]))
+}
+
 // faultRow is bad input: a manifest (or its ops files, or the releases'
 // templates) the gathering must refuse with a visible error, keeping the
 // last good version in use.
 type faultRow struct {
-	name     string
 	manifest func(good string) string
 	ops      []deployment.OpsFile
 	// breakJobs edits a copy of the releases' jobs.
 	breakJobs func(dir string)
 	// invalid: the runner refuses it before any gathering.
 	invalid bool
-	want    string
+	// want is the error as the status, the Event and (for a gathering)
+	// the Job's pod show it.
+	want string
 }
 
 func replace(old, new string) func(string) string {
@@ -88,6 +159,12 @@ func billionLaughs() string {
 	return b.String()
 }
 
+// withWorkers is the good manifest with a new property of web: a change
+// that gathers a new version of web only.
+func withWorkers(good string, n int) string {
+	return strings.Replace(good, "        session_secret: ((session_secret))", fmt.Sprintf("        session_secret: ((session_secret))\n        workers: %d", n), 1)
+}
+
 // newVersions are the versioned Secrets in after but not in before.
 func newVersions(before, after []string) map[string]bool {
 	added := map[string]bool{}
@@ -100,138 +177,237 @@ func newVersions(before, after []string) map[string]bool {
 	return added
 }
 
-var faultRows = []faultRow{
-	{name: "malformed YAML", manifest: func(string) string { return "name: shop\ninstance_groups: [\n" }, invalid: true, want: "line"},
-	{name: "a YAML bomb", manifest: func(string) string { return billionLaughs() }, invalid: true, want: "document expands to too many values through aliases"},
-	{name: "an unknown release", manifest: replace("    release: bus\n", "    release: nope\n"), want: "nope"},
-	{name: "an unknown job", manifest: replace("  - name: bus\n    release: bus\n", "  - name: no-such-job\n    release: bus\n"), want: "no-such-job"},
-	{name: "a failing ops file", ops: []deployment.OpsFile{{Name: "remove-missing", Data: []byte("- type: remove\n  path: /instance_groups/name=nope\n")}}, invalid: true, want: "nope"},
-	{name: "a wrong property type", manifest: replace("        admin:\n          password: ((db_password))\n", "        admin: [not, a, hash]\n"), want: "Property 'pgstore.admin.username' expects a hash, but received 'Array'"},
-	{name: "a Ruby syntax error", breakJobs: writeTemplate("shop", "storefront", "storefront.yml.erb", "port: <%= p('storefront.port' %>\n"),
-		want: "Error filling in template 'storefront.yml.erb' (line 1: syntax error"},
-	{name: "a raising template", breakJobs: writeTemplate("shop", "storefront", "storefront.yml.erb", "a\n<% raise 'no storefront today' %>\n"),
-		want: "- Unable to render jobs for instance group 'web'. Errors are:\n  - Unable to render templates for job 'storefront'. Errors are:\n    - Error filling in template 'storefront.yml.erb' (line 2: no storefront today)"},
-	{name: "an invalid bpm.yml", breakJobs: writeTemplate("shop", "storefront", "bpm.yml.erb", "processes: not-a-list\n"),
-		want: "    - Invalid BPM configuration rendered from template 'bpm.yml.erb': failed to parse job configuration"},
-	{name: "an unknown variable type", manifest: replace("- name: db_password\n  type: password\n", "- name: db_password\n  type: vault-token\n"), want: "variable 'db_password': unsupported type 'vault-token'"},
-	{name: "an unknown link", manifest: replace("        session_secret: ((session_secret))\n", "        session_secret: ((session_secret))\n    consumes: {database: {from: nowhere}}\n"), want: "nowhere"},
-	{name: "duplicate instance groups", manifest: replace("- name: db\n", "- name: bus\n"), want: "Duplicate instance group name 'bus'"},
+// inUse is what a deployment's pods get: the versions the runner accepted
+// (its trust record) and those the status reports.
+type inUse struct {
+	record   *trust.Record
+	versions map[string]int
 }
 
-var _ = Describe("the fault table", func() {
-	It("refuses every bad input with a visible error, no panic, the last good version in use and no generated value in any log line or Event; and converges after faults", func() {
-		ns := "faults"
-		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		logs := &lockedBuffer{}
-		log := logs.log()
-		operator := func() context.CancelFunc {
-			mgr, err := webhook.NewManager(cp.Config, webhook.Options{Namespace: ns, OperatorImage: "localhost/bosh-injector:test",
-				ClusterDomain: "cluster.local", Runner: true}, log)
-			Expect(err).NotTo(HaveOccurred())
-			mctx, cancel := context.WithCancel(ctx)
-			done := make(chan struct{})
-			go func() {
-				defer GinkgoRecover()
-				defer close(done)
-				Expect(mgr.Start(mctx)).To(Succeed())
-			}()
-			stop := func() { cancel(); <-done }
-			DeferCleanup(stop)
-			return stop
-		}
-		stopOperator := operator()
+// Each row of the fault table is a spec of its own, on one deployment whose
+// last good gathering the rows share; every row asserts, besides its
+// error, that the last good versions stay in use, that nothing panicked
+// and that no generated value shows in a log line, an Event or a Pod.
+var _ = Describe("the fault table", Ordered, ContinueOnFailure, func() {
+	const ns, operatorNS = "faults", "faults-operator"
+	logs := &lockedBuffer{}
+	log := logs.log()
+	var (
+		operator   *operatorProcess
+		kubeconfig string
+		good       string
+		lastJob    string
+		// last is what the last good gathering left in use.
+		last inUse
+	)
 
-		good, err := fixtures.ShopManifest()
+	apply := func(manifest string, ops ...deployment.OpsFile) {
+		GinkgoHelper()
+		_, err := fixtures.ApplyManifest(ctx, cp.Client, ns, []byte(manifest), ops...)
 		Expect(err).NotTo(HaveOccurred())
-		apply := func(manifest string, ops ...deployment.OpsFile) {
-			GinkgoHelper()
-			_, err := fixtures.ApplyManifest(ctx, cp.Client, ns, []byte(manifest), ops...)
-			Expect(err).NotTo(HaveOccurred())
+	}
+	manifestSecret := func() *corev1.Secret {
+		GinkgoHelper()
+		var s corev1.Secret
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fixtures.ManifestSecret}, &s)).To(Succeed())
+		return &s
+	}
+	status := func() runner.Status {
+		GinkgoHelper()
+		return runner.StatusOf(manifestSecret())
+	}
+	record := func() *trust.Record {
+		GinkgoHelper()
+		rec, err := trust.Read(ctx, cp.Client, operatorNS, ns, "shop")
+		Expect(err).NotTo(HaveOccurred())
+		return rec
+	}
+	gatherJobs := func() []string {
+		GinkgoHelper()
+		var jobs batchv1.JobList
+		Expect(cp.Client.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{names.LabelDeployment: "shop"})).To(Succeed())
+		var out []string
+		for _, j := range jobs.Items {
+			out = append(out, j.Name)
 		}
-		status := func() runner.Status {
-			var s corev1.Secret
-			Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fixtures.ManifestSecret}, &s)).To(Succeed())
-			return runner.StatusOf(&s)
+		return out
+	}
+	// started waits for the gathering Job of new inputs; meanwhile the
+	// status keeps the versions in use.
+	started := func() *batchv1.Job {
+		GinkgoHelper()
+		var job batchv1.Job
+		Eventually(func() bool {
+			st := status()
+			if st.State != runner.ReasonGatherStarted || st.Job == lastJob {
+				return false
+			}
+			return cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: st.Job}, &job) == nil
+		}).WithTimeout(20 * time.Second).Should(BeTrue())
+		lastJob = job.Name
+		Expect(status().Versions).To(Equal(last.versions), "the status keeps the versions in use while a gathering starts")
+		return &job
+	}
+	// gather does the gathering Job's work here, from the releases' jobs
+	// in dir.
+	gather := func(ctx context.Context, dir string) (trust.Written, error) {
+		res, err := gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: fixtures.ManifestSecret, JobsDir: dir,
+			ClusterDomain: "cluster.local", Progress: gathering.Events(ctx, cp.Client, log)}, gathering.NewRenderBPM(ctx), time.Now())
+		if err != nil {
+			return nil, err
 		}
-		lastJob := ""
-		// started waits for the gathering Job of new inputs.
-		started := func() *batchv1.Job {
-			GinkgoHelper()
-			var job batchv1.Job
-			Eventually(func() bool {
-				st := status()
-				if st.State != runner.ReasonGatherStarted || st.Job == lastJob {
-					return false
-				}
-				return cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: st.Job}, &job) == nil
-			}).WithTimeout(20 * time.Second).Should(BeTrue())
-			lastJob = job.Name
-			return &job
+		return res.Written(), nil
+	}
+	// fail reports the Job failed as the kubelet and the job controller
+	// would: its pod's termination message, its condition.
+	fail := func(job *batchv1.Job, gatherErr error) {
+		GinkgoHelper()
+		jobPodTerminated(job, runner.ExitInvalidInput, gatherErr.Error()+"\n")
+		now := metav1.Now()
+		job.Status.StartTime, job.Status.Failed = &now, 1
+		job.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: "PodFailurePolicy"},
+			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: "PodFailurePolicy"},
 		}
-		gather := func(jobsDir string) error {
-			_, err := gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: fixtures.ManifestSecret, JobsDir: jobsDir,
-				ClusterDomain: "cluster.local", Progress: gathering.Events(ctx, cp.Client, log)}, gathering.NewRenderBPM(ctx), time.Now())
-			return err
+		Expect(cp.Client.Status().Update(ctx, job)).To(Succeed())
+	}
+	// accepted waits for the runner to accept job's result and takes it
+	// as the versions in use from now on.
+	accepted := func(job *batchv1.Job) {
+		GinkgoHelper()
+		Eventually(func() runner.Status { return status() }).WithTimeout(20 * time.Second).Should(And(
+			HaveField("State", runner.ReasonGathered), HaveField("Job", job.Name)))
+		Eventually(func() types.UID { return record().Job }).Should(Equal(job.UID))
+		last = inUse{record: record(), versions: status().Versions}
+		latest := map[string]int{}
+		for label, g := range last.record.Groups {
+			latest[label] = g.Latest().Resolved.Version
 		}
-		// finish reports the Job's end as the kubelet and the job
-		// controller would: its pod's termination message, its condition.
-		finish := func(job *batchv1.Job, gatherErr error) {
-			GinkgoHelper()
-			now := metav1.Now()
-			job.Status.StartTime = &now
-			if gatherErr == nil {
-				job.Status.CompletionTime, job.Status.Succeeded = &now, 1
-				job.Status.Conditions = []batchv1.JobCondition{
-					{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
-					{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
-				}
-			} else {
-				pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-pod", Namespace: ns, Labels: map[string]string{batchv1.JobNameLabel: job.Name}},
-					Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "gather", Image: "x"}}}}
-				Expect(cp.Client.Create(ctx, pod)).To(Succeed())
-				pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "gather", State: corev1.ContainerState{
-					Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: gatherErr.Error() + "\n"}}}}
-				Expect(cp.Client.Status().Update(ctx, pod)).To(Succeed())
-				job.Status.Failed = 1
-				job.Status.Conditions = []batchv1.JobCondition{
-					{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: "BackoffLimitExceeded"},
-					{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: "BackoffLimitExceeded"},
+		Expect(last.versions).To(Equal(latest), "the status reports the versions the runner accepted")
+	}
+	versionedSecrets := func() []string {
+		GinkgoHelper()
+		var list corev1.SecretList
+		Expect(cp.Client.List(ctx, &list, client.InNamespace(ns), client.HasLabels{names.LabelVersion})).To(Succeed())
+		var out []string
+		for _, s := range list.Items {
+			out = append(out, s.Name)
+		}
+		return out
+	}
+	// admitWeb sends a pod of web through the webhook's admission handler
+	// and returns the resolved Secret it is injected with.
+	admitWeb := func() string {
+		GinkgoHelper()
+		raw, err := json.Marshal(corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "web-z1-0", Namespace: ns, Labels: map[string]string{names.LabelDeployment: "shop",
+				names.LabelInstanceGroup: "web", names.LabelAZIndex: "1", "apps.kubernetes.io/pod-index": "0"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "placeholder", Image: "busybox"}}},
+		})
+		Expect(err).NotTo(HaveOccurred())
+		h := &webhook.Handler{Cache: cp.Client, OperatorNamespace: operatorNS, Log: log,
+			Settings: inject.Settings{OperatorImage: "localhost/bosh-injector:test", DNS: inject.DNS{ClusterDomain: "cluster.local"}}}
+		resp := h.Handle(ctx, admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			Namespace: ns, Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw}}})
+		Expect(resp.Allowed).To(BeTrue(), "%v", resp.Result)
+		patch, err := jsonpatch.DecodePatch(resp.Patch)
+		Expect(err).NotTo(HaveOccurred())
+		patched, err := patch.Apply(raw)
+		Expect(err).NotTo(HaveOccurred())
+		var pod corev1.Pod
+		Expect(json.Unmarshal(patched, &pod)).To(Succeed())
+		for _, v := range pod.Spec.Volumes {
+			if v.Secret != nil && strings.HasPrefix(v.Secret.SecretName, names.SecretPrefix("shop", names.KindResolved, "web")) {
+				return v.Secret.SecretName
+			}
+		}
+		Fail("the injected pod mounts no resolved Secret of web")
+		return ""
+	}
+	// generated are the values of the deployment's generated variables:
+	// every line of each long enough to be told apart (PEM armour is
+	// the same everywhere).
+	generated := func() []string {
+		GinkgoHelper()
+		var vars corev1.SecretList
+		Expect(cp.Client.List(ctx, &vars, client.InNamespace(ns), runner.CredentialsSelector("shop"))).To(Succeed())
+		var values []string
+		for _, v := range vars.Items {
+			for _, value := range v.Data {
+				for _, line := range strings.Split(string(value), "\n") {
+					if len(line) >= 16 && !strings.HasPrefix(line, "-----") {
+						values = append(values, line)
+					}
 				}
 			}
-			Expect(cp.Client.Status().Update(ctx, job)).To(Succeed())
 		}
-		versions := func() []string {
-			GinkgoHelper()
-			var list corev1.SecretList
-			Expect(cp.Client.List(ctx, &list, client.InNamespace(ns), client.HasLabels{names.LabelVersion})).To(Succeed())
-			var out []string
-			for _, s := range list.Items {
-				out = append(out, s.Name)
-			}
-			return out
-		}
+		return values
+	}
 
-		By("a good deployment")
-		apply(string(good))
+	BeforeAll(func() {
+		for _, n := range []string{ns, operatorNS} {
+			Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}})).To(Succeed())
+		}
+		var err error
+		kubeconfig, err = cp.KubeconfigFile("operator")
+		Expect(err).NotTo(HaveOccurred())
+		operator = startOperatorProcess(operatorNS, kubeconfig, logs)
+		// The one running at the end, after any kill and restart.
+		DeferCleanup(func() { operator.kill() })
+
+		manifest, err := fixtures.ShopManifest()
+		Expect(err).NotTo(HaveOccurred())
+		good = string(manifest)
+		apply(good)
 		job := started()
-		Expect(gather(jobsDir)).To(Succeed())
-		finish(job, nil)
-		Eventually(func() string { return status().State }).Should(Equal(runner.ReasonGathered))
-		goodVersions := versions()
-		Expect(goodVersions).NotTo(BeEmpty())
+		written, err := gather(ctx, jobsDir)
+		Expect(err).NotTo(HaveOccurred())
+		complete(job, written)
+		accepted(job)
+		Expect(last.versions).To(Equal(map[string]int{"bus": 1, "db": 1, "web": 1, "smoke-tests": 1}))
+		Expect(logs.String()).To(ContainSubstring(`"msg":"gathered"`), "the operator's log is captured")
+		var password corev1.Secret
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.VariableSecret("shop", "db_password")}, &password)).To(Succeed())
+		Expect(generated()).To(ContainElement(string(password.Data["password"])), "the generated db password is among the values checked")
+	})
 
-		for _, row := range faultRows {
-			By(row.name)
-			manifest := string(good)
+	// A row is checked against the log lines and panics of its own time
+	// (the first also against the good gathering's), so one that panics
+	// does not fail the rows after it.
+	var checked, panicsBefore int
+	var rowOperator *operatorProcess
+	BeforeEach(func() {
+		rowOperator = operator
+		Eventually(func() (err error) {
+			panicsBefore, err = operator.panics()
+			return err
+		}).Should(Succeed())
+	})
+	AfterEach(func() {
+		rowLogs := logs.String()[checked:]
+		checked += len(rowLogs)
+		Expect(record()).To(Equal(last.record), "the trust record keeps the last good versions")
+		Expect(status().Versions).To(Equal(last.versions), "the status reports the last good versions")
+		Expect(admitWeb()).To(Equal(last.record.Groups["web"].Latest().Resolved.Name), "a new pod of web gets the last good version")
+		if operator != rowOperator {
+			panicsBefore = 0
+		}
+		Eventually(operator.panics).Should(Equal(panicsBefore), "controller-runtime recovered from a panic")
+		cp.ExpectNothingLeaked(ns, rowLogs, generated()...)
+	})
+
+	DescribeTable("bad input: a visible error naming what is wrong; the last good version stays in use",
+		func(row faultRow) {
+			manifest := good
 			if row.manifest != nil {
 				manifest = row.manifest(manifest)
 			}
 			// Broken templates come with a new release version: new inputs.
-			manifest += "# " + row.name + "\n"
+			manifest += "# " + CurrentSpecReport().LeafNodeText + "\n"
 			apply(manifest, row.ops...)
+			want := runner.ReasonGatherFailed
 			if row.invalid {
-				Eventually(func() runner.Status { return status() }).Should(And(
-					HaveField("State", runner.ReasonInvalidManifest), HaveField("Message", ContainSubstring(row.want))), row.name)
+				want = runner.ReasonInvalidManifest
 			} else {
 				dir := jobsDir
 				if row.breakJobs != nil {
@@ -240,109 +416,173 @@ var _ = Describe("the fault table", func() {
 					row.breakJobs(dir)
 				}
 				job := started()
-				err := gather(dir)
-				Expect(err).To(MatchError(ContainSubstring(row.want)), row.name)
-				finish(job, err)
-				Eventually(func() runner.Status { return status() }).Should(And(
-					HaveField("State", runner.ReasonGatherFailed), HaveField("Message", ContainSubstring(row.want))), row.name)
+				_, err := gather(ctx, dir)
+				Expect(err).To(MatchError(ContainSubstring(row.want)))
+				fail(job, err)
 			}
-			Expect(versions()).To(ConsistOf(goodVersions), "%s: the last good version stays in use", row.name)
-			fmt.Fprintf(GinkgoWriter, "%s: %s\n", row.name, status().Message)
+			Eventually(func() runner.Status { return status() }).Should(And(
+				HaveField("State", want), HaveField("Message", ContainSubstring(row.want))))
+			Eventually(func() ([]string, error) {
+				var events corev1.EventList
+				err := cp.Client.List(ctx, &events, client.InNamespace(ns))
+				var notes []string
+				for _, e := range events.Items {
+					if e.Reason == want && e.Type == corev1.EventTypeWarning {
+						notes = append(notes, e.Message)
+					}
+				}
+				return notes, err
+			}).Should(ContainElement(ContainSubstring(row.want)), "a warning Event says it")
+			fmt.Fprintf(GinkgoWriter, "%s\n", status().Message)
+		},
+		Entry("malformed YAML", faultRow{manifest: func(string) string { return "name: shop\ninstance_groups: [\n" }, invalid: true,
+			want: "manifest: yaml: line 3: did not find expected node content"}),
+		Entry("a YAML bomb", faultRow{manifest: func(string) string { return billionLaughs() }, invalid: true,
+			want: "manifest: line 2: document expands to too many values through aliases"}),
+		Entry("an unknown release", faultRow{manifest: replace("    release: bus\n", "    release: nope\n"),
+			want: "- Unable to process instance group 'bus'. Errors are:\n  - Job 'bus': release 'nope' is not in the manifest's releases"}),
+		Entry("an unknown job", faultRow{manifest: replace("  - name: bus\n    release: bus\n", "  - name: no-such-job\n    release: bus\n"),
+			want: "- Unable to process instance group 'bus'. Errors are:\n  - Job 'no-such-job': Can't find job 'no-such-job' in release 'bus'"}),
+		Entry("a failing ops file", faultRow{ops: []deployment.OpsFile{{Name: "remove-missing", Data: []byte("- type: remove\n  path: /instance_groups/name=nope\n")}}, invalid: true,
+			want: "ops file ops-01-remove-missing.yaml: operation [0] (remove /instance_groups/name=nope): Expected to find exactly one matching array item for path '/instance_groups/name=nope' but found 0"}),
+		Entry("a wrong property type", faultRow{manifest: replace("        admin:\n          password: ((db_password))\n", "        admin: [not, a, hash]\n"),
+			want: "- Unable to process instance group 'db'. Errors are:\n  - Job 'pgstore': Property 'pgstore.admin.username' expects a hash, but received 'Array'"}),
+		Entry("a Ruby syntax error", faultRow{breakJobs: writeTemplate("shop", "storefront", "storefront.yml.erb", "port: <%= p('storefront.port' %>\n"),
+			want: "- Unable to render jobs for instance group 'web'. Errors are:\n  - Unable to render templates for job 'storefront'. Errors are:\n    - Error filling in template 'storefront.yml.erb' (line 1: syntax error"}),
+		Entry("a raising template", faultRow{breakJobs: writeTemplate("shop", "storefront", "storefront.yml.erb", "a\n<% raise 'no storefront today' %>\n"),
+			want: "- Unable to render jobs for instance group 'web'. Errors are:\n  - Unable to render templates for job 'storefront'. Errors are:\n    - Error filling in template 'storefront.yml.erb' (line 2: no storefront today)"}),
+		Entry("an invalid bpm.yml", faultRow{breakJobs: writeTemplate("shop", "storefront", "bpm.yml.erb", "processes: not-a-list\n"),
+			want: "- Unable to render jobs for instance group 'web'. Errors are:\n  - Unable to render templates for job 'storefront'. Errors are:\n    - Invalid BPM configuration rendered from template 'bpm.yml.erb': failed to parse job configuration: yaml: unmarshal errors:\n  line 1: cannot unmarshal !!str `not-a-list` into []bpm.Process"}),
+		Entry("an unknown variable type", faultRow{manifest: replace("- name: db_password\n  type: password\n", "- name: db_password\n  type: vault-token\n"),
+			want: "variable 'db_password': unsupported type 'vault-token' (supported: password, certificate, rsa, ssh)"}),
+		Entry("an unknown link", faultRow{manifest: replace("        session_secret: ((session_secret))\n", "        session_secret: ((session_secret))\n    consumes: {database: {from: nowhere}}\n"),
+			want: "Failed to resolve links from deployment 'shop'. See errors below:\n  - Failed to resolve link 'database' with alias 'nowhere' and type 'pgsql' from job 'storefront' in instance group 'web'. Details below:\n    - No link providers found"}),
+		Entry("duplicate instance groups", faultRow{manifest: replace("- name: db\n", "- name: bus\n"), want: "Duplicate instance group name 'bus'"}),
+	)
+
+	It("refuses an oversized manifest at the API server; the manifest Secret stays as it was", func() {
+		before := manifestSecret()
+		_, err := fixtures.ApplyManifest(ctx, cp.Client, ns, append([]byte(good), bytes.Repeat([]byte("# padding\n"), 110_000)...))
+		Expect(err).To(MatchError(fmt.Sprintf("Secret %q is invalid: data: Too long: may not be more than 1048576 bytes", fixtures.ManifestSecret)))
+		Expect(manifestSecret().ResourceVersion).To(Equal(before.ResourceVersion))
+	})
+
+	It("converges after the operator is killed (SIGKILL) during a gathering: that gathering's versions are accepted once, none lost", func() {
+		before, beforeRecord := versionedSecrets(), last.record
+		apply(withWorkers(good, 3))
+		job := started()
+		operator.kill()
+		written, err := gather(ctx, jobsDir)
+		Expect(err).NotTo(HaveOccurred())
+		complete(job, written)
+		operator = startOperatorProcess(operatorNS, kubeconfig, logs)
+		accepted(job)
+		// One new resolved and BPM version of web, no other, and no
+		// second gathering of the same inputs.
+		Expect(newVersions(before, versionedSecrets())).To(HaveLen(2))
+		Eventually(gatherJobs).Should(ConsistOf(job.Name))
+		for label, g := range beforeRecord.Groups {
+			now := last.record.Groups[label]
+			if label != "web" {
+				Expect(now).To(Equal(g), label)
+				continue
+			}
+			Expect(now.Versions).To(HaveLen(len(g.Versions) + 1))
+			Expect(now.Versions[:len(g.Versions)]).To(Equal(g.Versions))
+			Expect(now.Latest().Resolved.Version).To(Equal(g.Latest().Resolved.Version + 1))
 		}
+	})
 
-		By("an oversized manifest: the API server refuses it, the last good one stays")
-		_, err = fixtures.ApplyManifest(ctx, cp.Client, ns, append(good, bytes.Repeat([]byte("# padding\n"), 110_000)...))
-		Expect(err).To(MatchError(ContainSubstring("Too long")))
-		Expect(versions()).To(ConsistOf(goodVersions))
-
-		By("the operator killed during a gathering: restarted, it converges")
-		apply(strings.Replace(string(good), "        session_secret: ((session_secret))", "        session_secret: ((session_secret))\n        workers: 3", 1))
-		job = started()
-		stopOperator()
-		Expect(gather(jobsDir)).To(Succeed())
-		finish(job, nil)
-		operator()
-		Eventually(func() string { return status().State }).WithTimeout(20 * time.Second).Should(Equal(runner.ReasonGathered))
-		Expect(status().Job).To(Equal(job.Name))
-
-		By("the apiserver restarted during a gathering: the Job's retry completes it, no mixed versions")
-		before := versions()
-		apply(strings.Replace(string(good), "        session_secret: ((session_secret))", "        session_secret: ((session_secret))\n        workers: 6", 1))
-		job = started()
+	It("converges after the API server is restarted during a gathering: the Job's retry completes it, no mixed versions", func() {
+		before := versionedSecrets()
+		apply(withWorkers(good, 6))
+		job := started()
 		Expect(cp.RestartAPIServer(func() {
 			// The pod's first run meets no apiserver: an API error (exit 3),
 			// which the Job retries.
 			down, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
-			_, err := gathering.Run(down, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: fixtures.ManifestSecret, JobsDir: jobsDir,
-				ClusterDomain: "cluster.local", Progress: gathering.Events(down, cp.Client, log)}, gathering.NewRenderBPM(down), time.Now())
+			_, err := gather(down, jobsDir)
 			Expect(err).To(HaveOccurred())
 		})).To(Succeed())
-		Eventually(func() error { return gather(jobsDir) }).WithTimeout(20 * time.Second).Should(Succeed())
-		Eventually(func() error {
-			return cp.Client.Get(ctx, client.ObjectKeyFromObject(job), job)
-		}).Should(Succeed())
-		finish(job, nil)
-		Eventually(func() string { return status().State }).WithTimeout(20 * time.Second).Should(Equal(runner.ReasonGathered))
-		Expect(status().Job).To(Equal(job.Name))
-		Expect(newVersions(before, versions())).To(HaveLen(2), "one new resolved and BPM version of web")
+		var written trust.Written
+		Eventually(func() (err error) {
+			written, err = gather(ctx, jobsDir)
+			return err
+		}).WithTimeout(20 * time.Second).Should(Succeed())
+		Eventually(func() error { return cp.Client.Get(ctx, client.ObjectKeyFromObject(job), job) }).Should(Succeed())
+		complete(job, written)
+		accepted(job)
+		Expect(newVersions(before, versionedSecrets())).To(HaveLen(2), "one new resolved and BPM version of web")
+	})
 
-		By("the manifest changed twice quickly: the last wins, no mixed versions")
-		before = versions()
-		apply(strings.Replace(string(good), "        session_secret: ((session_secret))", "        session_secret: ((session_secret))\n        workers: 4", 1))
-		apply(strings.Replace(string(good), "        session_secret: ((session_secret))", "        session_secret: ((session_secret))\n        workers: 5", 1))
+	It("gathers the last of two quick manifest changes, no mixed versions", func() {
+		before := versionedSecrets()
+		apply(withWorkers(good, 4))
+		apply(withWorkers(good, 5))
 		// Every Job started runs (each reads the manifest as it is when it
 		// runs) until the runner reports the last inputs gathered.
 		started()
+		var job batchv1.Job
 		Eventually(func() string {
 			st := status()
-			var job batchv1.Job
 			if st.State == runner.ReasonGatherStarted && cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: st.Job}, &job) == nil && len(job.Status.Conditions) == 0 {
-				Expect(gather(jobsDir)).To(Succeed())
-				finish(&job, nil)
+				written, err := gather(ctx, jobsDir)
+				Expect(err).NotTo(HaveOccurred())
+				complete(&job, written)
 			}
 			return st.State
 		}).WithTimeout(20 * time.Second).Should(Equal(runner.ReasonGathered))
-		added := newVersions(before, versions())
+		accepted(&job)
+		added := newVersions(before, versionedSecrets())
 		// One new resolved and BPM version of web, with workers 5.
 		Expect(added).To(HaveLen(2))
 		var webBPM corev1.Secret
-		for v := range added {
-			if strings.Contains(v, ".bpm.") {
-				Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: v}, &webBPM)).To(Succeed())
-			}
-		}
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: last.record.Groups["web"].Latest().BPM.Name}, &webBPM)).To(Succeed())
+		Expect(added).To(HaveKey(webBPM.Name))
 		Expect(string(webBPM.Data["bpm.json"])).To(ContainSubstring(`"STOREFRONT_WORKERS":"5"`))
+	})
 
-		By("the manifest Secret deleted: the gathering fails cleanly, the credentials stay")
-		Expect(cp.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fixtures.ManifestSecret}})).To(Succeed())
-		Expect(gather(jobsDir)).To(MatchError(ContainSubstring("not found")))
-		var vars corev1.SecretList
-		Expect(cp.Client.List(ctx, &vars, client.InNamespace(ns), runner.CredentialsSelector("shop"))).To(Succeed())
-		Expect(vars.Items).NotTo(BeEmpty())
-
-		By("no generated value in any log line or Event")
-		var events eventsv1.EventList
-		Expect(cp.Client.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
-		var seen strings.Builder
-		seen.WriteString(logs.String())
-		for _, e := range events.Items {
-			seen.WriteString(e.Note + "\n")
-		}
-		var core corev1.EventList
-		Expect(cp.Client.List(ctx, &core, client.InNamespace(ns))).To(Succeed())
-		for _, e := range core.Items {
-			seen.WriteString(e.Message + "\n")
-		}
-		Expect(seen.String()).To(ContainSubstring(runner.ReasonGatherFailed))
-		for _, v := range vars.Items {
-			for key, value := range v.Data {
-				for _, line := range strings.Split(string(value), "\n") {
-					if len(line) >= 16 && !strings.HasPrefix(line, "-----") {
-						Expect(seen.String()).NotTo(ContainSubstring(line), "%s key %s", v.Name, key)
-					}
-				}
+	It("keeps the credentials when the manifest Secret is deleted, starts nothing, and gathers with them when it is back", func() {
+		credentials := func() map[string]string {
+			GinkgoHelper()
+			var vars corev1.SecretList
+			Expect(cp.Client.List(ctx, &vars, client.InNamespace(ns), runner.CredentialsSelector("shop"))).To(Succeed())
+			out := map[string]string{}
+			for _, v := range vars.Items {
+				out[v.Name] = string(v.UID) + fmt.Sprint(v.Data)
 			}
+			return out
 		}
+		kept := credentials()
+		Expect(kept).NotTo(BeEmpty())
+		Expect(cp.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fixtures.ManifestSecret}})).To(Succeed())
+		// What the manifest owns goes: its Jobs and versions.
+		Eventually(versionedSecrets).WithTimeout(30 * time.Second).Should(BeEmpty())
+		Eventually(gatherJobs).WithTimeout(30 * time.Second).Should(BeEmpty())
+		Consistently(gatherJobs, 2*time.Second).Should(BeEmpty(), "no gathering without a manifest")
+		Expect(credentials()).To(Equal(kept))
+		// A gathering still running then fails cleanly.
+		_, err := gather(ctx, jobsDir)
+		Expect(err).To(MatchError(ContainSubstring(fmt.Sprintf("%q not found", fixtures.ManifestSecret))))
+
+		// The versions in use went with the manifest Secret: a new one
+		// has none until its first gathering.
+		last.versions = nil
+		apply(good)
+		job := started()
+		written, err := gather(ctx, jobsDir)
+		Expect(err).NotTo(HaveOccurred())
+		complete(job, written)
+		accepted(job)
+		Expect(credentials()).To(Equal(kept), "the same credentials, not new ones")
 	})
 })
+
+func freePort() int {
+	GinkgoHelper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}

@@ -2,14 +2,28 @@ package runner_test
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/bosh-injector/bosh-injector/cmd/bosh-injector/app"
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 )
+
+// runOperatorEnv, set in a child's environment, makes this test binary
+// the `bosh-injector` command with the child's arguments: the fault table
+// runs the operator as a process it can kill.
+const runOperatorEnv = "RUNNER_TEST_RUN_OPERATOR"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runOperatorEnv) != "" {
+		os.Exit(app.Main(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
 
 func TestRunner(t *testing.T) {
 	RegisterFailHandler(Fail)

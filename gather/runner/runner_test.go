@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"math/big"
-	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -66,6 +65,43 @@ func startOperatorWith(o webhook.Options) <-chan struct{} {
 	return mgr.Elected()
 }
 
+// reportWritten stands for the Job's pod terminated with the gathering's
+// report, as the kubelet would.
+func reportWritten(job *batchv1.Job, written trust.Written) {
+	GinkgoHelper()
+	jobPodTerminated(job, 0, written.Report())
+}
+
+// jobPodTerminated stands for the Job's pod, its gather container
+// terminated with code and message, as the kubelet would write them.
+func jobPodTerminated(job *batchv1.Job, code int32, message string) {
+	GinkgoHelper()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-0", Namespace: job.Namespace,
+		Labels:          map[string]string{"batch.kubernetes.io/job-name": job.Name},
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "gather", Image: "localhost/bosh-injector:test"}}}}
+	Expect(cp.Client.Create(ctx, pod)).To(Succeed())
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "gather", State: corev1.ContainerState{
+		Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Message: message}}}}
+	Expect(cp.Client.Status().Update(ctx, pod)).To(Succeed())
+}
+
+// complete reports the Job complete, as the job controller would, and its
+// pod's report unless written is nil.
+func complete(job *batchv1.Job, written trust.Written) {
+	GinkgoHelper()
+	if written != nil {
+		reportWritten(job, written)
+	}
+	now := metav1.Now()
+	job.Status.StartTime, job.Status.CompletionTime, job.Status.Succeeded = &now, &now, 1
+	job.Status.Conditions = []batchv1.JobCondition{
+		{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
+	}
+	Expect(cp.Client.Status().Update(ctx, job)).To(Succeed())
+}
+
 var _ = Describe("the job runner", func() {
 	var ns string
 	var n int
@@ -99,34 +135,6 @@ var _ = Describe("the job runner", func() {
 			gathering.NewRenderBPM(ctx), time.Now())
 		Expect(err).NotTo(HaveOccurred())
 		return res.Written()
-	}
-	// reportWritten stands for the Job's pod terminated with the
-	// gathering's report, as the kubelet would.
-	reportWritten := func(job *batchv1.Job, written trust.Written) {
-		GinkgoHelper()
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-0", Namespace: ns,
-			Labels:          map[string]string{"batch.kubernetes.io/job-name": job.Name},
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}},
-			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "gather", Image: "localhost/bosh-injector:test"}}}}
-		Expect(cp.Client.Create(ctx, pod)).To(Succeed())
-		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "gather", State: corev1.ContainerState{
-			Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Message: written.Report()}}}}
-		Expect(cp.Client.Status().Update(ctx, pod)).To(Succeed())
-	}
-	// complete reports the Job complete, as the job controller would, and
-	// its pod's report unless written is nil.
-	complete := func(job *batchv1.Job, written trust.Written) {
-		GinkgoHelper()
-		if written != nil {
-			reportWritten(job, written)
-		}
-		now := metav1.Now()
-		job.Status.StartTime, job.Status.CompletionTime, job.Status.Succeeded = &now, &now, 1
-		job.Status.Conditions = []batchv1.JobCondition{
-			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
-			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
-		}
-		Expect(cp.Client.Status().Update(ctx, job)).To(Succeed())
 	}
 	runAndComplete := func(job *batchv1.Job) {
 		GinkgoHelper()
@@ -509,10 +517,7 @@ var _ = Describe("the job runner", func() {
 	})
 
 	It("serves gathering metrics on the operator's metrics endpoint", func() {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		Expect(err).NotTo(HaveOccurred())
-		port := l.Addr().(*net.TCPAddr).Port
-		Expect(l.Close()).To(Succeed())
+		port := freePort()
 		startOperatorWith(webhook.Options{Namespace: ns, OperatorImage: "localhost/bosh-injector:test", ClusterDomain: "cluster.local",
 			Runner: true, MetricsPort: port})
 		applyManifest(manifest)

@@ -7,6 +7,7 @@ package versions
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -207,11 +208,12 @@ func sameData(a, b map[string][]byte) bool {
 // Prune deletes, of each series (oldest first), the versions older than
 // the newest Keep, except those in use: mounted by a pod of the deployment
 // (a running instance still renders from its version until it is rolled),
-// or named by the resolved-version annotation of a pod or a StatefulSet's
-// pod template (the webhook injects that template revision's pods from
-// it), with the BPM versions naming those. Pods and StatefulSets are listed
-// once, and only when some series has versions to delete. It returns the
-// names it deleted.
+// or named by the resolved-version annotation of a pod, a StatefulSet's
+// pod template or one of its earlier template revisions (the webhook
+// injects a revision's pods from it, also after `kubectl rollout undo`),
+// with the BPM versions naming those. Pods, StatefulSets and their
+// ControllerRevisions are listed once, and only when some series has
+// versions to delete. It returns the names it deleted.
 func Prune(ctx context.Context, c client.Client, namespace, deployment string, series ...[]Version) ([]string, error) {
 	var old []Version
 	for _, s := range series {
@@ -247,9 +249,9 @@ func resolvedOf(deployment, group, n string) string {
 }
 
 // inUse returns the Secret names the pods of a deployment mount as volumes
-// and the resolved Secrets its pods and StatefulSet templates pin. Users
-// label pods with BOSH names as they are, so labels are compared after
-// sanitizing, not selected on.
+// and the resolved Secrets its pods, StatefulSet templates and their
+// revisions pin. Users label pods with BOSH names as they are, so labels
+// are compared after sanitizing, not selected on.
 func inUse(ctx context.Context, c client.Reader, namespace, deployment string) (map[string]bool, error) {
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(namespace), client.HasLabels{names.LabelDeployment, names.LabelInstanceGroup}); err != nil {
@@ -258,6 +260,10 @@ func inUse(ctx context.Context, c client.Reader, namespace, deployment string) (
 	var sets appsv1.StatefulSetList
 	if err := c.List(ctx, &sets, client.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("listing StatefulSets of deployment %q: %w", deployment, err)
+	}
+	var revisions appsv1.ControllerRevisionList
+	if err := c.List(ctx, &revisions, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing the StatefulSet revisions of deployment %q: %w", deployment, err)
 	}
 	used := map[string]bool{}
 	pin := func(m metav1.ObjectMeta) {
@@ -282,5 +288,27 @@ func inUse(ctx context.Context, c client.Reader, namespace, deployment string) (
 	for _, s := range sets.Items {
 		pin(s.Spec.Template.ObjectMeta)
 	}
+	for _, r := range revisions.Items {
+		if m, ok := revisionTemplate(&r); ok {
+			pin(m)
+		}
+	}
 	return used, nil
+}
+
+// revisionTemplate is the pod template metadata a StatefulSet's
+// ControllerRevision holds: the controller stores the template as the
+// patch {"spec":{"template":{...}}} that restores it.
+func revisionTemplate(r *appsv1.ControllerRevision) (metav1.ObjectMeta, bool) {
+	var patch struct {
+		Spec struct {
+			Template struct {
+				Metadata metav1.ObjectMeta `json:"metadata"`
+			} `json:"template"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(r.Data.Raw, &patch); err != nil {
+		return metav1.ObjectMeta{}, false
+	}
+	return patch.Spec.Template.Metadata, true
 }

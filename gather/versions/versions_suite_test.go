@@ -20,5 +20,9 @@ var (
 	ctx = context.Background()
 )
 
-var _ = BeforeSuite(func() { cp = controlplane.StartForSuite(controlplane.Options{}) })
+// The StatefulSet controller writes the template revisions that pruning
+// must keep versions for.
+var _ = BeforeSuite(func() {
+	cp = controlplane.StartForSuite(controlplane.Options{ControllerManager: true, Controllers: []string{"statefulset-controller"}})
+})
 var _ = AfterEach(func() { cp.LogsOnFailure() })

@@ -2,6 +2,9 @@ package versions_test
 
 import (
 	"fmt"
+	"os/exec"
+	"path/filepath"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -122,5 +125,59 @@ var _ = Describe("pruning pinned versions", func() {
 		deleted, err := versions.Prune(ctx, cp.Client, ns, "shop", stored.Of(rkey), stored.Of(bkey))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(deleted).To(ConsistOf("shop.ig-resolved.web-v3", "shop.bpm.web-v3"))
+	})
+
+	It("keeps the version an earlier template revision pins, so `kubectl rollout undo` to it still finds it", func() {
+		ns := "versions-revisions"
+		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		rkey := versions.Key{Namespace: ns, Deployment: "shop", Kind: names.KindResolved, InstanceGroup: "web"}
+		bkey := rkey
+		bkey.Kind = names.KindBPM
+		for i := 1; i <= 6; i++ {
+			r, err := versions.Write(ctx, cp.Client, versions.Desired{Key: rkey, Data: map[string][]byte{"k": []byte(fmt.Sprint(i))}})
+			Expect(err).NotTo(HaveOccurred())
+			_, err = versions.Write(ctx, cp.Client, versions.Desired{Key: bkey, Data: map[string][]byte{"k": []byte(fmt.Sprint(i))},
+				Labels: map[string]string{names.LabelResolvedVersion: fmt.Sprint(r.Number)}})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		// The runner rolled web from version 1 to 6: the StatefulSet
+		// controller keeps the first template as an earlier revision.
+		labels := map[string]string{names.LabelDeployment: "shop", names.LabelInstanceGroup: "web"}
+		sts := &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+			Spec: appsv1.StatefulSetSpec{Replicas: new(int32), Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{names.AnnotationResolvedVersion: "1"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}},
+		}
+		Expect(cp.Client.Create(ctx, sts)).To(Succeed())
+		revisions := func() ([]appsv1.ControllerRevision, error) {
+			var list appsv1.ControllerRevisionList
+			err := cp.Client.List(ctx, &list, client.InNamespace(ns))
+			return list.Items, err
+		}
+		Eventually(revisions).WithTimeout(20 * time.Second).Should(HaveLen(1))
+		patch := client.MergeFrom(sts.DeepCopy())
+		sts.Spec.Template.Annotations[names.AnnotationResolvedVersion] = "6"
+		Expect(cp.Client.Patch(ctx, sts, patch)).To(Succeed())
+		Eventually(revisions).WithTimeout(20 * time.Second).Should(HaveLen(2))
+
+		stored, err := versions.ListDeployment(ctx, cp.Client, ns, "shop")
+		Expect(err).NotTo(HaveOccurred())
+		deleted, err := versions.Prune(ctx, cp.Client, ns, "shop", stored.Of(rkey), stored.Of(bkey))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(deleted).To(ConsistOf("shop.ig-resolved.web-v2", "shop.ig-resolved.web-v3", "shop.bpm.web-v2", "shop.bpm.web-v3"))
+
+		// The rollback restores the template naming version 1, which is
+		// still there.
+		kubeconfig, err := cp.KubeconfigFile("rollback")
+		Expect(err).NotTo(HaveOccurred())
+		out, err := exec.Command(filepath.Join(cp.BinDir, "kubectl"), "--kubeconfig", kubeconfig, "--namespace", ns,
+			"rollout", "undo", "statefulset/web", "--to-revision=1").CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), string(out))
+		Expect(cp.Client.Get(ctx, client.ObjectKeyFromObject(sts), sts)).To(Succeed())
+		Expect(sts.Spec.Template.Annotations).To(HaveKeyWithValue(names.AnnotationResolvedVersion, "1"))
+		for _, name := range []string{"shop.ig-resolved.web-v1", "shop.bpm.web-v1"} {
+			Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.Secret{})).To(Succeed(), name)
+		}
 	})
 })

@@ -78,6 +78,11 @@ type ControlPlane struct {
 	logFiles  []*os.File
 	stopOnce  sync.Once
 	stopError error
+
+	// viewer is the kubeconfig Visible runs kubectl with.
+	viewer     string
+	viewerErr  error
+	viewerOnce sync.Once
 }
 
 // BinDir returns the directory holding the control plane binaries:

@@ -1,6 +1,8 @@
 package controlplane
 
 import (
+	"context"
+
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 )
@@ -35,4 +37,21 @@ func (cp *ControlPlane) LogsOnFailure() {
 	}
 	suiteFailed = true
 	ginkgo.GinkgoWriter.Println(cp.logTails(60))
+}
+
+// ExpectNothingLeaked fails the spec when logs (the operator's) tell of a
+// panic, which controller-runtime recovers from in reconcilers and
+// webhooks and logs, or when any of values (generated credentials) shows
+// in logs or in what is Visible of namespace.
+func (cp *ControlPlane) ExpectNothingLeaked(namespace, logs string, values ...string) {
+	ginkgo.GinkgoHelper()
+	gomega.Expect(logs).NotTo(gomega.ContainSubstring("panic"), "the operator's log tells of a panic")
+	visible, err := cp.Visible(context.Background(), namespace)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	gomega.Expect(values).NotTo(gomega.BeEmpty())
+	for _, v := range values {
+		gomega.Expect(v).NotTo(gomega.BeEmpty())
+		gomega.Expect(visible).NotTo(gomega.ContainSubstring(v), "a Pod or an Event of namespace %s holds a generated value", namespace)
+		gomega.Expect(logs).NotTo(gomega.ContainSubstring(v), "the operator logged a generated value")
+	}
 }
