@@ -100,7 +100,7 @@ func (l *Launcher) Run(ctx context.Context) (int, error) {
 	if p.Hooks != nil && p.Hooks.PreStart != "" {
 		hook := exec.CommandContext(ctx, p.Hooks.PreStart)
 		hook.Env, hook.Stdout, hook.Stderr = env, outW, errW
-		if err := hook.Run(); err != nil {
+		if err := runChild(hook); err != nil {
 			return 1, fmt.Errorf("job '%s', process '%s': prestart hook failed: %w", plan.Job, plan.Process, err)
 		}
 	}
@@ -115,7 +115,7 @@ func (l *Launcher) Run(ctx context.Context) (int, error) {
 		}
 		cmd.SysProcAttr = attr
 	}
-	if err := cmd.Start(); err != nil {
+	if err := startChild(cmd); err != nil {
 		return 1, fmt.Errorf("job '%s', process '%s': %w", plan.Job, plan.Process, err)
 	}
 	l.Log.Info("started", "job", plan.Job, "process", plan.Process, "pid", cmd.Process.Pid)
@@ -124,7 +124,7 @@ func (l *Launcher) Run(ctx context.Context) (int, error) {
 	}
 	_ = l.State.Remove(startingFile(plan.Container))
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	go func() { done <- waitChild(cmd) }()
 
 	scripts := Scripts{VCAP: l.VCAP, Out: l.Out, Err: l.Err}
 	postStartCtx, cancelPostStart := context.WithCancel(ctx)

@@ -99,7 +99,7 @@ func (l *Launcher) program(ctx context.Context, what, command string) error {
 	cmd.Env = []string{"PATH=/bin:/usr/bin:/sbin:/usr/sbin"}
 	cmd.Stdout, cmd.Stderr = l.Out, l.Err
 	cmd.WaitDelay = time.Second
-	if err := cmd.Run(); err != nil {
+	if err := runChild(cmd); err != nil {
 		return fmt.Errorf("job '%s', process '%s': %s program %q: %w", l.Plan.Job, l.Plan.Process, what, command, err)
 	}
 	return nil

@@ -64,7 +64,7 @@ func (s Scripts) run(ctx context.Context, job, script string, env []string, args
 	cmd.Stdout = io.MultiWriter(outFile, &out, &all, s.Out)
 	cmd.Stderr = io.MultiWriter(errFile, &all, s.Err)
 	cmd.WaitDelay = time.Second
-	err = cmd.Run()
+	err = runChild(cmd)
 	if err != nil {
 		err = fmt.Errorf("%s of job '%s' failed: %w", script, job, err)
 	}
@@ -134,7 +134,7 @@ func (s Scripts) DNSHealthy(ctx context.Context, job string) error {
 	cmd.Env = append(os.Environ(), "PATH="+agentPath)
 	cmd.Stdout, cmd.Stderr = &all, &all
 	cmd.WaitDelay = time.Second
-	if err := cmd.Run(); err != nil {
+	if err := runChild(cmd); err != nil {
 		return fmt.Errorf("bin/dns/healthy of job '%s' failed: %w: %s", job, err, tailOf(all.String(), 512))
 	}
 	return nil

@@ -55,6 +55,13 @@ programs instead. The plan comes from ` + contract.EnvPlan + `.`,
 				if err != nil {
 					return fail(cmd, terminationLog, err, 1)
 				}
+				// As the container's init, it reaps the orphans of the
+				// process tree; without the right it still runs the job.
+				if stop, err := runtime.ReapOrphans(); err != nil {
+					in.Log.Info("orphaned processes will not be reaped", "error", err.Error())
+				} else {
+					defer stop()
+				}
 				l := runtime.Launcher{Plan: in.Plan, VCAP: o.vcap, State: in.State, Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr(), Log: in.Log,
 					StopTimeout: contract.BPMStopTimeout * time.Second, QuitGrace: contract.BPMQuitGrace * time.Second, PostStopWait: 10 * time.Second}
 				run := l.Run
