@@ -132,14 +132,14 @@ func scaled(b *testing.B, dir string, n int) []byte {
 			"templates/bpm.yml.erb": "processes:\n- name: web\n  executable: /var/vcap/packages/web/bin/run\n  args: [--index, \"<%= spec.index %>\"]\n",
 		},
 		// client renders, per instance, a bpm.yml and a config from the
-		// consumed link: what a link costs a template, not a template that
-		// walks every peer (that output is itself quadratic, for the
-		// director too).
+		// consumed link's address and properties: what a link costs a
+		// template, not a template that walks every peer (whose output is
+		// itself quadratic, for the director too).
 		"client": {
 			"job.MF": "name: client\ntemplates: {bpm.yml.erb: config/bpm.yml, db.erb: config/db}\nconsumes:\n- {name: db, type: db}\n",
 			"templates/bpm.yml.erb": "processes:\n- name: client\n  executable: /var/vcap/packages/client/bin/run\n" +
 				"  args: [--db, \"<%= link('db').address %>:<%= link('db').p('port') %>\"]\n",
-			"templates/db.erb": "peers: <%= link('db').instances.size %>\nfirst: <%= link('db').instances.first.address %>\n",
+			"templates/db.erb": "host: <%= link('db').address %>\nport: <%= link('db').p('port') %>\nbootstrap: <%= spec.bootstrap %>\n",
 		},
 	}
 	for job, files := range jobs {
@@ -163,7 +163,7 @@ instance_groups:
 }
 
 // BenchmarkGatherInstances gathers a deployment of two groups of 10, 100
-// and 1000 instances, one consuming the other's link, on a real API server,
+// and 1000 instances (after an unmeasured one of 5), one consuming the other's link, on a real API server,
 // then gathers it again unchanged, and prints the growth from size to size
 // and the second gathering against the first. That the second writes
 // nothing is a test (gathering_test.go); here it is counted.
@@ -179,10 +179,14 @@ func BenchmarkGatherInstances(b *testing.B) {
 		b.Fatal(err)
 	}
 	c, writes := counting(base)
-	sizes := []int{10, 100, 1000}
+	// A deployment gathered twice first, unmeasured: a new API server's
+	// first list of a kind waits for its watch cache (about 80 ms here),
+	// which a cluster's long-running one never does.
+	sizes := []int{5, 10, 100, 1000}
 	for b.Loop() {
 		var firsts []time.Duration
-		for _, n := range sizes {
+		for i, n := range sizes {
+			warmUp := i == 0
 			ns := fmt.Sprintf("scale-%d", n)
 			dir := b.TempDir()
 			manifest := scaled(b, dir, n)
@@ -206,11 +210,14 @@ func BenchmarkGatherInstances(b *testing.B) {
 			}
 			first, firstWrites := gather()
 			again, againWrites := gather()
+			if warmUp {
+				continue
+			}
 			growth := ""
 			if len(firsts) > 0 {
 				prev := firsts[len(firsts)-1]
-				growth = fmt.Sprintf(" | %.1f× the %d-instance gathering", float64(first)/float64(prev), sizes[len(firsts)-1])
-				b.ReportMetric(float64(first)/float64(prev), fmt.Sprintf("gather-%d/%d", n, sizes[len(firsts)-1]))
+				growth = fmt.Sprintf(" | %.1f× the %d-instance gathering", float64(first)/float64(prev), sizes[i-1])
+				b.ReportMetric(float64(first)/float64(prev), fmt.Sprintf("gather-%d/%d", n, sizes[i-1]))
 			}
 			firsts = append(firsts, first)
 			b.Logf("%4d instances a group: first %6.2f s (%4d writes), again %6.2f s (%d writes, %.2f of the first)%s",

@@ -1,6 +1,7 @@
 package services_test
 
 import (
+	"context"
 	"strconv"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -8,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/services"
@@ -100,5 +102,35 @@ var _ = Describe("instance Services", func() {
 			// The AZ is the selector's only: the labels find the group's Services.
 			Expect(svc.Labels).To(Equal(map[string]string{names.LabelDeployment: "dep", names.LabelInstanceGroup: "web", names.LabelManagedBy: names.ManagedBy}), name)
 		}
+	})
+})
+
+var _ = Describe("a stale view of the Services", func() {
+	It("starts again from a consistent list when the watch cache's view was too old for a write", func() {
+		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "stale"}})).To(Succeed())
+		_, err := services.Apply(ctx, cp.Client, "stale", "dep", instances("web", 2), nil)
+		Expect(err).NotTo(HaveOccurred())
+
+		// The cache's view misses every Service: the creates meet
+		// AlreadyExists, and the consistent list that follows finds them.
+		base, err := client.NewWithWatch(cp.Config, client.Options{})
+		Expect(err).NotTo(HaveOccurred())
+		var cached, consistent int
+		c := interceptor.NewClient(base, interceptor.Funcs{
+			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+				var o client.ListOptions
+				o.ApplyOptions(opts)
+				if o.Raw != nil && o.Raw.ResourceVersion == "0" {
+					cached++
+					return nil
+				}
+				consistent++
+				return c.List(ctx, list, opts...)
+			},
+		})
+		ch, err := services.Apply(ctx, c, "stale", "dep", instances("web", 3), nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ch).To(Equal(services.Changes{Created: []string{"dep-web-2"}}))
+		Expect([]int{cached, consistent}).To(Equal([]int{1, 1}))
 	})
 })
