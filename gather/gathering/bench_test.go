@@ -85,7 +85,7 @@ func BenchmarkGather(b *testing.B) {
 	var first time.Duration
 	for b.Loop() {
 		start := time.Now()
-		if _, err := gathering.Run(ctx, cp.Client, cfg, gathering.NewRenderBPM(ctx), time.Now()); err != nil {
+		if _, err := gatherAccepted(cp.Client, cfg, gathering.NewRenderBPM(ctx)); err != nil {
 			b.Fatal(err)
 		}
 		if first == 0 {
@@ -185,7 +185,7 @@ func BenchmarkGatherInstances(b *testing.B) {
 			gather := func() (time.Duration, int64) {
 				writes.Store(0)
 				start := time.Now()
-				if _, err := gathering.Run(ctx, c, cfg, gathering.NewRenderBPM(ctx), time.Now()); err != nil {
+				if _, err := gatherAccepted(c, cfg, gathering.NewRenderBPM(ctx)); err != nil {
 					b.Fatal(err)
 				}
 				return time.Since(start), writes.Load()

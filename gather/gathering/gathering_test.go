@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -44,9 +43,9 @@ var _ = Describe("gather", func() {
 		Expect(err).NotTo(HaveOccurred())
 	}
 	gather := func() (*gathering.Result, error) {
-		return gathering.Run(ctx, cp.Client, gathering.Config{
+		return gatherAccepted(cp.Client, gathering.Config{
 			Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: jobsDir, ClusterDomain: "cluster.local",
-		}, gathering.NewRenderBPM(ctx), time.Now())
+		}, gathering.NewRenderBPM(ctx))
 	}
 	secretNames := func(labels client.MatchingLabels) []string {
 		GinkgoHelper()
@@ -72,9 +71,9 @@ var _ = Describe("gather", func() {
 		Expect(os.CopyFS(broken, os.DirFS(jobsDir))).To(Succeed())
 		breaks(broken)
 		apply([]byte(strings.Replace(string(manifest), "        session_secret: ((session_secret))", "        session_secret: ((session_secret))\n        workers: 9", 1)))
-		_, err = gathering.Run(ctx, cp.Client, gathering.Config{
+		_, err = gatherAccepted(cp.Client, gathering.Config{
 			Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: broken, ClusterDomain: "cluster.local",
-		}, gathering.NewRenderBPM(ctx), time.Now())
+		}, gathering.NewRenderBPM(ctx))
 		Expect(secretNames(client.MatchingLabels{names.LabelDeployment: "shop"})).To(ConsistOf(before))
 		return err
 	}
@@ -151,9 +150,9 @@ var _ = Describe("gather", func() {
 		Expect(records.Data[names.DNSRecordsKey]).To(ContainSubstring("q-s0.bus.default.shop.bosh\tIN\tCNAME\tshop-bus." + ns + ".svc.cluster.local.\n"))
 
 		counted, writes := countingClient()
-		again, err := gathering.Run(ctx, counted, gathering.Config{
+		again, err := gatherAccepted(counted, gathering.Config{
 			Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: jobsDir, ClusterDomain: "cluster.local",
-		}, gathering.NewRenderBPM(ctx), time.Now())
+		}, gathering.NewRenderBPM(ctx))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(writes.Load()).To(BeZero(), "API writes re-gathering an unchanged deployment")
 		for _, g := range again.Groups {
@@ -176,8 +175,8 @@ var _ = Describe("gather", func() {
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "report-manifest", Namespace: ns, Labels: map[string]string{names.LabelDeployment: "report"}},
 			Data: map[string][]byte{names.ManifestKey: []byte(report)}}
 		Expect(cp.Client.Create(ctx, s)).To(Succeed())
-		_, err = gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: "report-manifest", JobsDir: jobsDir, ClusterDomain: "cluster.local"},
-			gathering.NewRenderBPM(ctx), time.Now())
+		_, err = gatherAccepted(cp.Client, gathering.Config{Namespace: ns, ManifestSecret: "report-manifest", JobsDir: jobsDir, ClusterDomain: "cluster.local"},
+			gathering.NewRenderBPM(ctx))
 		Expect(err).NotTo(HaveOccurred())
 		var rs corev1.Secret
 		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "report.ig-resolved.web-v1"}, &rs)).To(Succeed())
@@ -194,8 +193,8 @@ var _ = Describe("gather", func() {
 		Expect(fixtures.LayoutJobs(fixtures.ReleaseDir("dns"), filepath.Join(dir, "dns"))).To(Succeed())
 		run := func() *gathering.Result {
 			GinkgoHelper()
-			res, err := gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: dir, ClusterDomain: "cluster.local"},
-				gathering.NewRenderBPM(ctx), time.Now())
+			res, err := gatherAccepted(cp.Client, gathering.Config{Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: dir, ClusterDomain: "cluster.local"},
+				gathering.NewRenderBPM(ctx))
 			Expect(err).NotTo(HaveOccurred())
 			return res
 		}
@@ -251,12 +250,12 @@ addons:
 		apply(manifest)
 		type event struct{ Type, Reason, Message string }
 		var events []event
-		_, err = gathering.Run(ctx, cp.Client, gathering.Config{
+		_, err = gatherAccepted(cp.Client, gathering.Config{
 			Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: dir, ClusterDomain: "cluster.local",
 			Progress: func(_ *corev1.Secret, eventType, reason, message string) {
 				events = append(events, event{eventType, reason, message})
 			},
-		}, gathering.NewRenderBPM(ctx), time.Now())
+		}, gathering.NewRenderBPM(ctx))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(events).To(ContainElement(event{corev1.EventTypeWarning, gathering.ReasonBPMField,
 			"instance group 'web': job 'storefront', process 'storefront', volume /var/vcap/data/storefront/cache: " + string(inject.WarnExecutableMount)}))
@@ -285,13 +284,13 @@ addons:
 			GinkgoHelper()
 			rendered = nil
 			render := gathering.NewRenderBPM(ctx)
-			_, err := gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: dir, ClusterDomain: "cluster.local", Build: build},
+			_, err := gatherAccepted(cp.Client, gathering.Config{Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: dir, ClusterDomain: "cluster.local", Build: build},
 				func(d *deployment.Deployment) ([][]bpm.InstanceBPM, error) {
 					for _, g := range d.Groups {
 						rendered = append(rendered, g.Manifest.Name)
 					}
 					return render(d)
-				}, time.Now())
+				})
 			Expect(err).NotTo(HaveOccurred())
 		}
 		storefront := func() bpm.Process {
