@@ -217,8 +217,11 @@ func (r *Reconciler) manifestsOfVariable(ctx context.Context, o client.Object) [
 
 // Reconcile brings one manifest Secret's gathering up to date.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	// The manifest is read from the API: the status it holds decides which
+	// Job is current, and a stale one would take a Job just started for
+	// an old one (and remove it).
 	var manifest corev1.Secret
-	if err := r.Client.Get(ctx, req.NamespacedName, &manifest); err != nil {
+	if err := r.APIReader.Get(ctx, req.NamespacedName, &manifest); err != nil {
 		// A deleted manifest's objects are owned by it: the garbage
 		// collector removes them, the user's workloads are not touched.
 		// Generated variables are not: credentials outlive the manifest.

@@ -328,17 +328,22 @@ var _ = Describe("the job runner", func() {
 	})
 
 	It("never builds on, accepts or injects a forged bpm Secret present while the deployment gathers again", func() {
-		startOperator(ns, false)
+		// The webhook never injects the operator's own namespace.
+		operatorNS := ns + "-operator"
+		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNS}})).To(Succeed())
+		startOperator(operatorNS, false)
+		record := func() (*trust.Record, error) { return trust.Read(ctx, cp.Client, operatorNS, ns, "shop") }
 		applyManifest(manifest)
 		first := newestJob("")
 		runAndComplete(first)
-		Eventually(func() (*trust.Record, error) { return trust.Read(ctx, cp.Client, ns, ns, "shop") }).Should(HaveField("Groups", HaveLen(4)))
+		Eventually(stateLabel).Should(Equal("Gathered"))
+		Eventually(record).Should(HaveField("Groups", HaveLen(4)))
 
-		// v999 is the real latest web BPM info, rendered from the same
+		// v999 is the real latest db BPM info, rendered from the same
 		// inputs (so its digest would have it reused), but privileged and
 		// running an executable of the forger's choice.
 		var real corev1.Secret
-		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop.bpm.web-v1"}, &real)).To(Succeed())
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop.bpm.db-v1"}, &real)).To(Succeed())
 		var info bpm.Info
 		Expect(secretdata.Decode(real.Data[bpm.InfoKey], &info)).To(Succeed())
 		const evil = "/bin/forged-executable"
@@ -353,29 +358,33 @@ var _ = Describe("the job runner", func() {
 		}
 		data, err := secretdata.Encode(info)
 		Expect(err).NotTo(HaveOccurred())
-		forged := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop.bpm.web-v999", Labels: real.Labels,
+		forged := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop.bpm.db-v999", Labels: real.Labels,
 			Annotations: real.Annotations}, Immutable: ptr.To(true), Data: map[string][]byte{bpm.InfoKey: data}}
 		forged.Labels[names.LabelVersion] = "999"
 		Expect(cp.Client.Create(ctx, forged)).To(Succeed())
 
-		// A generated variable deleted: the deployment gathers again.
+		// A generated variable db does not use deleted: the deployment
+		// gathers again, db's templates and specs unchanged.
 		Expect(cp.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop.var-bus-password"}})).To(Succeed())
 		second := newestJob(first.Name)
+		// Gathered once the runner's own status says this Job runs.
+		Eventually(status).Should(ContainSubstring(second.Name))
 		plan := jobPlan(second)
-		Expect(plan.Recorded).To(HaveKeyWithValue("web", HaveField("BPM.Name", "shop.bpm.web-v1")))
-		Expect(plan.Above).To(HaveKeyWithValue(gathering.Series(names.KindBPM, "web"), 999), "new versions go above the forged number")
+		Expect(plan.Recorded).To(HaveKeyWithValue("db", HaveField("BPM.Name", "shop.bpm.db-v1")))
+		Expect(plan.Above).To(HaveKeyWithValue(gathering.Series(names.KindBPM, "db"), 999), "new versions go above the forged number")
 		Expect(plan.Names()).NotTo(ContainElement(forged.Name))
 		written := gatherNow(second)
 		complete(second, written)
-		Eventually(func() (*trust.Record, error) { return trust.Read(ctx, cp.Client, ns, ns, "shop") }).Should(HaveField("Job", second.UID))
+		Eventually(record).Should(HaveField("Job", second.UID))
 
-		// Neither reused nor accepted: web's latest accepted info is the
-		// real one, whatever its number.
-		rec, err := trust.Read(ctx, cp.Client, ns, ns, "shop")
+		// Neither reused, copied nor accepted: db stays on the real v1.
+		Expect(written).To(HaveKeyWithValue("db", HaveField("BPM", 1)))
+		rec, err := record()
 		Expect(err).NotTo(HaveOccurred())
-		Expect(rec.Groups["web"].Versions).NotTo(ContainElement(HaveField("BPM.Name", forged.Name)))
+		Expect(rec.Groups["db"].Versions).To(ConsistOf(HaveField("BPM.Name", "shop.bpm.db-v1")))
+		Expect(rec.Groups["bus"].Latest().BPM.Version).To(Equal(2), "bus changed")
 		var latest corev1.Secret
-		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: rec.Groups["web"].Latest().BPM.Name}, &latest)).To(Succeed())
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: rec.Groups["db"].Latest().BPM.Name}, &latest)).To(Succeed())
 		Expect(string(latest.Data[bpm.InfoKey])).NotTo(Or(ContainSubstring(evil), ContainSubstring("privileged")))
 		var all corev1.SecretList
 		Expect(cp.Client.List(ctx, &all, client.InNamespace(ns), client.MatchingLabels{names.LabelSecretKind: names.KindBPM})).To(Succeed())
@@ -385,14 +394,15 @@ var _ = Describe("the job runner", func() {
 			}
 		}
 
-		// A pod of web admitted through the webhook gets the real
+		// A pod of db admitted through the webhook gets the real
 		// processes.
-		raw, err := json.Marshal(corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: ns, Labels: map[string]string{
-			names.LabelDeployment: "shop", names.LabelInstanceGroup: "web", "apps.kubernetes.io/pod-index": "0"}},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "placeholder", Image: "busybox"}}}})
+		raw, err := json.Marshal(corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-0", Namespace: ns, Labels: map[string]string{
+			names.LabelDeployment: "shop", names.LabelInstanceGroup: "db", "apps.kubernetes.io/pod-index": "0"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "placeholder", Image: "busybox"}},
+				Volumes: []corev1.Volume{{Name: "store", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "store-db-0"}}}}}})
 		Expect(err).NotTo(HaveOccurred())
 		h := &webhook.Handler{Cache: cp.Client, Settings: inject.Settings{OperatorImage: "localhost/bosh-injector:test", DNS: inject.DNS{Server: "10.96.0.53", ClusterDomain: "cluster.local"}},
-			OperatorNamespace: ns, Log: GinkgoLogr}
+			OperatorNamespace: operatorNS, Log: GinkgoLogr}
 		resp := h.Handle(ctx, admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Namespace: ns, Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw}}})
 		Expect(resp.Allowed).To(BeTrue(), resp.Result.String())
 		patch, err := jsonpatch.DecodePatch(resp.Patch)
@@ -402,7 +412,7 @@ var _ = Describe("the job runner", func() {
 		Expect(string(patched)).NotTo(Or(ContainSubstring(evil), ContainSubstring(forged.Name)))
 		var pod corev1.Pod
 		Expect(json.Unmarshal(patched, &pod)).To(Succeed())
-		Expect(pod.Spec.Containers).To(ContainElement(HaveField("Name", "storefront-storefront")))
+		Expect(pod.Spec.Containers).To(ContainElement(HaveField("Name", HavePrefix("pgstore"))))
 		for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
 			Expect(c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged).To(BeTrue(), c.Name)
 		}
