@@ -216,8 +216,8 @@ func (g *WrittenGroup) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// MaxReport is the size of a termination message.
-const MaxReport = 4096
+// maxReport is the size of a termination message.
+const maxReport = 4096
 
 // Report is w as the gathering's termination message; a report that does
 // not fit is an error, never truncated.
@@ -226,8 +226,8 @@ func (w Written) Report() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if len(data) > MaxReport {
-		return "", fmt.Errorf("the report of %d instance groups takes %d bytes, more than a termination message's %d", len(w), len(data), MaxReport)
+	if len(data) > maxReport {
+		return "", fmt.Errorf("the report of %d instance groups takes %d bytes, more than a termination message's %d", len(w), len(data), maxReport)
 	}
 	return string(data), nil
 }
