@@ -24,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -383,6 +384,7 @@ func BenchmarkOperatorHeap(b *testing.B) {
 			return cp.Client.Create(gctx, s)
 		})
 	}
+	versionSecrets := map[[3]string]*corev1.Secret{}
 	for d := range deployments {
 		dep := fmt.Sprintf("dep%d", d)
 		write(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: dep, Namespace: "default", Labels: map[string]string{names.LabelDeployment: dep}},
@@ -401,10 +403,12 @@ func BenchmarkOperatorHeap(b *testing.B) {
 					b.Fatal(err)
 				}
 				key := map[string]string{names.KindBPM: bpm.InfoKey, names.KindResolved: resolved.Key}[kind]
-				write(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: names.VersionedSecret(dep, kind, info.InstanceGroup, 1), Namespace: "default",
+				s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: names.VersionedSecret(dep, kind, info.InstanceGroup, 1), Namespace: "default",
 					Labels:      map[string]string{names.LabelDeployment: dep, names.LabelInstanceGroup: info.InstanceGroup, names.LabelSecretKind: kind, names.LabelVersion: "1"},
 					Annotations: map[string]string{names.AnnotationInstanceGroupName: info.InstanceGroup}},
-					Data: map[string][]byte{key: data}})
+					Immutable: ptr.To(true), Data: map[string][]byte{key: data}}
+				versionSecrets[[3]string{dep, info.InstanceGroup, kind}] = s
+				write(s)
 			}
 		}
 	}
@@ -414,12 +418,14 @@ func BenchmarkOperatorHeap(b *testing.B) {
 	if err := cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchOperatorNamespace}}); err != nil {
 		b.Fatal(err)
 	}
-	written := trust.Written{}
-	for gi := range groups {
-		written[fmt.Sprintf("g%d", gi)] = [2]int{1, 1}
-	}
 	for d := range deployments {
-		if _, err := trust.Accept(ctx, cp.Client, benchOperatorNamespace, "default", fmt.Sprintf("dep%d", d), "bench", written); err != nil {
+		dep := fmt.Sprintf("dep%d", d)
+		written := trust.Written{}
+		for gi := range groups {
+			g := fmt.Sprintf("g%d", gi)
+			written[g] = trust.WrittenOf(versionSecrets[[3]string{dep, g, names.KindBPM}], versionSecrets[[3]string{dep, g, names.KindResolved}])
+		}
+		if _, _, err := trust.Accept(ctx, cp.Client, benchOperatorNamespace, "default", dep, "bench", written); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -94,11 +94,14 @@ func shopObjects(ns string) (*objects.Result, string) {
 // when that Job succeeds.
 func gatherAccepted(ns string, res *objects.Result, jobsDir string) *trust.Record {
 	GinkgoHelper()
+	plan, err := gathering.NewPlan(ctx, cp.Client, operatorNamespace, ns, "shop", nil, nil)
+	Expect(err).NotTo(HaveOccurred())
 	gathered, err := gathering.Run(ctx, cp.Client, gathering.Config{
-		Namespace: ns, ManifestSecret: res.Objects[0].GetName(), JobsDir: jobsDir, ClusterDomain: "cluster.local",
+		Namespace: ns, ManifestSecret: res.Objects[0].GetName(), JobsDir: jobsDir, ClusterDomain: "cluster.local", Plan: plan,
 	}, gathering.NewRenderBPM(ctx), time.Now())
 	Expect(err).NotTo(HaveOccurred())
-	rec, err := trust.Accept(ctx, cp.Client, operatorNamespace, ns, "shop", types.UID(ns+"-gathering"), gathered.Written())
+	rec, refused, err := trust.Accept(ctx, cp.Client, operatorNamespace, ns, "shop", types.UID(ns+"-gathering"), gathered.Written())
 	Expect(err).NotTo(HaveOccurred())
+	Expect(refused).To(BeEmpty())
 	return rec
 }

@@ -85,7 +85,7 @@ func BenchmarkGather(b *testing.B) {
 	cfg := gathering.Config{Namespace: "default", ManifestSecret: "big", JobsDir: dir, ClusterDomain: "cluster.local"}
 	gather := func() time.Duration {
 		start := time.Now()
-		if _, err := gathering.Run(ctx, cp.Client, cfg, gathering.NewRenderBPM(ctx), time.Now()); err != nil {
+		if _, err := gatherAccepted(cp.Client, cfg, gathering.NewRenderBPM(ctx)); err != nil {
 			b.Fatal(err)
 		}
 		return time.Since(start)
@@ -203,7 +203,7 @@ func BenchmarkGatherInstances(b *testing.B) {
 			gather := func() (time.Duration, int64) {
 				writes.Store(0)
 				start := time.Now()
-				if _, err := gathering.Run(ctx, c, cfg, gathering.NewRenderBPM(ctx), time.Now()); err != nil {
+				if _, err := gatherAccepted(c, cfg, gathering.NewRenderBPM(ctx)); err != nil {
 					b.Fatal(err)
 				}
 				return time.Since(start), writes.Load()

@@ -182,7 +182,7 @@ type groupBPM struct {
 }
 
 // bpmOf returns the BPM of every group of d. A group whose templates and
-// specs are those its latest stored BPM info was rendered from (all of them
+// specs are those its latest accepted BPM info (in stored) was rendered from (all of them
 // rendered then, or there would be no such version) keeps that info's BPM;
 // only the others are rendered, all of their templates in one batch: Ruby
 // is most of re-gathering an unchanged deployment.

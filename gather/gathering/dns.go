@@ -5,68 +5,73 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/dns"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/secretdata"
-	"github.com/bosh-injector/bosh-injector/gather/versions"
 )
 
 // remoteGroups answers DNS alias targets in other deployments of the
-// namespace from their latest BPM info, which names the deployment as
-// written and the group's instance count. A group's BPM info outlives its
-// leaving the manifest (its pods may still run), its Services do not (that
-// gathering deletes them): a group is there while it has Services. Both are
-// listed once, on the first such target.
-func remoteGroups(ctx context.Context, c client.Reader, namespace string) dns.Remote {
-	var latest map[[2]string]*corev1.Secret
+// namespace from their latest BPM info (aliased, Plan.Aliased), which names
+// the deployment as written and the group's instance count. A group's BPM
+// info outlives its leaving the manifest (its pods may still run), its
+// Services do not (that gathering deletes them): a group is there while it
+// has Services. Each Secret is read once, however many targets name its
+// group, and the Services are listed once.
+func remoteGroups(ctx context.Context, c client.Reader, namespace string, aliased map[string]map[string]string) dns.Remote {
+	read := map[string]*bpm.Info{}
 	var serviced map[[2]string]bool
 	return func(deployment, group string) (string, int, bool, error) {
-		if latest == nil {
+		key := [2]string{names.LabelValue(deployment), names.LabelValue(group)}
+		name, ok := aliased[key[0]][key[1]]
+		if !ok {
+			return "", 0, false, nil
+		}
+		if serviced == nil {
 			var err error
-			if latest, serviced, err = listGroups(ctx, c, namespace); err != nil {
+			if serviced, err = servicedGroups(ctx, c, namespace); err != nil {
 				return "", 0, false, err
 			}
 		}
-		key := [2]string{names.LabelValue(deployment), names.LabelValue(group)}
-		s := latest[key]
-		if s == nil || !serviced[key] {
+		if !serviced[key] {
 			return "", 0, false, nil
 		}
-		var info bpm.Info
-		if err := secretdata.Decode(s.Data[bpm.InfoKey], &info); err != nil {
-			return "", 0, false, fmt.Errorf("reading BPM info %s: %w", s.Name, err)
+		info, seen := read[name]
+		if !seen {
+			var s corev1.Secret
+			switch err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &s); {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				return "", 0, false, fmt.Errorf("reading BPM info %s: %w", name, err)
+			default:
+				info = &bpm.Info{}
+				if err := secretdata.Decode(s.Data[bpm.InfoKey], info); err != nil {
+					return "", 0, false, fmt.Errorf("reading BPM info %s: %w", name, err)
+				}
+			}
+			read[name] = info
+		}
+		if info == nil {
+			return "", 0, false, nil
 		}
 		return info.Deployment, info.Instances, true, nil
 	}
 }
 
-// listGroups returns the latest BPM info Secret of every group of the
-// namespace, and the groups having managed Services, both by deployment and
-// group label.
-func listGroups(ctx context.Context, c client.Reader, namespace string) (map[[2]string]*corev1.Secret, map[[2]string]bool, error) {
-	var secrets corev1.SecretList
-	if err := c.List(ctx, &secrets, client.InNamespace(namespace), client.MatchingLabels{names.LabelSecretKind: names.KindBPM}); err != nil {
-		return nil, nil, fmt.Errorf("listing the BPM info of the namespace's deployments: %w", err)
-	}
-	latest := map[[2]string]*corev1.Secret{}
-	for i := range secrets.Items {
-		s := &secrets.Items[i]
-		key := [2]string{s.Labels[names.LabelDeployment], s.Labels[names.LabelInstanceGroup]}
-		if have := latest[key]; have == nil || versions.Number(s) > versions.Number(have) {
-			latest[key] = s
-		}
-	}
+// servicedGroups are the groups, by deployment and group label, that have
+// managed Services in the namespace.
+func servicedGroups(ctx context.Context, c client.Reader, namespace string) (map[[2]string]bool, error) {
 	var svcs corev1.ServiceList
 	if err := c.List(ctx, &svcs, client.InNamespace(namespace), client.MatchingLabels{names.LabelManagedBy: names.ManagedBy},
 		client.HasLabels{names.LabelDeployment, names.LabelInstanceGroup}); err != nil {
-		return nil, nil, fmt.Errorf("listing the instance Services of the namespace's deployments: %w", err)
+		return nil, fmt.Errorf("listing the instance Services of the namespace's deployments: %w", err)
 	}
 	serviced := map[[2]string]bool{}
 	for _, s := range svcs.Items {
 		serviced[[2]string{s.Labels[names.LabelDeployment], s.Labels[names.LabelInstanceGroup]}] = true
 	}
-	return latest, serviced, nil
+	return serviced, nil
 }

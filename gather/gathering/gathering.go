@@ -49,6 +49,9 @@ type Config struct {
 	// Progress, when set, is told of each stage of a long gathering (one
 	// of the Stage reasons, and a message naming no value).
 	Progress Progress
+	// Plan is what the job runner lets the gathering read; the zero Plan
+	// builds on no stored version and reads no other deployment's.
+	Plan Plan
 }
 
 // Progress reports a gathering stage, or a warning, on the manifest Secret;
@@ -105,13 +108,12 @@ type Result struct {
 	Deployment string
 	Groups     []GroupResult
 	Services   services.Changes
-	// Shared are the versions of the links the deployment shares.
+	// Shared are the versions of the links the deployment shares, Links
+	// their labels.
 	Shared []versions.Result
+	Links  []string
 	// DNS is the ConfigMap holding the deployment's DNS records.
 	DNS string
-	// Pruned are the Secrets deleted: old versions, and every version of
-	// the links no longer shared.
-	Pruned []string
 }
 
 // GroupResult is the Secret versions of one instance group.
@@ -119,14 +121,22 @@ type GroupResult struct {
 	InstanceGroup    string
 	Resolved, BPM    versions.Result
 	ResolvedVersions int
+	// written identifies both Secrets for the report.
+	written trust.WrittenGroup
 }
 
 // Written is what the gathering left as each group's latest versions, as
 // its pod reports them to the job runner (package trust).
+// Report is what the gathering's pod reports: Written, and the links the
+// deployment shares.
+func (r *Result) Report() trust.Report {
+	return trust.Report{Groups: r.Written(), Links: r.Links}
+}
+
 func (r *Result) Written() trust.Written {
 	w := trust.Written{}
 	for _, g := range r.Groups {
-		w[names.LabelValue(g.InstanceGroup)] = [2]int{g.BPM.Number, g.Resolved.Number}
+		w[names.LabelValue(g.InstanceGroup)] = g.written
 	}
 	return w
 }
@@ -162,7 +172,7 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 	}
 	cfg.progress(&secret, StageVariables, "manifest loaded with %d ops files; %d variables generated or read", len(ops), len(m.Variables))
 	network := instance.Network{Namespace: cfg.Namespace, ClusterDomain: cfg.ClusterDomain}
-	shared, err := sharedLinks(ctx, c, cfg.Namespace)
+	shared, err := sharedLinks(ctx, c, cfg.Namespace, cfg.Plan.Consumed)
 	if err != nil {
 		return nil, err
 	}
@@ -171,9 +181,9 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 		return nil, err
 	}
 	cfg.progress(&secret, StageLinks, "properties bound and links resolved for %d instance groups", len(d.Groups))
-	// One read of every stored version: it tells which groups need no
-	// rendering, and groups are then written over it.
-	stored, err := versions.ListDeployment(ctx, c, cfg.Namespace, d.Name)
+	// The accepted versions tell which groups need no rendering, and
+	// groups are then written over them.
+	stored, err := recorded(ctx, c, cfg.Namespace, cfg.Plan)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +199,7 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 		cfg.progress(&secret, StageRendered, "instance group '%s': %s for %d instances, %d distinct bpm.yml", d.Groups[gi].Manifest.Name, verb, len(d.Groups[gi].Instances), len(b.instances))
 	}
 
-	records, unions, err := dns.Records(d, network, remoteGroups(ctx, c, cfg.Namespace))
+	records, unions, err := dns.Records(d, network, remoteGroups(ctx, c, cfg.Namespace, cfg.Plan.Aliased))
 	if err != nil {
 		return nil, err
 	}
@@ -233,13 +243,12 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 
 	// Groups are written concurrently; an unchanged group costs no API call.
 	res := &Result{Deployment: d.Name, Groups: make([]GroupResult, len(all))}
-	series := make([][]versions.Version, 2*len(all))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(services.Writers)
 	for i, p := range all {
 		g.Go(func() error {
-			gr, rseries, bseries, err := writeGroup(gctx, c, stored, versions.Key{Namespace: cfg.Namespace, Deployment: d.Name, InstanceGroup: p.group.Manifest.Name}, p.resolved, p.info, owner)
-			res.Groups[i], series[2*i], series[2*i+1] = gr, rseries, bseries
+			gr, err := writeGroup(gctx, c, stored, cfg.Plan.Above, versions.Key{Namespace: cfg.Namespace, Deployment: d.Name, InstanceGroup: p.group.Manifest.Name}, p.resolved, p.info, owner)
+			res.Groups[i] = gr
 			return err
 		})
 	}
@@ -270,41 +279,44 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 	if res.Services, err = services.Apply(ctx, c, cfg.Namespace, d.Name, desired, owner); err != nil {
 		return res, err
 	}
-	var linkSeries [][]versions.Version
-	if res.Shared, linkSeries, res.Pruned, err = publish(ctx, c, stored, cfg.Namespace, d.Name, d.Shared, owner); err != nil {
+	if res.Shared, err = publish(ctx, c, cfg.Namespace, d.Name, d.Shared, cfg.Plan, owner); err != nil {
 		return res, err
 	}
-	if res.DNS, _, err = dns.Write(ctx, c, cfg.Namespace, d.Name, zone, dns.ZoneFile(zone, records), owner); err != nil {
-		return res, err
+	for _, l := range d.Shared {
+		res.Links = append(res.Links, names.LabelValue(l.Name))
 	}
-	pruned, err := versions.Prune(ctx, c, cfg.Namespace, d.Name, append(series, linkSeries...)...)
-	res.Pruned = append(res.Pruned, pruned...)
+	// The job runner prunes old versions: the gathering may not list or
+	// delete Secrets.
+	res.DNS, _, err = dns.Write(ctx, c, cfg.Namespace, d.Name, zone, dns.ZoneFile(zone, records), owner)
 	return res, err
 }
 
 // writeGroup writes the resolved properties and BPM info of one group over
-// its stored versions, and returns the two series after writing.
-func writeGroup(ctx context.Context, c client.Client, stored versions.Stored, key versions.Key, resolvedData []byte, info bpm.Info, owner *metav1.OwnerReference) (GroupResult, []versions.Version, []versions.Version, error) {
+// its accepted version, above every stored number (above, by Series).
+func writeGroup(ctx context.Context, c client.Client, stored versions.Stored, above map[string]int, key versions.Key, resolvedData []byte, info bpm.Info, owner *metav1.OwnerReference) (GroupResult, error) {
 	ig := key.InstanceGroup
 	rkey, bkey := key, key
 	rkey.Kind, bkey.Kind = names.KindResolved, names.KindBPM
-	rres, rseries, err := versions.WriteOver(ctx, c, versions.Desired{Key: rkey, Data: map[string][]byte{resolved.Key: resolvedData}, Owner: owner}, stored.Of(rkey))
+	rres, rseries, err := versions.WriteOver(ctx, c, versions.Desired{Key: rkey, Data: map[string][]byte{resolved.Key: resolvedData}, Owner: owner,
+		Above: above[Series(rkey.Kind, names.LabelValue(ig))]}, stored.Of(rkey))
 	if err != nil {
-		return GroupResult{}, nil, nil, err
+		return GroupResult{}, err
 	}
 	// The BPM info names its resolved version, so a new resolved version
 	// always makes a new BPM version and the webhook mounts it.
 	info.ResolvedSecret = rres.Name
 	enc, err := secretdata.Encode(info)
 	if err != nil {
-		return GroupResult{}, nil, nil, fmt.Errorf("instance group '%s': BPM info is %w", ig, err)
+		return GroupResult{}, fmt.Errorf("instance group '%s': BPM info is %w", ig, err)
 	}
 	bres, bseries, err := versions.WriteOver(ctx, c, versions.Desired{Key: bkey, Data: map[string][]byte{bpm.InfoKey: enc}, Owner: owner,
-		Labels: map[string]string{names.LabelResolvedVersion: strconv.Itoa(rres.Number)}}, stored.Of(bkey))
+		Labels: map[string]string{names.LabelResolvedVersion: strconv.Itoa(rres.Number)},
+		Above:  above[Series(bkey.Kind, names.LabelValue(ig))]}, stored.Of(bkey))
 	if err != nil {
-		return GroupResult{}, nil, nil, err
+		return GroupResult{}, err
 	}
-	return GroupResult{InstanceGroup: ig, Resolved: rres, BPM: bres}, rseries, bseries, nil
+	return GroupResult{InstanceGroup: ig, Resolved: rres, BPM: bres,
+		written: trust.WrittenOf(versions.Latest(bseries).Secret, versions.Latest(rseries).Secret)}, nil
 }
 
 // bpmInfo is what the webhook needs of group g.

@@ -2,14 +2,24 @@ package gathering_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/bosh-injector/bosh-injector/gather/deployment"
+	"github.com/bosh-injector/bosh-injector/gather/gathering"
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/runner"
+	"github.com/bosh-injector/bosh-injector/gather/trust"
+	"github.com/bosh-injector/bosh-injector/gather/versions"
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 )
@@ -62,4 +72,40 @@ func counting(c client.WithWatch) (client.Client, *atomic.Int64) {
 			return c.Delete(ctx, obj, opts...)
 		},
 	}), &n
+}
+
+// gatherAccepted gathers as the job runner's Job does: with the plan the
+// runner would give it (the namespace is its own trust namespace here),
+// and accepts what it wrote and deletes the links no longer shared, as the
+// runner does when the Job succeeds.
+func gatherAccepted(c client.Client, cfg gathering.Config, render gathering.RenderBPM) (*gathering.Result, error) {
+	var manifest corev1.Secret
+	if err := cp.Client.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: cfg.ManifestSecret}, &manifest); err != nil {
+		return nil, err
+	}
+	dep := manifest.Labels[names.LabelDeployment]
+	inputs, err := runner.Inspect(manifest.Data[names.ManifestKey], deployment.OpsFilesOf(manifest.Data))
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Plan, err = gathering.NewPlan(ctx, cp.Client, cfg.Namespace, cfg.Namespace, dep, inputs.Consumes, inputs.AliasTargets); err != nil {
+		return nil, err
+	}
+	res, err := gathering.Run(ctx, c, cfg, render, time.Now())
+	if err != nil {
+		return res, err
+	}
+	_, refused, err := trust.Accept(ctx, cp.Client, cfg.Namespace, cfg.Namespace, dep, uuid.NewUUID(), res.Written())
+	if err == nil && len(refused) > 0 {
+		err = fmt.Errorf("not accepted: %v", refused)
+	}
+	if err != nil {
+		return res, err
+	}
+	stored, err := versions.ListDeployment(ctx, cp.Client, cfg.Namespace, dep)
+	if err != nil {
+		return res, err
+	}
+	_, err = runner.DeleteUnshared(ctx, cp.Client, stored, res.Report())
+	return res, err
 }

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -45,9 +44,9 @@ var _ = Describe("gather", func() {
 		Expect(err).NotTo(HaveOccurred())
 	}
 	gather := func() (*gathering.Result, error) {
-		return gathering.Run(ctx, cp.Client, gathering.Config{
+		return gatherAccepted(cp.Client, gathering.Config{
 			Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: jobsDir, ClusterDomain: "cluster.local",
-		}, gathering.NewRenderBPM(ctx), time.Now())
+		}, gathering.NewRenderBPM(ctx))
 	}
 	secretNames := func(labels client.MatchingLabels) []string {
 		GinkgoHelper()
@@ -73,9 +72,9 @@ var _ = Describe("gather", func() {
 		Expect(os.CopyFS(broken, os.DirFS(jobsDir))).To(Succeed())
 		breaks(broken)
 		apply([]byte(strings.Replace(string(manifest), "        session_secret: ((session_secret))", "        session_secret: ((session_secret))\n        workers: 9", 1)))
-		_, err = gathering.Run(ctx, cp.Client, gathering.Config{
+		_, err = gatherAccepted(cp.Client, gathering.Config{
 			Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: broken, ClusterDomain: "cluster.local",
-		}, gathering.NewRenderBPM(ctx), time.Now())
+		}, gathering.NewRenderBPM(ctx))
 		Expect(secretNames(client.MatchingLabels{names.LabelDeployment: "shop"})).To(ConsistOf(before))
 		return err
 	}
@@ -152,9 +151,9 @@ var _ = Describe("gather", func() {
 		Expect(records.Data[names.DNSRecordsKey]).To(ContainSubstring("q-s0.bus.default.shop.bosh\tIN\tCNAME\tshop-bus." + ns + ".svc.cluster.local.\n"))
 
 		counted, writes := countingClient()
-		again, err := gathering.Run(ctx, counted, gathering.Config{
+		again, err := gatherAccepted(counted, gathering.Config{
 			Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: jobsDir, ClusterDomain: "cluster.local",
-		}, gathering.NewRenderBPM(ctx), time.Now())
+		}, gathering.NewRenderBPM(ctx))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(writes.Load()).To(BeZero(), "API writes re-gathering an unchanged deployment")
 		for _, g := range again.Groups {
@@ -193,8 +192,8 @@ addons:
 		data = strings.Replace(data, "\nname: shop\n", "\nname: report\n", 1)
 		_, err := fixtures.Apply(ctx, cp.Client, ns, "report", "report-manifest", []byte(data))
 		Expect(err).NotTo(HaveOccurred())
-		return gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: "report-manifest", JobsDir: dir, ClusterDomain: "cluster.local", Progress: progress},
-			gathering.NewRenderBPM(ctx), time.Now())
+		return gatherAccepted(cp.Client, gathering.Config{Namespace: ns, ManifestSecret: "report-manifest", JobsDir: dir, ClusterDomain: "cluster.local", Progress: progress},
+			gathering.NewRenderBPM(ctx))
 	}
 	records := func(name string) string {
 		GinkgoHelper()
@@ -254,7 +253,7 @@ addons:
 		res, err = gather()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res.Shared).To(BeEmpty())
-		Expect(res.Pruned).To(ContainElement("shop.link.database-v1"))
+		Expect(res.Links).To(BeEmpty())
 		Expect(secretNames(client.MatchingLabels{names.LabelSecretKind: names.KindLink})).To(BeEmpty())
 		_, err = gatherReport(report, dir, nil)
 		Expect(err).To(MatchError(ContainSubstring("Failed to resolve link 'database' with type 'pgsql' from job 'storefront' in instance group 'web'. Details below:\n    - No link providers found")))
@@ -291,8 +290,8 @@ addons:
 		dir := dnsJobs()
 		run := func() *gathering.Result {
 			GinkgoHelper()
-			res, err := gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: dir, ClusterDomain: "cluster.local"},
-				gathering.NewRenderBPM(ctx), time.Now())
+			res, err := gatherAccepted(cp.Client, gathering.Config{Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: dir, ClusterDomain: "cluster.local"},
+				gathering.NewRenderBPM(ctx))
 			Expect(err).NotTo(HaveOccurred())
 			return res
 		}
@@ -340,12 +339,12 @@ addons:
 		apply(manifest)
 		type event struct{ Type, Reason, Message string }
 		var events []event
-		_, err = gathering.Run(ctx, cp.Client, gathering.Config{
+		_, err = gatherAccepted(cp.Client, gathering.Config{
 			Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: dir, ClusterDomain: "cluster.local",
 			Progress: func(_ *corev1.Secret, eventType, reason, message string) {
 				events = append(events, event{eventType, reason, message})
 			},
-		}, gathering.NewRenderBPM(ctx), time.Now())
+		}, gathering.NewRenderBPM(ctx))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(events).To(ContainElement(event{corev1.EventTypeWarning, gathering.ReasonBPMField,
 			"instance group 'web': job 'storefront', process 'storefront', volume /var/vcap/data/storefront/cache: " + string(inject.WarnExecutableMount)}))
@@ -374,13 +373,13 @@ addons:
 			GinkgoHelper()
 			rendered = nil
 			render := gathering.NewRenderBPM(ctx)
-			_, err := gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: dir, ClusterDomain: "cluster.local", Build: build},
+			_, err := gatherAccepted(cp.Client, gathering.Config{Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: dir, ClusterDomain: "cluster.local", Build: build},
 				func(d *deployment.Deployment) ([][]bpm.InstanceBPM, error) {
 					for _, g := range d.Groups {
 						rendered = append(rendered, g.Manifest.Name)
 					}
 					return render(d)
-				}, time.Now())
+				})
 			Expect(err).NotTo(HaveOccurred())
 		}
 		storefront := func() bpm.Process {

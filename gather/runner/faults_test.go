@@ -250,13 +250,13 @@ var _ = Describe("the fault table", Ordered, ContinueOnFailure, func() {
 	}
 	// gather does the gathering Job's work here, from the releases' jobs
 	// in dir.
-	gather := func(ctx context.Context, dir string) (trust.Written, error) {
+	gather := func(ctx context.Context, dir string) (trust.Report, error) {
 		res, err := gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: fixtures.ManifestSecret, JobsDir: dir,
 			ClusterDomain: "cluster.local", Progress: gathering.Events(ctx, cp.Client, log)}, gathering.NewRenderBPM(ctx), time.Now())
 		if err != nil {
-			return nil, err
+			return trust.Report{}, err
 		}
-		return res.Written(), nil
+		return res.Report(), nil
 	}
 	// fail reports the Job failed as the kubelet and the job controller
 	// would: its pod's termination message, its condition.
@@ -505,7 +505,7 @@ var _ = Describe("the fault table", Ordered, ContinueOnFailure, func() {
 			_, err := gather(down, jobsDir)
 			Expect(err).To(HaveOccurred())
 		})).To(Succeed())
-		var written trust.Written
+		var written trust.Report
 		Eventually(func() (err error) {
 			written, err = gather(ctx, jobsDir)
 			return err

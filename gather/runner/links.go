@@ -109,16 +109,8 @@ func (r *Reconciler) latestData(ctx context.Context, namespace, deployment, kind
 	}); err != nil {
 		return nil, err
 	}
-	latest := map[string]*corev1.Secret{}
-	for i := range list.Items {
-		s := &list.Items[i]
-		l := s.Labels[names.LabelInstanceGroup]
-		if have := latest[l]; have == nil || versions.Number(s) > versions.Number(have) {
-			latest[l] = s
-		}
-	}
 	out := map[string][]byte{}
-	for l, s := range latest {
+	for l, s := range versions.LatestByGroup(list.Items) {
 		out[l] = s.Data[key]
 	}
 	return out, nil

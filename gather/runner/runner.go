@@ -41,8 +41,10 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
+	"github.com/bosh-injector/bosh-injector/gather/gathering"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/trust"
+	"github.com/bosh-injector/bosh-injector/gather/versions"
 	"github.com/bosh-injector/bosh-injector/inject"
 )
 
@@ -58,6 +60,9 @@ const (
 	ReasonNotAccepted = "VersionsNotAccepted"
 	// ReasonRegenerating: a generated variable Secret was deleted.
 	ReasonRegenerating = "RegeneratingVariables"
+	// ReasonForeignJob: a Job of a gathering's name that the runner did
+	// not create; it is deleted and the runner creates its own.
+	ReasonForeignJob = "ForeignGatherJob"
 )
 
 // Exit codes of the gather container: bad input fails the Job at once, as
@@ -212,8 +217,11 @@ func (r *Reconciler) manifestsOfVariable(ctx context.Context, o client.Object) [
 
 // Reconcile brings one manifest Secret's gathering up to date.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	// The manifest is read from the API: the status it holds decides which
+	// Job is current, and a stale one would take a Job just started for
+	// an old one (and remove it).
 	var manifest corev1.Secret
-	if err := r.Client.Get(ctx, req.NamespacedName, &manifest); err != nil {
+	if err := r.APIReader.Get(ctx, req.NamespacedName, &manifest); err != nil {
 		// A deleted manifest's objects are owned by it: the garbage
 		// collector removes them, the user's workloads are not touched.
 		// Generated variables are not: credentials outlive the manifest.
@@ -265,18 +273,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	err = r.Client.Get(ctx, types.NamespacedName{Namespace: manifest.Namespace, Name: jobName}, &job)
 	switch {
 	case apierrors.IsNotFound(err):
-		if err := r.ensureRBAC(ctx, &manifest, deployment, inputs); err != nil {
+		plan, err := gathering.NewPlan(ctx, r.Client, r.Config.TrustNamespace, manifest.Namespace, deployment, inputs.Consumes, inputs.AliasTargets)
+		if err != nil {
 			return reconcile.Result{}, err
 		}
-		job := r.gatherJob(&manifest, deployment, jobName, digest, inputs)
-		if err := r.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := r.ensureRBAC(ctx, &manifest, deployment, inputs, plan); err != nil {
+			return reconcile.Result{}, err
+		}
+		job := r.gatherJob(&manifest, deployment, jobName, digest, inputs, plan)
+		if err := r.Client.Create(ctx, job); err != nil {
+			// One of the same name created meanwhile is checked next time.
 			return reconcile.Result{}, fmt.Errorf("creating gathering Job %s: %w", jobName, err)
+		}
+		if err := trust.RecordJob(ctx, r.uncached(), r.Config.TrustNamespace, manifest.Namespace, deployment, jobName, job.UID); err != nil {
+			return reconcile.Result{}, err
 		}
 		log.Info("gathering", "job", jobName)
 		r.Recorder.Eventf(&manifest, job, corev1.EventTypeNormal, ReasonGatherStarted, "Gather", "started gathering Job %s", jobName)
 		return reconcile.Result{}, r.setStatus(ctx, &manifest, Status{State: ReasonGatherStarted, Digest: digest, Job: jobName, Regenerations: regenerations})
 	case err != nil:
 		return reconcile.Result{}, err
+	}
+	if created, err := r.created(ctx, &manifest, deployment, &job); !created || err != nil {
+		return reconcile.Result{RequeueAfter: time.Second}, err
 	}
 
 	switch {
@@ -286,14 +305,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.Recorder.Eventf(&manifest, &job, corev1.EventTypeNormal, ReasonGathered, "Gather", "gathering Job %s succeeded", jobName)
 			finished(&manifest, ReasonGathered, &job)
 		}
-		written, err := r.written(ctx, &job)
-		if err != nil {
-			log.Info("versions not accepted", "reason", ReasonNotAccepted, "job", jobName, "error", err.Error())
+		notAccepted := func(why string) {
+			log.Info("versions not accepted", "reason", ReasonNotAccepted, "job", jobName, "error", why)
 			r.Recorder.Eventf(&manifest, &job, corev1.EventTypeWarning, ReasonNotAccepted, "Accept",
-				"gathering Job %s succeeded, but its versions cannot be accepted: %s; pods keep being injected from the versions accepted before", jobName, err.Error())
+				"gathering Job %s succeeded, but its versions cannot be accepted: %s; pods keep being injected from the versions accepted before", jobName, why)
 		}
-		rec, err := trust.Accept(ctx, r.Client, r.Config.TrustNamespace, manifest.Namespace, deployment, job.UID, written)
+		report, err := r.report(ctx, &job)
 		if err != nil {
+			notAccepted(err.Error())
+		}
+		// A Job's report is accepted once: read from the API.
+		rec, refused, err := trust.Accept(ctx, r.uncached(), r.Config.TrustNamespace, manifest.Namespace, deployment, job.UID, report.Groups)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if len(refused) > 0 {
+			notAccepted(strings.Join(refused, "; "))
+		}
+		if err := r.prune(ctx, manifest.Namespace, deployment, rec, report); err != nil {
 			return reconcile.Result{}, err
 		}
 		latest, err := r.rollout(ctx, &manifest, deployment, rec)
@@ -396,9 +425,10 @@ func regenerated(digest string, n int) string {
 var rbacYAML string
 
 // ensureRBAC creates the gathering Job's ServiceAccount, Role and RoleBinding
-// from rbac.yaml, owned by the manifest Secret; the Role names the manifest
-// and the variable Secrets of inputs, and is updated when they change.
-func (r *Reconciler) ensureRBAC(ctx context.Context, manifest *corev1.Secret, deployment string, inputs Inputs) error {
+// from rbac.yaml, owned by the manifest Secret; the Role names the manifest,
+// the variable Secrets of inputs and the Secrets plan lets the gathering
+// read, and is updated when they change.
+func (r *Reconciler) ensureRBAC(ctx context.Context, manifest *corev1.Secret, deployment string, inputs Inputs, plan gathering.Plan) error {
 	name := names.DNS1123Label(deployment) + "-gather"
 	objects := []client.Object{&corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}}
 	for i, doc := range strings.Split(rbacYAML, "\n---\n") {
@@ -413,7 +443,7 @@ func (r *Reconciler) ensureRBAC(ctx context.Context, manifest *corev1.Secret, de
 		case *rbacv1.RoleBinding:
 			o.Subjects[0].Namespace = manifest.Namespace
 		case *rbacv1.Role:
-			fillSecretNames(o, manifest.Name, deployment, inputs.Variables)
+			fillSecretNames(o, manifest.Name, deployment, inputs.Variables, plan.Names())
 		}
 		if err := controllerutil.SetControllerReference(manifest, obj, r.Client.Scheme()); err != nil {
 			return err
@@ -429,28 +459,30 @@ func (r *Reconciler) ensureRBAC(ctx context.Context, manifest *corev1.Secret, de
 	return nil
 }
 
-// fillSecretNames puts the manifest's and the variables' Secret names in
-// the Role's rules that name them.
-func fillSecretNames(role *rbacv1.Role, manifest, deployment string, variables []string) {
+// fillSecretNames puts the manifest's, the variables' and the other read
+// Secrets' names in the Role's rules that name them.
+func fillSecretNames(role *rbacv1.Role, manifest, deployment string, variables, reads []string) {
 	var vars []string
 	for _, v := range variables {
 		vars = append(vars, names.VariableSecret(deployment, v))
 	}
 	slices.Sort(vars)
-	vars = slices.Compact(vars)
-	for i, rule := range role.Rules {
-		switch {
-		case slices.Equal(rule.ResourceNames, []string{"MANIFEST"}):
-			role.Rules[i].ResourceNames = []string{manifest}
-		case slices.Equal(rule.ResourceNames, []string{"VARIABLES"}) && len(vars) == 0:
-			// No names would grant every Secret: a manifest without
-			// variables needs none.
-			role.Rules = slices.Delete(role.Rules, i, i+1)
-			return
-		case slices.Equal(rule.ResourceNames, []string{"VARIABLES"}):
-			role.Rules[i].ResourceNames = vars
+	filled := map[string][]string{"MANIFEST": {manifest}, "VARIABLES": slices.Compact(vars), "READS": reads}
+	var rules []rbacv1.PolicyRule
+	for _, rule := range role.Rules {
+		if len(rule.ResourceNames) == 1 {
+			if want, placeholder := filled[rule.ResourceNames[0]]; placeholder {
+				// No names would grant every Secret: a rule without any
+				// is left out.
+				if len(want) == 0 {
+					continue
+				}
+				rule.ResourceNames = want
+			}
 		}
+		rules = append(rules, rule)
 	}
+	role.Rules = rules
 }
 
 // updateRole brings an existing gathering Role's rules to want's.
@@ -476,7 +508,7 @@ func (r *Reconciler) labels(deployment string) map[string]string {
 
 // gatherJob is the gathering Job: one init container per release copies its
 // jobs out of the release image, then gather runs in the operator image.
-func (r *Reconciler) gatherJob(manifest *corev1.Secret, deployment, name, digest string, inputs Inputs) *batchv1.Job {
+func (r *Reconciler) gatherJob(manifest *corev1.Secret, deployment, name, digest string, inputs Inputs, plan gathering.Plan) *batchv1.Job {
 	// The same copy containers as in injected pods.
 	const volume = inject.VolumeAllReleases
 	var inits []corev1.Container
@@ -514,6 +546,7 @@ func (r *Reconciler) gatherJob(manifest *corev1.Secret, deployment, name, digest
 							"--manifest-secret=" + manifest.Name,
 							"--jobs-dir=" + JobsDir,
 							"--cluster-domain=" + r.Config.ClusterDomain,
+							"--plan=" + plan.String(),
 						},
 						VolumeMounts: []corev1.VolumeMount{
 							{Name: volume, MountPath: inject.AllReleasesDir},
@@ -591,24 +624,157 @@ func (r *Reconciler) terminationMessage(ctx context.Context, job *batchv1.Job) s
 	return "gathering failed; see the logs of Job " + job.Name
 }
 
-// written is what the Job's gather container reported in its termination
+// created says whether the runner created job, as the record in its own
+// namespace says. A Job of the same name that anyone else created is
+// deleted, with a warning Event; the runner creates its own once it is gone.
+func (r *Reconciler) created(ctx context.Context, manifest *corev1.Secret, deployment string, job *batchv1.Job) (bool, error) {
+	// The cache may not hold yet a Job recorded just now.
+	for _, reader := range []client.Reader{r.Client, r.APIReader} {
+		rec, err := trust.Read(ctx, reader, r.Config.TrustNamespace, manifest.Namespace, deployment)
+		if err != nil {
+			return false, err
+		}
+		if rec.Created(job.Name, job.UID) {
+			return true, nil
+		}
+	}
+	if job.DeletionTimestamp != nil {
+		return false, nil
+	}
+	r.Log.Info("deleting a gathering Job the operator did not create", "reason", ReasonForeignJob, "namespace", job.Namespace, "job", job.Name)
+	r.Recorder.Eventf(manifest, job, corev1.EventTypeWarning, ReasonForeignJob, "Gather",
+		"Job %s was not created by the operator, which ignores its result: deleting it to run its own gathering", job.Name)
+	err := r.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &job.UID})
+	return false, client.IgnoreNotFound(err)
+}
+
+// report is what the Job's gather container reported in its termination
 // message on success: the versions the webhook may inject (package trust).
-func (r *Reconciler) written(ctx context.Context, job *batchv1.Job) (trust.Written, error) {
+// Only a pod the Job controls and that runs the Job's own containers
+// reports: anyone who may create pods can make one naming the Job as its
+// controller.
+func (r *Reconciler) report(ctx context.Context, job *batchv1.Job) (*trust.Report, error) {
 	var pods corev1.PodList
 	if err := r.APIReader.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{"batch.kubernetes.io/job-name": job.Name}); err != nil {
-		return nil, fmt.Errorf("reading the pods of Job %s: %w", job.Name, err)
+		return &trust.Report{}, fmt.Errorf("reading the pods of Job %s: %w", job.Name, err)
 	}
 	for _, p := range pods.Items {
-		if !metav1.IsControlledBy(&p, job) {
+		if !metav1.IsControlledBy(&p, job) || !fromTemplate(&p, &job.Spec.Template.Spec) {
 			continue
 		}
 		for _, cs := range p.Status.ContainerStatuses {
 			if t := cs.State.Terminated; cs.Name == gatherContainer && t != nil && t.ExitCode == 0 && t.Message != "" {
-				return trust.ParseWritten(t.Message)
+				report, err := trust.ParseReport(t.Message)
+				return &report, err
 			}
 		}
 	}
-	return nil, fmt.Errorf("no pod of Job %s reports the versions it wrote", job.Name)
+	return &trust.Report{}, fmt.Errorf("no pod of Job %s reports the versions it wrote", job.Name)
+}
+
+// fromTemplate says whether pod runs the containers of template, with the
+// same programs, arguments, environment and volumes.
+func fromTemplate(pod *corev1.Pod, template *corev1.PodSpec) bool {
+	same := func(have, want []corev1.Container) bool {
+		return slices.EqualFunc(have, want, func(h, w corev1.Container) bool {
+			return h.Name == w.Name && h.Image == w.Image && slices.Equal(h.Command, w.Command) && slices.Equal(h.Args, w.Args) &&
+				h.WorkingDir == w.WorkingDir && equality.Semantic.DeepEqual(h.Env, w.Env) && equality.Semantic.DeepEqual(h.EnvFrom, w.EnvFrom) &&
+				equality.Semantic.DeepEqual(h.VolumeMounts, w.VolumeMounts)
+		})
+	}
+	if !same(pod.Spec.InitContainers, template.InitContainers) || !same(pod.Spec.Containers, template.Containers) {
+		return false
+	}
+	for _, want := range template.Volumes {
+		i := slices.IndexFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == want.Name })
+		if i < 0 || !equality.Semantic.DeepEqual(pod.Spec.Volumes[i].VolumeSource, want.VolumeSource) {
+			return false
+		}
+	}
+	return true
+}
+
+// prune deletes the deployment's old versions, which the gathering may not
+// list or delete. Of a group's series, the versions above its latest
+// accepted one (of a gathering not accepted yet, or forged) are neither
+// deleted nor counted, so they never push an accepted version out; shared
+// links are not under the record. Every version of a link the report of an
+// accepted gathering does not name as shared any more is deleted.
+func (r *Reconciler) prune(ctx context.Context, namespace, deployment string, rec *trust.Record, report *trust.Report) error {
+	stored, err := versions.ListDeployment(ctx, r.Client, namespace, deployment)
+	if err != nil {
+		return err
+	}
+	unshared, err := DeleteUnshared(ctx, r.Client, stored, *report)
+	if err != nil {
+		return err
+	}
+	var series [][]versions.Version
+	for _, s := range stored.Series() {
+		l := s[0].Secret.Labels
+		if l[names.LabelSecretKind] == names.KindLink {
+			if !slices.Contains(unshared, s[0].Secret.Name) {
+				series = append(series, s)
+			}
+			continue
+		}
+		g, ok := rec.Groups[l[names.LabelInstanceGroup]]
+		if !ok {
+			continue
+		}
+		latest := g.Latest().BPM.Version
+		if l[names.LabelSecretKind] == names.KindResolved {
+			latest = g.Latest().Resolved.Version
+		}
+		series = append(series, slices.DeleteFunc(slices.Clone(s), func(v versions.Version) bool { return v.Number > latest }))
+	}
+	deleted, err := versions.Prune(ctx, r.uncached(), namespace, deployment, series...)
+	deleted = append(unshared, deleted...)
+	if len(deleted) > 0 {
+		r.Log.Info("pruned old versions", "namespace", namespace, "deployment", deployment, "secrets", deleted)
+	}
+	return err
+}
+
+// DeleteUnshared deletes every stored version of the links that report,
+// an accepted gathering's, no longer names as shared (none without a
+// report), and returns their names.
+func DeleteUnshared(ctx context.Context, c client.Client, stored versions.Stored, report trust.Report) ([]string, error) {
+	if report.Groups == nil {
+		return nil, nil
+	}
+	var deleted []string
+	for _, s := range stored.Series() {
+		l := s[0].Secret.Labels
+		if l[names.LabelSecretKind] != names.KindLink || slices.Contains(report.Links, l[names.LabelInstanceGroup]) {
+			continue
+		}
+		for _, v := range s {
+			if err := c.Delete(ctx, v.Secret, client.Preconditions{UID: &v.Secret.UID}); client.IgnoreNotFound(err) != nil {
+				return deleted, fmt.Errorf("deleting Secret %s of a link no longer shared: %w", v.Secret.Name, err)
+			}
+			deleted = append(deleted, v.Secret.Name)
+		}
+	}
+	return deleted, nil
+}
+
+// uncached reads from the API: the manager caches no pods, and its cache
+// may not hold yet the Secrets a gathering just wrote, or the record the
+// runner just wrote.
+type uncached struct {
+	client.Client
+	reader client.Reader
+}
+
+func (r *Reconciler) uncached() client.Client { return uncached{r.Client, r.APIReader} }
+
+func (u uncached) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	return u.reader.Get(ctx, key, obj, opts...)
+}
+
+func (u uncached) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	return u.reader.List(ctx, list, opts...)
 }
 
 // StatusOf reads a manifest Secret's status annotation; a Secret without

@@ -17,8 +17,10 @@ import (
 	"strings"
 	"time"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -27,16 +29,20 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/runner"
+	"github.com/bosh-injector/bosh-injector/gather/secretdata"
 	"github.com/bosh-injector/bosh-injector/gather/trust"
+	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/webhook"
 )
@@ -65,33 +71,67 @@ func startOperatorWith(o webhook.Options) <-chan struct{} {
 	return mgr.Elected()
 }
 
-// reportWritten stands for the Job's pod terminated with the gathering's
-// report, as the kubelet would.
-func reportWritten(job *batchv1.Job, written trust.Written) {
+// jobPlan is the plan the runner gave job's gathering.
+func jobPlan(job *batchv1.Job) gathering.Plan {
 	GinkgoHelper()
-	jobPodTerminated(job, 0, written.Report())
+	for _, a := range job.Spec.Template.Spec.Containers[0].Args {
+		if p, ok := strings.CutPrefix(a, "--plan="); ok {
+			plan, err := gathering.ParsePlan(p)
+			Expect(err).NotTo(HaveOccurred())
+			return plan
+		}
+	}
+	Fail("Job " + job.Name + " has no --plan")
+	return gathering.Plan{}
 }
 
-// jobPodTerminated stands for the Job's pod, its gather container
-// terminated with code and message, as the kubelet would write them.
-func jobPodTerminated(job *batchv1.Job, code int32, message string) {
-	GinkgoHelper()
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-0", Namespace: job.Namespace,
+// jobPod is a pod of job as the job controller creates it: its template,
+// the Job its controller.
+func jobPod(job *batchv1.Job) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job.Name + "-0", Namespace: job.Namespace,
 		Labels:          map[string]string{"batch.kubernetes.io/job-name": job.Name},
 		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}},
-		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "gather", Image: "localhost/bosh-injector:test"}}}}
+		Spec: *job.Spec.Template.Spec.DeepCopy()}
+}
+
+// terminated stands for pod, created now, its gather container terminated
+// with code and message, as the kubelet would write them.
+func terminated(pod *corev1.Pod, code int32, message string) {
+	GinkgoHelper()
 	Expect(cp.Client.Create(ctx, pod)).To(Succeed())
 	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "gather", State: corev1.ContainerState{
 		Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Message: message}}}}
 	Expect(cp.Client.Status().Update(ctx, pod)).To(Succeed())
 }
 
-// complete reports the Job complete, as the job controller would, and its
-// pod's report unless written is nil.
-func complete(job *batchv1.Job, written trust.Written) {
+// reportFrom stands for pod terminated with the gathering's report.
+func reportFrom(pod *corev1.Pod, report trust.Report) {
 	GinkgoHelper()
-	if written != nil {
-		reportWritten(job, written)
+	message, err := report.Encode()
+	Expect(err).NotTo(HaveOccurred())
+	terminated(pod, 0, message)
+}
+
+// jobPodTerminated stands for the Job's pod, its gather container
+// terminated with code and message.
+func jobPodTerminated(job *batchv1.Job, code int32, message string) {
+	GinkgoHelper()
+	terminated(jobPod(job), code, message)
+}
+
+// reportWritten stands for the Job's pod terminated with the gathering's
+// report, as the kubelet would.
+func reportWritten(job *batchv1.Job, report trust.Report) {
+	GinkgoHelper()
+	reportFrom(jobPod(job), report)
+}
+
+// complete reports the Job complete, as the job controller would, and its
+// pod's report unless it reports no groups.
+func complete(job *batchv1.Job, report trust.Report) {
+	GinkgoHelper()
+	if report.Groups != nil {
+		reportWritten(job, report)
 	}
 	now := metav1.Now()
 	job.Status.StartTime, job.Status.CompletionTime, job.Status.Succeeded = &now, &now, 1
@@ -126,19 +166,24 @@ var _ = Describe("the job runner", func() {
 		err := cp.Client.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{names.LabelDeployment: "shop"})
 		return jobs.Items, err
 	}
-	// gatherNow does the gathering Job's work here and returns the versions it
-	// wrote, as its pod reports them.
-	gatherNow := func() trust.Written {
+	// gatherAs does job's work here, with c's rights and the plan the
+	// runner gave the Job, and returns the versions it wrote, as its pod
+	// reports them.
+	gatherAs := func(c client.Client, job *batchv1.Job) trust.Report {
 		GinkgoHelper()
-		res, err := gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: jobsDir, ClusterDomain: "cluster.local",
-			Progress: gathering.Events(ctx, cp.Client, GinkgoLogr)},
+		res, err := gathering.Run(ctx, c, gathering.Config{Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: jobsDir, ClusterDomain: "cluster.local",
+			Progress: gathering.Events(ctx, c, GinkgoLogr), Plan: jobPlan(job)},
 			gathering.NewRenderBPM(ctx), time.Now())
 		Expect(err).NotTo(HaveOccurred())
-		return res.Written()
+		return res.Report()
+	}
+	gatherNow := func(job *batchv1.Job) trust.Report {
+		GinkgoHelper()
+		return gatherAs(cp.Client, job)
 	}
 	runAndComplete := func(job *batchv1.Job) {
 		GinkgoHelper()
-		complete(job, gatherNow())
+		complete(job, gatherNow(job))
 	}
 	status := func() (string, error) {
 		var s corev1.Secret
@@ -229,7 +274,7 @@ var _ = Describe("the job runner", func() {
 		second := newestJob(first.Name)
 		// A bpm Secret forged while the gathering finishes, naming its
 		// resolved version, is not what it reports: not accepted.
-		written := gatherNow()
+		written := gatherNow(second)
 		forged := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop.bpm.web-v999", Labels: map[string]string{
 			names.LabelDeployment: "shop", names.LabelInstanceGroup: "web", names.LabelSecretKind: names.KindBPM, names.LabelVersion: "999"}},
 			Data: map[string][]byte{bpm.InfoKey: []byte(`{"resolved_secret":"shop.ig-resolved.web-v2"}`)}}
@@ -249,8 +294,9 @@ var _ = Describe("the job runner", func() {
 		Expect(rec.Groups["db"].Versions).To(ConsistOf(HaveField("Resolved.Version", 1)))
 		Expect(rec.Groups["web"].Latest().BPM.Name).To(Equal("shop.bpm.web-v2"))
 		// Seen again, the gathering adds nothing.
-		again, err := trust.Accept(ctx, cp.Client, ns, ns, "shop", second.UID, trust.Written{"web": {999, 2}})
+		again, refused, err := trust.Accept(ctx, cp.Client, ns, ns, "shop", second.UID, written.Groups)
 		Expect(err).NotTo(HaveOccurred())
+		Expect(refused).To(BeEmpty())
 		Expect(again).To(Equal(rec))
 		Expect(cp.Client.Delete(ctx, forged)).To(Succeed())
 
@@ -288,12 +334,177 @@ var _ = Describe("the job runner", func() {
 		startOperator(ns, false)
 		applyManifest(manifest)
 		job := newestJob("")
-		gatherNow()
-		complete(job, nil)
+		gatherNow(job)
+		complete(job, trust.Report{})
 		Eventually(eventReasons).Should(ContainElement(runner.ReasonNotAccepted))
 		Eventually(func() (*trust.Record, error) {
 			return trust.Read(ctx, cp.Client, ns, ns, "shop")
 		}).Should(And(Not(BeNil()), HaveField("Groups", BeEmpty())))
+	})
+
+	It("never builds on, accepts or injects a forged bpm Secret present while the deployment gathers again", func() {
+		// The webhook never injects the operator's own namespace.
+		operatorNS := ns + "-operator"
+		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNS}})).To(Succeed())
+		startOperator(operatorNS, false)
+		record := func() (*trust.Record, error) { return trust.Read(ctx, cp.Client, operatorNS, ns, "shop") }
+		applyManifest(manifest)
+		first := newestJob("")
+		runAndComplete(first)
+		Eventually(stateLabel).Should(Equal("Gathered"))
+		Eventually(record).Should(HaveField("Groups", HaveLen(4)))
+
+		// v999 is the real latest db BPM info, rendered from the same
+		// inputs (so its digest would have it reused), but privileged and
+		// running an executable of the forger's choice.
+		var real corev1.Secret
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop.bpm.db-v1"}, &real)).To(Succeed())
+		var info bpm.Info
+		Expect(secretdata.Decode(real.Data[bpm.InfoKey], &info)).To(Succeed())
+		const evil = "/bin/forged-executable"
+		for _, ib := range info.BPM {
+			for name, cfg := range ib.Jobs {
+				for i := range cfg.Processes {
+					cfg.Processes[i].Executable = evil
+					cfg.Processes[i].Unsafe = &bpm.Unsafe{Privileged: true}
+				}
+				ib.Jobs[name] = cfg
+			}
+		}
+		data, err := secretdata.Encode(info)
+		Expect(err).NotTo(HaveOccurred())
+		forged := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop.bpm.db-v999", Labels: real.Labels,
+			Annotations: real.Annotations}, Immutable: ptr.To(true), Data: map[string][]byte{bpm.InfoKey: data}}
+		forged.Labels[names.LabelVersion] = "999"
+		Expect(cp.Client.Create(ctx, forged)).To(Succeed())
+
+		// A generated variable db does not use deleted: the deployment
+		// gathers again, db's templates and specs unchanged.
+		Expect(cp.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop.var-bus-password"}})).To(Succeed())
+		second := newestJob(first.Name)
+		// Gathered once the runner's own status says this Job runs.
+		Eventually(status).Should(ContainSubstring(second.Name))
+		plan := jobPlan(second)
+		Expect(plan.Recorded).To(HaveKeyWithValue("db", HaveField("BPM.Name", "shop.bpm.db-v1")))
+		Expect(plan.Above).To(HaveKeyWithValue(gathering.Series(names.KindBPM, "db"), 999), "new versions go above the forged number")
+		Expect(plan.Names()).NotTo(ContainElement(forged.Name))
+		written := gatherNow(second)
+		complete(second, written)
+		Eventually(record).Should(HaveField("Job", second.UID))
+
+		// Neither reused, copied nor accepted: db stays on the real v1.
+		Expect(written).To(HaveKeyWithValue("db", HaveField("BPM", 1)))
+		rec, err := record()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rec.Groups["db"].Versions).To(ConsistOf(HaveField("BPM.Name", "shop.bpm.db-v1")))
+		Expect(rec.Groups["bus"].Latest().BPM.Version).To(Equal(2), "bus changed")
+		var latest corev1.Secret
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: rec.Groups["db"].Latest().BPM.Name}, &latest)).To(Succeed())
+		Expect(string(latest.Data[bpm.InfoKey])).NotTo(Or(ContainSubstring(evil), ContainSubstring("privileged")))
+		var all corev1.SecretList
+		Expect(cp.Client.List(ctx, &all, client.InNamespace(ns), client.MatchingLabels{names.LabelSecretKind: names.KindBPM})).To(Succeed())
+		for _, s := range all.Items {
+			if s.Name != forged.Name {
+				Expect(string(s.Data[bpm.InfoKey])).NotTo(ContainSubstring(evil), "%s copies the forged processes", s.Name)
+			}
+		}
+
+		// A pod of db admitted through the webhook gets the real
+		// processes.
+		raw, err := json.Marshal(corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-0", Namespace: ns, Labels: map[string]string{
+			names.LabelDeployment: "shop", names.LabelInstanceGroup: "db", "apps.kubernetes.io/pod-index": "0"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "placeholder", Image: "busybox"}},
+				Volumes: []corev1.Volume{{Name: "store", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "store-db-0"}}}}}})
+		Expect(err).NotTo(HaveOccurred())
+		h := &webhook.Handler{Cache: cp.Client, Settings: inject.Settings{OperatorImage: "localhost/bosh-injector:test", DNS: inject.DNS{Server: "10.96.0.53", ClusterDomain: "cluster.local"}},
+			OperatorNamespace: operatorNS, Log: GinkgoLogr}
+		resp := h.Handle(ctx, admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Namespace: ns, Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw}}})
+		Expect(resp.Allowed).To(BeTrue(), resp.Result.String())
+		patch, err := jsonpatch.DecodePatch(resp.Patch)
+		Expect(err).NotTo(HaveOccurred())
+		patched, err := patch.Apply(raw)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(patched)).NotTo(Or(ContainSubstring(evil), ContainSubstring(forged.Name)))
+		var pod corev1.Pod
+		Expect(json.Unmarshal(patched, &pod)).To(Succeed())
+		Expect(pod.Spec.Containers).To(ContainElement(HaveField("Name", HavePrefix("pgstore"))))
+		for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
+			Expect(c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged).To(BeTrue(), c.Name)
+		}
+	})
+
+	It("accepts no Secret deleted and created again between the gathering's write and the runner's accept", func() {
+		startOperator(ns, false)
+		applyManifest(manifest)
+		job := newestJob("")
+		written := gatherNow(job)
+		// The same name and labels, other content, another object.
+		var b corev1.Secret
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop.bpm.web-v1"}, &b)).To(Succeed())
+		Expect(cp.Client.Delete(ctx, &b)).To(Succeed())
+		recreated := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: b.Name, Labels: b.Labels, Annotations: b.Annotations},
+			Immutable: ptr.To(true), Data: map[string][]byte{bpm.InfoKey: []byte(strings.Replace(string(b.Data[bpm.InfoKey]), "storefront", "storefrong", 1))}}
+		Expect(cp.Client.Create(ctx, recreated)).To(Succeed())
+		complete(job, written)
+		Eventually(eventReasons).Should(ContainElement(runner.ReasonNotAccepted))
+		rec, err := trust.Read(ctx, cp.Client, ns, ns, "shop")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rec.Groups).To(HaveLen(3))
+		Expect(rec.Groups).NotTo(HaveKey("web"))
+		var events eventsv1.EventList
+		Expect(cp.Client.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
+		Expect(events.Items).To(ContainElement(And(HaveField("Reason", runner.ReasonNotAccepted), HaveField("Type", corev1.EventTypeWarning),
+			HaveField("Note", ContainSubstring("instance group 'web': Secret shop.bpm.web-v1 is not the one the gathering wrote")))))
+	})
+
+	It("ignores a report from a pod the Job's template did not make, and replaces a Job it did not create", func() {
+		startOperator(ns, false)
+		// The Job's name follows from the inputs: the same manifest in
+		// another namespace tells it in advance.
+		scratch := ns + "-scratch"
+		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: scratch}})).To(Succeed())
+		_, err := fixtures.ApplyManifest(ctx, cp.Client, scratch, manifest)
+		Expect(err).NotTo(HaveOccurred())
+		var name string
+		Eventually(func() ([]batchv1.Job, error) {
+			var jobs batchv1.JobList
+			err := cp.Client.List(ctx, &jobs, client.InNamespace(scratch))
+			if len(jobs.Items) > 0 {
+				name = jobs.Items[0].Name
+			}
+			return jobs.Items, err
+		}).WithTimeout(20 * time.Second).ShouldNot(BeEmpty())
+
+		// A Job of that name created beforehand, complete, with a pod
+		// reporting the forger's versions.
+		preset := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{names.LabelDeployment: "shop"}},
+			Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "gather", Image: "busybox"}}}}}}
+		Expect(cp.Client.Create(ctx, preset)).To(Succeed())
+		applyManifest(manifest)
+		Eventually(eventReasons).WithTimeout(20 * time.Second).Should(ContainElement(runner.ReasonForeignJob))
+		var job *batchv1.Job
+		Eventually(func() bool {
+			jobs, _ := gatherJobs()
+			for i := range jobs {
+				if jobs[i].UID != preset.UID && jobs[i].Name == name {
+					job = &jobs[i]
+				}
+			}
+			return job != nil
+		}).WithTimeout(20*time.Second).Should(BeTrue(), "the runner created its own Job")
+		Expect(job.Spec.Template.Spec.Containers[0].Image).To(Equal("localhost/bosh-injector:test"))
+
+		// A pod naming the runner's Job as its controller, but running
+		// another program, reports: ignored.
+		written := gatherNow(job)
+		impostor := jobPod(job)
+		impostor.Spec.Containers[0].Image = "localhost/forger:latest"
+		reportFrom(impostor, written)
+		complete(job, trust.Report{})
+		Eventually(eventReasons).Should(ContainElement(runner.ReasonNotAccepted))
+		Consistently(func() (*trust.Record, error) { return trust.Read(ctx, cp.Client, ns, ns, "shop") }, 2*time.Second).Should(
+			HaveField("Groups", BeEmpty()))
 	})
 
 	It("deletes the generated credentials with the manifest when its label asks, never a user-provided one", func() {
@@ -459,27 +670,48 @@ var _ = Describe("the job runner", func() {
 		Expect(role.Rules[1].ResourceNames).To(ContainElements("shop.var-bus-password", "shop.var-bus-ca", "shop.var-session-secret"))
 		for _, rule := range role.Rules {
 			Expect(rule.Verbs).NotTo(ContainElements("watch", "*"))
+			// Secrets: never listed or deleted, read by name only.
+			if slices.Contains(rule.Resources, "secrets") {
+				Expect(rule.Verbs).NotTo(ContainElements("list", "delete"))
+				if !slices.Equal(rule.Verbs, []string{"create"}) {
+					Expect(rule.ResourceNames).NotTo(BeEmpty(), "%v", rule)
+				}
+			}
 		}
 
 		// The gathering as the Job's ServiceAccount: enough to gather, not
-		// to read another Secret.
+		// to read, list or delete another Secret.
 		cfg := rest.CopyConfig(cp.Config)
 		cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":shop-gather",
 			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}
 		sa, err := client.New(cfg, client.Options{})
 		Expect(err).NotTo(HaveOccurred())
-		_, err = gathering.Run(ctx, sa, gathering.Config{Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: jobsDir, ClusterDomain: "cluster.local",
-			Progress: gathering.Events(ctx, sa, GinkgoLogr)}, gathering.NewRenderBPM(ctx), time.Now())
-		Expect(err).NotTo(HaveOccurred())
+		complete(job, gatherAs(sa, job))
+		Eventually(stateLabel).Should(Equal("Gathered"))
+		Eventually(func() (*trust.Record, error) { return trust.Read(ctx, cp.Client, ns, ns, "shop") }).Should(
+			HaveField("Groups", HaveLen(4)))
 		err = sa.Get(ctx, client.ObjectKey{Namespace: ns, Name: "unrelated"}, &corev1.Secret{})
 		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+		err = sa.List(ctx, &corev1.SecretList{}, client.InNamespace(ns))
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+		err = sa.List(ctx, &corev1.SecretList{}, client.InNamespace(ns), client.MatchingLabels{names.LabelDeployment: "shop"})
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+		err = sa.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "unrelated"}})
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+		err = sa.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop.bpm.web-v1"}})
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
 
-		// A new variable in the manifest: the Role names it.
+		// A new variable in the manifest: the Role names it, and the
+		// versions accepted last, which the next gathering builds on.
 		applyManifest([]byte(strings.Replace(string(manifest), "variables:\n", "variables:\n- {name: extra_password, type: password}\n", 1)))
 		Eventually(func() ([]string, error) {
 			err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop-gather"}, &role)
 			return role.Rules[1].ResourceNames, err
 		}).WithTimeout(20 * time.Second).Should(ContainElement("shop.var-extra-password"))
+		Expect(role.Rules[2].ResourceNames).To(ContainElements("shop.bpm.web-v1", "shop.ig-resolved.web-v1"))
+		second := newestJob(job.Name)
+		written := gatherAs(sa, second)
+		Expect(written.Groups["web"].BPM).To(Equal(1), "the accepted version, read by name, is built on")
 	})
 
 	It("with watch namespaces, works in those only", func() {

@@ -11,6 +11,8 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -20,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
@@ -51,6 +54,45 @@ type Record struct {
 	Job types.UID `json:"job"`
 	// Groups by the group's label value.
 	Groups map[string]Group `json:"groups"`
+	// Jobs are the gathering Jobs the runner created, newest last: only
+	// their pods' reports are accepted, never those of a Job of the same
+	// name someone else created.
+	Jobs []JobRef `json:"jobs,omitempty"`
+}
+
+// JobRef identifies a gathering Job the runner created.
+type JobRef struct {
+	Name string    `json:"name"`
+	UID  types.UID `json:"uid"`
+}
+
+// keepJobs is how many created Jobs a record remembers: the runner
+// removes older Jobs once a newer one succeeded.
+const keepJobs = 8
+
+// Created says whether the runner created job.
+func (r *Record) Created(name string, uid types.UID) bool {
+	return r != nil && slices.Contains(r.Jobs, JobRef{Name: name, UID: uid})
+}
+
+// RecordJob records that the runner created gathering Job name with uid.
+// A Job it failed to record would be taken for someone else's: a conflict
+// is retried.
+func RecordJob(ctx context.Context, c client.Client, trustNamespace, namespace, deployment, name string, uid types.UID) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		rec, err := Read(ctx, c, trustNamespace, namespace, deployment)
+		if err != nil {
+			return err
+		}
+		if rec == nil {
+			rec = &Record{Namespace: namespace, Deployment: deployment, Groups: map[string]Group{}}
+		}
+		rec.Jobs = append(slices.DeleteFunc(rec.Jobs, func(j JobRef) bool { return j.Name == name }), JobRef{Name: name, UID: uid})
+		if len(rec.Jobs) > keepJobs {
+			rec.Jobs = rec.Jobs[len(rec.Jobs)-keepJobs:]
+		}
+		return write(ctx, c, trustNamespace, rec)
+	})
 }
 
 // Group is the accepted versions of an instance group, oldest first.
@@ -123,41 +165,110 @@ func Read(ctx context.Context, c client.Reader, trustNamespace, namespace, deplo
 // Written is what a gathering left as each instance group's latest BPM
 // and resolved versions, by the group's label value. The gathering's pod
 // reports it in its termination message, which only the kubelet writes:
-// the runner accepts exactly these versions, so a Secret created while the
-// gathering finishes is never taken for its result.
-type Written map[string][2]int
+// the runner accepts exactly these Secrets, so a Secret created, or
+// deleted and created again, while the gathering finishes is never taken
+// for its result.
+type Written map[string]WrittenGroup
 
-// Report is w as the gathering's termination message.
-func (w Written) Report() string {
-	data, _ := json.Marshal(w)
-	return string(data)
+// WrittenGroup identifies the two Secrets of a group's version as the
+// gathering wrote or reused them.
+type WrittenGroup struct {
+	BPM, Resolved       int
+	BPMUID, ResolvedUID types.UID
+	// SHA256 is pairDigest of both Secrets' data.
+	SHA256 string
 }
 
-// ParseWritten reads a gathering's termination message.
-func ParseWritten(message string) (Written, error) {
-	var w Written
-	if err := json.Unmarshal([]byte(message), &w); err != nil {
-		return nil, fmt.Errorf("the gathering's report %q: %w", message, err)
+// WrittenOf is what a gathering reports of a group's BPM and resolved
+// Secrets.
+func WrittenOf(bpmSecret, resolvedSecret *corev1.Secret) WrittenGroup {
+	return WrittenGroup{BPM: versions.Number(bpmSecret), Resolved: versions.Number(resolvedSecret),
+		BPMUID: bpmSecret.UID, ResolvedUID: resolvedSecret.UID, SHA256: pairDigest(bpmSecret, resolvedSecret)}
+}
+
+// pairDigest covers the data of a group's two Secrets in one digest,
+// truncated to 128 bits: a termination message holds 4096 bytes, and the
+// report names every group.
+func pairDigest(bpmSecret, resolvedSecret *corev1.Secret) string {
+	sum := sha256.Sum256([]byte(secretdata.Digest(bpmSecret.Data) + " " + secretdata.Digest(resolvedSecret.Data)))
+	return hex.EncodeToString(sum[:16])
+}
+
+// MarshalJSON writes g as a compact array, for the same 4096 bytes.
+func (g WrittenGroup) MarshalJSON() ([]byte, error) {
+	return json.Marshal([]any{g.BPM, g.Resolved, g.BPMUID, g.ResolvedUID, g.SHA256})
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (g *WrittenGroup) UnmarshalJSON(data []byte) error {
+	var a []json.RawMessage
+	if err := json.Unmarshal(data, &a); err != nil {
+		return err
 	}
-	return w, nil
+	if len(a) != 5 {
+		return fmt.Errorf("a group's report has %d fields, not 5", len(a))
+	}
+	for i, v := range []any{&g.BPM, &g.Resolved, &g.BPMUID, &g.ResolvedUID, &g.SHA256} {
+		if err := json.Unmarshal(a[i], v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// maxReport is the size of a termination message.
+const maxReport = 4096
+
+// Report is a successful gathering's termination message: the versions it
+// left per group, and the labels of the links the deployment shares now
+// (the runner deletes every version of the others: a link no longer shared
+// must not keep resolving for its consumers).
+type Report struct {
+	Groups Written  `json:"groups"`
+	Links  []string `json:"links,omitempty"`
+}
+
+// Encode is r as the gathering's termination message; a report that does
+// not fit is an error, never truncated.
+func (r Report) Encode() (string, error) {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return "", err
+	}
+	if len(data) > maxReport {
+		return "", fmt.Errorf("the report of %d instance groups and %d links takes %d bytes, more than a termination message's %d", len(r.Groups), len(r.Links), len(data), maxReport)
+	}
+	return string(data), nil
+}
+
+// ParseReport reads a gathering's termination message.
+func ParseReport(message string) (Report, error) {
+	var r Report
+	if err := json.Unmarshal([]byte(message), &r); err != nil {
+		return Report{}, fmt.Errorf("the gathering's report %q: %w", message, err)
+	}
+	return r, nil
 }
 
 // Accept records, after gathering Job job succeeded, the versions it
 // reports as written, and keeps the versions accepted earlier whose Secrets
 // are still as accepted. A job already accepted adds nothing. A reported
-// version whose Secrets are gone, or whose BPM info names another resolved
-// version, is not accepted. It returns the record.
-func Accept(ctx context.Context, c client.Client, trustNamespace, namespace, deployment string, job types.UID, written Written) (*Record, error) {
+// version is not accepted when its Secrets are gone, are other objects
+// (UID) or hold other data than the report says, are not immutable, or
+// when its BPM info names another resolved Secret: it returns, besides the
+// record, why for each such group.
+func Accept(ctx context.Context, c client.Client, trustNamespace, namespace, deployment string, job types.UID, written Written) (*Record, []string, error) {
 	old, err := Read(ctx, c, trustNamespace, namespace, deployment)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	stored, err := versions.ListDeployment(ctx, c, namespace, deployment)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rec := &Record{Namespace: namespace, Deployment: deployment, Job: job, Groups: map[string]Group{}}
 	if old != nil {
+		rec.Jobs = old.Jobs
 		// Earlier versions stay accepted while their Secrets are intact:
 		// pods of older template revisions are injected from them.
 		for label, g := range old.Groups {
@@ -172,10 +283,12 @@ func Accept(ctx context.Context, c client.Client, trustNamespace, namespace, dep
 			}
 		}
 	}
+	var refused []string
 	if old == nil || old.Job != job {
 		for _, label := range slices.Sorted(maps.Keys(written)) {
-			v, name, ok := reported(stored, label, written[label])
-			if !ok {
+			v, name, err := reported(stored, label, written[label])
+			if err != nil {
+				refused = append(refused, fmt.Sprintf("instance group '%s': %s", label, err))
 				continue
 			}
 			g := rec.Groups[label]
@@ -186,30 +299,43 @@ func Accept(ctx context.Context, c client.Client, trustNamespace, namespace, dep
 			rec.Groups[label] = g
 		}
 	}
-	return rec, write(ctx, c, trustNamespace, rec)
+	return rec, refused, write(ctx, c, trustNamespace, rec)
 }
 
-// reported is the version of a group a gathering reported as written
-// (BPM and resolved version numbers), when its Secrets exist and the BPM
-// info names that resolved Secret, and the group's BOSH name.
-func reported(stored versions.Stored, label string, numbers [2]int) (*Version, string, bool) {
-	find := func(kind string, n int) *corev1.Secret {
+// reported is the version of a group a gathering reported as written, when
+// its Secrets are exactly those the report identifies and the BPM info
+// names that resolved Secret, and the group's BOSH name.
+func reported(stored versions.Stored, label string, w WrittenGroup) (*Version, string, error) {
+	find := func(kind string, n int, uid types.UID) (*corev1.Secret, error) {
 		for _, v := range stored.Of(versions.Key{Kind: kind, InstanceGroup: label}) {
-			if v.Number == n {
-				return v.Secret
+			switch {
+			case v.Number != n:
+				continue
+			case v.Secret.UID != uid:
+				return nil, fmt.Errorf("Secret %s is not the one the gathering wrote (it was deleted and created again)", v.Secret.Name)
+			case v.Secret.Immutable == nil || !*v.Secret.Immutable:
+				return nil, fmt.Errorf("Secret %s is not immutable", v.Secret.Name)
 			}
+			return v.Secret, nil
 		}
-		return nil
+		return nil, fmt.Errorf("the %s Secret of version %d is gone", kind, n)
 	}
-	b, r := find(names.KindBPM, numbers[0]), find(names.KindResolved, numbers[1])
-	if b == nil || r == nil {
-		return nil, "", false
+	b, err := find(names.KindBPM, w.BPM, w.BPMUID)
+	if err != nil {
+		return nil, "", err
+	}
+	r, err := find(names.KindResolved, w.Resolved, w.ResolvedUID)
+	if err != nil {
+		return nil, "", err
+	}
+	if pairDigest(b, r) != w.SHA256 {
+		return nil, "", fmt.Errorf("Secrets %s and %s do not hold what the gathering wrote", b.Name, r.Name)
 	}
 	var info bpm.Info
 	if err := secretdata.Decode(b.Data[bpm.InfoKey], &info); err != nil || info.ResolvedSecret != r.Name {
-		return nil, "", false
+		return nil, "", fmt.Errorf("Secret %s does not name %s", b.Name, r.Name)
 	}
-	return &Version{BPM: refOf(b), Resolved: refOf(r)}, cmp.Or(info.InstanceGroup, label), true
+	return &Version{BPM: refOf(b), Resolved: refOf(r)}, cmp.Or(info.InstanceGroup, label), nil
 }
 
 func intact(stored versions.Stored, label string, v Version) bool {

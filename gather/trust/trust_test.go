@@ -2,6 +2,9 @@ package trust_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,13 +41,34 @@ func write(t *testing.T, c client.Client, resolvedContent string) {
 	}
 }
 
-func accept(t *testing.T, c client.Client, job types.UID, bpmVersion, resolvedVersion int) trust.Group {
+// report is what a gathering reports of web's BPM and resolved versions.
+func report(t *testing.T, c client.Client, bpmVersion, resolvedVersion int) trust.Written {
 	t.Helper()
-	rec, err := trust.Accept(context.Background(), c, operator, ns, "shop", job, trust.Written{"web": {bpmVersion, resolvedVersion}})
+	var b, r corev1.Secret
+	for _, get := range []struct {
+		s    *corev1.Secret
+		name string
+	}{{&b, fmt.Sprintf("shop.bpm.web-v%d", bpmVersion)}, {&r, fmt.Sprintf("shop.ig-resolved.web-v%d", resolvedVersion)}} {
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: get.name}, get.s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return trust.Written{"web": trust.WrittenOf(&b, &r)}
+}
+
+func acceptReport(t *testing.T, c client.Client, job types.UID, w trust.Written) (trust.Group, []string) {
+	t.Helper()
+	rec, refused, err := trust.Accept(context.Background(), c, operator, ns, "shop", job, w)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rec.Groups["web"]
+	return rec.Groups["web"], refused
+}
+
+func accept(t *testing.T, c client.Client, job types.UID, bpmVersion, resolvedVersion int) trust.Group {
+	t.Helper()
+	g, _ := acceptReport(t, c, job, report(t, c, bpmVersion, resolvedVersion))
+	return g
 }
 
 func TestAcceptTakesWhatEachGatheringReportedOnce(t *testing.T) {
@@ -99,4 +123,53 @@ func TestAcceptTakesWhatEachGatheringReportedOnce(t *testing.T) {
 	if g := accept(t, c, "job-3", 2, 2); len(g.Versions) != 1 || g.Latest().Resolved.Version != 2 {
 		t.Fatalf("after replacing v1: %+v", g)
 	}
+}
+
+func TestAcceptRefusesSecretsOtherThanReported(t *testing.T) {
+	c := fake.NewClientBuilder().Build()
+	write(t, c, "1")
+	w := report(t, c, 1, 1)
+
+	// Deleted and created again with the same content between the
+	// gathering's write and the runner's accept: another object.
+	var b corev1.Secret
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "shop.bpm.web-v1"}, &b); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(context.Background(), &b); err != nil {
+		t.Fatal(err)
+	}
+	b.ResourceVersion, b.UID = "", "forged-uid"
+	if err := c.Create(context.Background(), &b); err != nil {
+		t.Fatal(err)
+	}
+	if g, refused := acceptReport(t, c, "job-1", w); len(g.Versions) != 0 || len(refused) != 1 || !strings.Contains(refused[0], "created again") {
+		t.Fatalf("a re-created Secret was accepted: %+v, %q", g, refused)
+	}
+
+	// A report whose digest is not the Secrets' content.
+	w = report(t, c, 1, 1)
+	g := w["web"]
+	g.SHA256 = strings.Repeat("0", 32)
+	if got, refused := acceptReport(t, c, "job-2", trust.Written{"web": g}); len(got.Versions) != 0 || len(refused) != 1 || !strings.Contains(refused[0], "do not hold") {
+		t.Fatalf("a report of other content was accepted: %+v, %q", got, refused)
+	}
+
+	// The report survives its termination message.
+	parsed, err := trust.ParseReport(mustReport(t, trust.Report{Groups: w, Links: []string{"database"}}))
+	if err != nil || parsed.Groups["web"] != w["web"] || !slices.Equal(parsed.Links, []string{"database"}) {
+		t.Fatalf("report read back as %+v (%v), written %+v", parsed, err, w)
+	}
+	if g, refused := acceptReport(t, c, "job-3", parsed.Groups); len(g.Versions) != 1 || len(refused) != 0 {
+		t.Fatalf("the report itself: %+v, %q", g, refused)
+	}
+}
+
+func mustReport(t *testing.T, r trust.Report) string {
+	t.Helper()
+	s, err := r.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

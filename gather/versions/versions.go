@@ -79,32 +79,31 @@ func ListDeployment(ctx context.Context, c client.Reader, namespace, deployment 
 	}
 	out := Stored{}
 	for i := range list.Items {
-		s := &list.Items[i]
-		if n, ok := versionOf(s); ok {
-			k := seriesOf{s.Labels[names.LabelSecretKind], s.Labels[names.LabelInstanceGroup]}
-			out[k] = append(out[k], Version{Number: n, Secret: s})
-		}
-	}
-	for _, v := range out {
-		slices.SortFunc(v, func(a, b Version) int { return a.Number - b.Number })
+		out.Add(&list.Items[i])
 	}
 	return out, nil
+}
+
+// Add adds a versioned Secret to its series, in order; a Secret without a
+// version is not ours and is left out.
+func (s Stored) Add(secret *corev1.Secret) {
+	n, ok := versionOf(secret)
+	if !ok {
+		return
+	}
+	k := seriesOf{secret.Labels[names.LabelSecretKind], secret.Labels[names.LabelInstanceGroup]}
+	at, _ := slices.BinarySearchFunc(s[k], n, func(v Version, n int) int { return v.Number - n })
+	s[k] = slices.Insert(s[k], at, Version{Number: n, Secret: secret})
+}
+
+// Series are the stored series, each oldest first.
+func (s Stored) Series() [][]Version {
+	return slices.Collect(maps.Values(s))
 }
 
 // Of returns the stored versions of k, oldest first.
 func (s Stored) Of(k Key) []Version {
 	return s[seriesOf{k.Kind, names.LabelValue(k.InstanceGroup)}]
-}
-
-// OfKind returns the stored series of kind, by instance-group label.
-func (s Stored) OfKind(kind string) map[string][]Version {
-	out := map[string][]Version{}
-	for k, v := range s {
-		if k.kind == kind {
-			out[k.group] = v
-		}
-	}
-	return out
 }
 
 // versionOf reads a versioned Secret's version label; Secrets of a series
@@ -137,7 +136,15 @@ type Desired struct {
 	// Owner, when set, owns the created Secret so it goes away with the
 	// deployment.
 	Owner *metav1.OwnerReference
+	// Above is the highest version number stored in the series, whether
+	// or not it is among the given versions: a new version goes above it,
+	// so it never collides with a Secret the gathering may not read.
+	Above int
 }
+
+// attempts bounds how many numbers WriteOver tries past versions created
+// after Above was read.
+const attempts = 64
 
 // Result says which version holds the desired content.
 type Result struct {
@@ -157,17 +164,35 @@ func Write(ctx context.Context, c client.Client, d Desired) (Result, error) {
 	return res, err
 }
 
-// WriteOver is Write given the series' stored versions (oldest first, as
-// List or Stored.Of return them); it also returns the series after writing.
-// Unchanged content costs no API call.
+// WriteOver is Write given the series' versions to build on (oldest first,
+// as List or Stored.Of return them); it also returns the series after
+// writing, the version holding d's content last. Unchanged content costs no
+// API call. A number taken meanwhile is skipped.
 func WriteOver(ctx context.Context, c client.Client, d Desired, existing []Version) (Result, []Version, error) {
-	next := 1
+	next := d.Above + 1
 	if latest := Latest(existing); latest != nil {
 		if sameData(latest.Secret.Data, d.Data) {
 			return Result{Name: latest.Secret.Name, Number: latest.Number}, existing, nil
 		}
-		next = latest.Number + 1
+		next = max(next, latest.Number+1)
 	}
+	for range attempts {
+		secret, err := create(ctx, c, d, next)
+		if apierrors.IsAlreadyExists(err) {
+			next++
+			continue
+		}
+		if err != nil {
+			return Result{}, existing, err
+		}
+		return Result{Name: secret.Name, Number: next, Created: true},
+			append(slices.Clip(existing), Version{Number: next, Secret: secret}), nil
+	}
+	return Result{}, existing, fmt.Errorf("creating a version of %s Secrets of instance group %q: versions %d to %d exist", d.Kind, d.InstanceGroup, next-attempts, next-1)
+}
+
+// create creates version next of d.
+func create(ctx context.Context, c client.Client, d Desired, next int) (*corev1.Secret, error) {
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      names.VersionedSecret(d.Deployment, d.Kind, d.InstanceGroup, next),
@@ -195,10 +220,9 @@ func WriteOver(ctx context.Context, c client.Client, d Desired, existing []Versi
 		secret.OwnerReferences = []metav1.OwnerReference{*d.Owner}
 	}
 	if err := c.Create(ctx, secret); err != nil {
-		return Result{}, existing, fmt.Errorf("creating Secret %s: %w", secret.Name, err)
+		return nil, fmt.Errorf("creating Secret %s: %w", secret.Name, err)
 	}
-	return Result{Name: secret.Name, Number: next, Created: true},
-		append(slices.Clip(existing), Version{Number: next, Secret: secret}), nil
+	return secret, nil
 }
 
 func sameData(a, b map[string][]byte) bool {
@@ -311,4 +335,18 @@ func revisionTemplate(r *appsv1.ControllerRevision) (metav1.ObjectMeta, bool) {
 		return metav1.ObjectMeta{}, false
 	}
 	return patch.Spec.Template.Metadata, true
+}
+
+// LatestByGroup is, by instance group label, the newest of the versioned
+// Secrets of one kind and deployment.
+func LatestByGroup(secrets []corev1.Secret) map[string]*corev1.Secret {
+	latest := map[string]*corev1.Secret{}
+	for i := range secrets {
+		s := &secrets[i]
+		l := s.Labels[names.LabelInstanceGroup]
+		if have := latest[l]; have == nil || Number(s) > Number(have) {
+			latest[l] = s
+		}
+	}
+	return latest
 }

@@ -23,7 +23,7 @@ import (
 func init() {
 	register(func(g *globalOptions) *cobra.Command {
 		var cfg gathering.Config
-		var kubeconfig, terminationLog string
+		var kubeconfig, terminationLog, plan string
 		cmd := &cobra.Command{
 			Use:   "gather",
 			Short: "Resolve a BOSH deployment and write its per-instance-group Secrets and Services",
@@ -39,6 +39,13 @@ BOSH_INJECTOR_<FLAG> environment variables.`,
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				if cfg.Namespace == "" || cfg.ManifestSecret == "" {
 					return fmt.Errorf("--namespace and --manifest-secret are required (or BOSH_INJECTOR_NAMESPACE, BOSH_INJECTOR_MANIFEST_SECRET)")
+				}
+				if plan != "" {
+					p, err := gathering.ParsePlan(plan)
+					if err != nil {
+						return err
+					}
+					cfg.Plan = p
 				}
 				log, err := g.logger(cmd.ErrOrStderr())
 				if err != nil {
@@ -73,10 +80,14 @@ BOSH_INJECTOR_<FLAG> environment variables.`,
 						"resolved", gr.Resolved.Name, "resolvedCreated", gr.Resolved.Created, "bpm", gr.BPM.Name, "bpmCreated", gr.BPM.Created)
 				}
 				log.Info("gathered", "deployment", res.Deployment, "servicesCreated", len(res.Services.Created),
-					"servicesDeleted", len(res.Services.Deleted), "pruned", len(res.Pruned))
+					"servicesDeleted", len(res.Services.Deleted))
 				// The job runner accepts exactly the versions reported here.
+				report, err := res.Report().Encode()
+				if err != nil {
+					return fail(cmd, terminationLog, err, runner.ExitInvalidInput)
+				}
 				if terminationLog != "" {
-					if err := os.WriteFile(terminationLog, []byte(res.Written().Report()), 0o644); err != nil {
+					if err := os.WriteFile(terminationLog, []byte(report), 0o644); err != nil {
 						return fmt.Errorf("writing the termination log: %w", err)
 					}
 				}
@@ -89,6 +100,7 @@ BOSH_INJECTOR_<FLAG> environment variables.`,
 		f.StringVar(&cfg.JobsDir, "jobs-dir", runner.JobsDir, "releases' jobs as <dir>/<release>/<job>/job.MF")
 		f.StringVar(&cfg.ClusterDomain, "cluster-domain", "cluster.local", "cluster DNS domain of instance addresses")
 		f.StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig; in-cluster configuration when empty")
+		f.StringVar(&plan, "plan", "", "what the job runner lets the gathering read (JSON): accepted versions, version numbers, other deployments' Secrets; none builds on no stored version")
 		f.StringVar(&terminationLog, "termination-log", "/dev/termination-log", "file receiving the error list on failure, the versions written on success")
 		return cmd
 	})

@@ -1,0 +1,167 @@
+package gathering
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/trust"
+	"github.com/bosh-injector/bosh-injector/gather/versions"
+)
+
+// Plan is what the job runner, which may list the namespace's Secrets,
+// tells a gathering to read besides its manifest and variables. The
+// gathering's token reads Secrets by name only, and builds only on the
+// versions the operator accepted: a Secret anyone else created with a
+// deployment's labels is never reused, copied or taken for the latest.
+type Plan struct {
+	// Recorded is, by group label, the group's latest accepted version.
+	Recorded map[string]trust.Version `json:"recorded,omitempty"`
+	// Above is, by Series, the highest version number stored, accepted or
+	// not: new versions go above it.
+	Above map[string]int `json:"above,omitempty"`
+	// Shared is, by link name label, the deployment's latest shared link
+	// Secret.
+	Shared map[string]string `json:"shared,omitempty"`
+	// Consumed is, by deployment label, the latest shared link Secrets of
+	// the other deployments the manifest consumes from that have a
+	// manifest Secret (possibly none).
+	Consumed map[string][]string `json:"consumed,omitempty"`
+	// Aliased is, by deployment and group label, the latest BPM Secret of
+	// the groups of the other deployments the DNS aliases target.
+	Aliased map[string]map[string]string `json:"aliased,omitempty"`
+}
+
+// Series names a series of versioned Secrets in Plan.Above.
+func Series(kind, groupLabel string) string { return kind + "/" + groupLabel }
+
+// String is p as the gather command's --plan flag.
+func (p Plan) String() string {
+	data, _ := json.Marshal(p)
+	return string(data)
+}
+
+// ParsePlan reads the --plan flag.
+func ParsePlan(s string) (Plan, error) {
+	var p Plan
+	if err := json.Unmarshal([]byte(s), &p); err != nil {
+		return p, fmt.Errorf("the gathering plan: %w", err)
+	}
+	return p, nil
+}
+
+// Names are the Secrets p lets a gathering read, sorted.
+func (p Plan) Names() []string {
+	var out []string
+	for _, v := range p.Recorded {
+		out = append(out, v.BPM.Name, v.Resolved.Name)
+	}
+	out = slices.AppendSeq(out, maps.Values(p.Shared))
+	for _, l := range p.Consumed {
+		out = append(out, l...)
+	}
+	for _, g := range p.Aliased {
+		out = slices.AppendSeq(out, maps.Values(g))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// NewPlan is the plan of a gathering of deployment, which consumes links
+// from the deployments consumes and whose DNS aliases target the
+// deployments aliasTargets, read with c (which may list Secrets) and the
+// record of accepted versions in trustNamespace.
+func NewPlan(ctx context.Context, c client.Reader, trustNamespace, namespace, deployment string, consumes, aliasTargets []string) (Plan, error) {
+	p := Plan{Recorded: map[string]trust.Version{}, Above: map[string]int{}, Shared: map[string]string{},
+		Consumed: map[string][]string{}, Aliased: map[string]map[string]string{}}
+	rec, err := trust.Read(ctx, c, trustNamespace, namespace, deployment)
+	if err != nil {
+		return p, err
+	}
+	if rec != nil {
+		for label, g := range rec.Groups {
+			p.Recorded[label] = *g.Latest()
+		}
+	}
+	stored, err := versions.ListDeployment(ctx, c, namespace, deployment)
+	if err != nil {
+		return p, err
+	}
+	for _, series := range stored.Series() {
+		latest := versions.Latest(series).Secret
+		kind, label := latest.Labels[names.LabelSecretKind], latest.Labels[names.LabelInstanceGroup]
+		p.Above[Series(kind, label)] = versions.Number(latest)
+		if kind == names.KindLink {
+			p.Shared[label] = latest.Name
+		}
+	}
+	for _, dep := range consumes {
+		secrets, err := deploymentSecrets(ctx, c, namespace, dep)
+		if err != nil {
+			return p, err
+		}
+		if !slices.ContainsFunc(secrets, func(s corev1.Secret) bool { return s.Data[names.ManifestKey] != nil }) {
+			continue
+		}
+		links := slices.DeleteFunc(secrets, func(s corev1.Secret) bool { return s.Labels[names.LabelSecretKind] != names.KindLink })
+		p.Consumed[names.LabelValue(dep)] = []string{}
+		for _, s := range versions.LatestByGroup(links) {
+			p.Consumed[names.LabelValue(dep)] = append(p.Consumed[names.LabelValue(dep)], s.Name)
+		}
+		slices.Sort(p.Consumed[names.LabelValue(dep)])
+	}
+	for _, dep := range aliasTargets {
+		secrets, err := deploymentSecrets(ctx, c, namespace, dep)
+		if err != nil {
+			return p, err
+		}
+		bpms := slices.DeleteFunc(secrets, func(s corev1.Secret) bool { return s.Labels[names.LabelSecretKind] != names.KindBPM })
+		groups := map[string]string{}
+		for label, s := range versions.LatestByGroup(bpms) {
+			groups[label] = s.Name
+		}
+		p.Aliased[names.LabelValue(dep)] = groups
+	}
+	return p, nil
+}
+
+// deploymentSecrets are the Secrets labelled with deployment.
+func deploymentSecrets(ctx context.Context, c client.Reader, namespace, deployment string) ([]corev1.Secret, error) {
+	var list corev1.SecretList
+	if err := c.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{names.LabelDeployment: names.LabelValue(deployment)}); err != nil {
+		return nil, fmt.Errorf("listing the Secrets of deployment '%s': %w", deployment, err)
+	}
+	return list.Items, nil
+}
+
+// recorded reads the Secrets of the versions p names as accepted, by name,
+// and keeps those still as accepted: the versions a gathering builds on.
+func recorded(ctx context.Context, c client.Reader, namespace string, p Plan) (versions.Stored, error) {
+	out := versions.Stored{}
+	for _, label := range slices.Sorted(maps.Keys(p.Recorded)) {
+		v := p.Recorded[label]
+		var got []*corev1.Secret
+		for _, ref := range []trust.Ref{v.BPM, v.Resolved} {
+			var s corev1.Secret
+			err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, &s)
+			if client.IgnoreNotFound(err) != nil {
+				return nil, fmt.Errorf("reading accepted version %s: %w", ref.Name, err)
+			}
+			// Gone or replaced: rendered over, as if absent.
+			if err == nil && ref.Matches(&s) {
+				got = append(got, &s)
+			}
+		}
+		if len(got) == 2 {
+			out.Add(got[0])
+			out.Add(got[1])
+		}
+	}
+	return out, nil
+}
