@@ -202,7 +202,12 @@ type SpecSource func(release, job string) (*jobspec.Spec, error)
 // layout the copy init containers leave under /var/vcap/all-releases/jobs-src.
 func ImageLayoutSpecs(root string) SpecSource {
 	return cached(func(release, job string) (*jobspec.Spec, error) {
-		return jobspec.LoadImageLayout(filepath.Join(root, release), job)
+		s, err := jobspec.LoadImageLayout(filepath.Join(root, release), job)
+		if errors.Is(err, os.ErrNotExist) {
+			// The director's words, not a path inside the gathering pod.
+			return nil, fmt.Errorf("Can't find job '%s' in release '%s'", job, release)
+		}
+		return s, err
 	})
 }
 
@@ -228,10 +233,6 @@ func cached(load SpecSource) SpecSource {
 			return s, nil
 		}
 		s, err := load(release, job)
-		if errors.Is(err, os.ErrNotExist) {
-			// The director's words, not a path inside the gathering pod.
-			return nil, fmt.Errorf("Can't find job '%s' in release '%s'", job, release)
-		}
 		if err != nil {
 			return nil, err
 		}

@@ -393,7 +393,7 @@ var _ = Describe("the job runner", func() {
 		Eventually(record).Should(HaveField("Job", second.UID))
 
 		// Neither reused, copied nor accepted: db stays on the real v1.
-		Expect(written).To(HaveKeyWithValue("db", HaveField("BPM", 1)))
+		Expect(written.Groups).To(HaveKeyWithValue("db", HaveField("BPM", 1)))
 		rec, err := record()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(rec.Groups["db"].Versions).To(ConsistOf(HaveField("BPM.Name", "shop.bpm.db-v1")))
