@@ -393,6 +393,7 @@ func BenchmarkOperatorHeap(b *testing.B) {
 			info := groupInfo(dep, shape{10, 1})
 			info.InstanceGroup, info.Instances = fmt.Sprintf("g%d", gi), 3
 			info.BPM[0].Indexes = []int{0, 1, 2}
+			info.ResolvedSecret = names.VersionedSecret(dep, names.KindResolved, info.InstanceGroup, 1)
 			rg := resolved.Group{Deployment: dep, InstanceGroup: info.InstanceGroup, Instances: 3}
 			for _, j := range info.Jobs {
 				rg.Jobs = append(rg.Jobs, resolved.Job{Name: j.Name, Release: j.Release, ReleaseVersion: "1", Properties: props, Links: yamlvalue.NewMap()})
@@ -425,8 +426,8 @@ func BenchmarkOperatorHeap(b *testing.B) {
 			g := fmt.Sprintf("g%d", gi)
 			written[g] = trust.WrittenOf(versionSecrets[[3]string{dep, g, names.KindBPM}], versionSecrets[[3]string{dep, g, names.KindResolved}])
 		}
-		if _, _, err := trust.Accept(ctx, cp.Client, benchOperatorNamespace, "default", dep, "bench", written); err != nil {
-			b.Fatal(err)
+		if _, refused, err := trust.Accept(ctx, cp.Client, benchOperatorNamespace, "default", dep, "bench", written); err != nil || len(refused) > 0 {
+			b.Fatal(err, refused)
 		}
 	}
 	for b.Loop() {
