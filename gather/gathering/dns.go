@@ -12,6 +12,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/dns"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/secretdata"
+	"github.com/bosh-injector/bosh-injector/gather/trust"
 )
 
 // remoteGroups answers DNS alias targets in other deployments of the
@@ -21,12 +22,12 @@ import (
 // Services do not (that gathering deletes them): a group is there while it
 // has Services. Each Secret is read once, however many targets name its
 // group, and the Services are listed once.
-func remoteGroups(ctx context.Context, c client.Reader, namespace string, aliased map[string]map[string]string) dns.Remote {
+func remoteGroups(ctx context.Context, c client.Reader, namespace string, aliased map[string]map[string]trust.Ref) dns.Remote {
 	read := map[string]*bpm.Info{}
 	var serviced map[[2]string]bool
 	return func(deployment, group string) (string, int, bool, error) {
 		key := [2]string{names.LabelValue(deployment), names.LabelValue(group)}
-		name, ok := aliased[key[0]][key[1]]
+		ref, ok := aliased[key[0]][key[1]]
 		if !ok {
 			return "", 0, false, nil
 		}
@@ -39,20 +40,22 @@ func remoteGroups(ctx context.Context, c client.Reader, namespace string, aliase
 		if !serviced[key] {
 			return "", 0, false, nil
 		}
-		info, seen := read[name]
+		info, seen := read[ref.Name]
 		if !seen {
 			var s corev1.Secret
-			switch err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &s); {
+			switch err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, &s); {
 			case apierrors.IsNotFound(err):
 			case err != nil:
-				return "", 0, false, fmt.Errorf("reading BPM info %s: %w", name, err)
+				return "", 0, false, fmt.Errorf("reading BPM info %s: %w", ref.Name, err)
+			case !ref.Matches(&s):
+				return "", 0, false, fmt.Errorf("BPM info %s of deployment '%s' is not the one its gathering wrote: gather that deployment again", ref.Name, deployment)
 			default:
 				info = &bpm.Info{}
 				if err := secretdata.Decode(s.Data[bpm.InfoKey], info); err != nil {
-					return "", 0, false, fmt.Errorf("reading BPM info %s: %w", name, err)
+					return "", 0, false, fmt.Errorf("reading BPM info %s: %w", ref.Name, err)
 				}
 			}
-			read[name] = info
+			read[ref.Name] = info
 		}
 		if info == nil {
 			return "", 0, false, nil

@@ -109,9 +109,9 @@ type Result struct {
 	Groups     []GroupResult
 	Services   services.Changes
 	// Shared are the versions of the links the deployment shares, Links
-	// their labels.
+	// their Secrets as reported, by link label.
 	Shared []versions.Result
-	Links  []string
+	Links  map[string]trust.WrittenLink
 	// DNS is the ConfigMap holding the deployment's DNS records.
 	DNS string
 }
@@ -279,11 +279,8 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 	if res.Services, err = services.Apply(ctx, c, cfg.Namespace, d.Name, desired, owner); err != nil {
 		return res, err
 	}
-	if res.Shared, err = publish(ctx, c, cfg.Namespace, d.Name, d.Shared, cfg.Plan, owner); err != nil {
+	if res.Shared, res.Links, err = publish(ctx, c, cfg.Namespace, d.Name, d.Shared, cfg.Plan, owner); err != nil {
 		return res, err
-	}
-	for _, l := range d.Shared {
-		res.Links = append(res.Links, names.LabelValue(l.Name))
 	}
 	// The job runner prunes old versions: the gathering may not list or
 	// delete Secrets.

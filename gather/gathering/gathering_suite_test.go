@@ -18,8 +18,6 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/runner"
-	"github.com/bosh-injector/bosh-injector/gather/trust"
-	"github.com/bosh-injector/bosh-injector/gather/versions"
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 )
@@ -95,17 +93,9 @@ func gatherAccepted(c client.Client, cfg gathering.Config, render gathering.Rend
 	if err != nil {
 		return res, err
 	}
-	_, refused, err := trust.Accept(ctx, cp.Client, cfg.Namespace, cfg.Namespace, dep, uuid.NewUUID(), res.Written())
+	_, refused, err := runner.AcceptReport(ctx, cp.Client, cfg.Namespace, cfg.Namespace, dep, uuid.NewUUID(), res.Report())
 	if err == nil && len(refused) > 0 {
 		err = fmt.Errorf("not accepted: %v", refused)
 	}
-	if err != nil {
-		return res, err
-	}
-	stored, err := versions.ListDeployment(ctx, cp.Client, cfg.Namespace, dep)
-	if err != nil {
-		return res, err
-	}
-	_, err = runner.DeleteUnshared(ctx, cp.Client, stored, res.Report())
 	return res, err
 }

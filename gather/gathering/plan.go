@@ -29,13 +29,15 @@ type Plan struct {
 	// Shared is, by link name label, the deployment's latest shared link
 	// Secret.
 	Shared map[string]string `json:"shared,omitempty"`
-	// Consumed is, by deployment label, the latest shared link Secrets of
-	// the other deployments the manifest consumes from that have a
-	// manifest Secret (possibly none).
-	Consumed map[string][]string `json:"consumed,omitempty"`
-	// Aliased is, by deployment and group label, the latest BPM Secret of
-	// the groups of the other deployments the DNS aliases target.
-	Aliased map[string]map[string]string `json:"aliased,omitempty"`
+	// Consumed is, by deployment label, the shared link Secrets that the
+	// last accepted gathering of each other deployment the manifest
+	// consumes from left (none when it has a manifest Secret but no
+	// accepted gathering yet).
+	Consumed map[string][]trust.Ref `json:"consumed,omitempty"`
+	// Aliased is, by deployment and group label, the latest accepted BPM
+	// Secret of the groups of the other deployments the DNS aliases
+	// target.
+	Aliased map[string]map[string]trust.Ref `json:"aliased,omitempty"`
 }
 
 // Series names a series of versioned Secrets in Plan.Above.
@@ -64,10 +66,14 @@ func (p Plan) Names() []string {
 	}
 	out = slices.AppendSeq(out, maps.Values(p.Shared))
 	for _, l := range p.Consumed {
-		out = append(out, l...)
+		for _, r := range l {
+			out = append(out, r.Name)
+		}
 	}
 	for _, g := range p.Aliased {
-		out = slices.AppendSeq(out, maps.Values(g))
+		for _, r := range g {
+			out = append(out, r.Name)
+		}
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
@@ -76,10 +82,12 @@ func (p Plan) Names() []string {
 // NewPlan is the plan of a gathering of deployment, which consumes links
 // from the deployments consumes and whose DNS aliases target the
 // deployments aliasTargets, read with c (which may list Secrets) and the
-// record of accepted versions in trustNamespace.
+// records of accepted versions in trustNamespace: what other deployments
+// share comes from their records too, never from a Secret that merely
+// carries their labels.
 func NewPlan(ctx context.Context, c client.Reader, trustNamespace, namespace, deployment string, consumes, aliasTargets []string) (Plan, error) {
 	p := Plan{Recorded: map[string]trust.Version{}, Above: map[string]int{}, Shared: map[string]string{},
-		Consumed: map[string][]string{}, Aliased: map[string]map[string]string{}}
+		Consumed: map[string][]trust.Ref{}, Aliased: map[string]map[string]trust.Ref{}}
 	rec, err := trust.Read(ctx, c, trustNamespace, namespace, deployment)
 	if err != nil {
 		return p, err
@@ -102,42 +110,40 @@ func NewPlan(ctx context.Context, c client.Reader, trustNamespace, namespace, de
 		}
 	}
 	for _, dep := range consumes {
-		secrets, err := deploymentSecrets(ctx, c, namespace, dep)
-		if err != nil {
-			return p, err
+		var list corev1.SecretList
+		if err := c.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{names.LabelDeployment: names.LabelValue(dep)}); err != nil {
+			return p, fmt.Errorf("listing the Secrets of deployment '%s': %w", dep, err)
 		}
-		if !slices.ContainsFunc(secrets, func(s corev1.Secret) bool { return s.Data[names.ManifestKey] != nil }) {
+		if !slices.ContainsFunc(list.Items, func(s corev1.Secret) bool { return s.Data[names.ManifestKey] != nil }) {
 			continue
 		}
-		links := slices.DeleteFunc(secrets, func(s corev1.Secret) bool { return s.Labels[names.LabelSecretKind] != names.KindLink })
-		p.Consumed[names.LabelValue(dep)] = []string{}
-		for _, s := range versions.LatestByGroup(links) {
-			p.Consumed[names.LabelValue(dep)] = append(p.Consumed[names.LabelValue(dep)], s.Name)
-		}
-		slices.Sort(p.Consumed[names.LabelValue(dep)])
-	}
-	for _, dep := range aliasTargets {
-		secrets, err := deploymentSecrets(ctx, c, namespace, dep)
+		other, err := trust.Read(ctx, c, trustNamespace, namespace, dep)
 		if err != nil {
 			return p, err
 		}
-		bpms := slices.DeleteFunc(secrets, func(s corev1.Secret) bool { return s.Labels[names.LabelSecretKind] != names.KindBPM })
-		groups := map[string]string{}
-		for label, s := range versions.LatestByGroup(bpms) {
-			groups[label] = s.Name
+		p.Consumed[names.LabelValue(dep)] = []trust.Ref{}
+		if other != nil {
+			for _, label := range slices.Sorted(maps.Keys(other.Links)) {
+				p.Consumed[names.LabelValue(dep)] = append(p.Consumed[names.LabelValue(dep)], other.Links[label])
+			}
+		}
+	}
+	for _, dep := range aliasTargets {
+		other, err := trust.Read(ctx, c, trustNamespace, namespace, dep)
+		if err != nil {
+			return p, err
+		}
+		groups := map[string]trust.Ref{}
+		if other != nil {
+			for label, g := range other.Groups {
+				if v := g.Latest(); v != nil {
+					groups[label] = v.BPM
+				}
+			}
 		}
 		p.Aliased[names.LabelValue(dep)] = groups
 	}
 	return p, nil
-}
-
-// deploymentSecrets are the Secrets labelled with deployment.
-func deploymentSecrets(ctx context.Context, c client.Reader, namespace, deployment string) ([]corev1.Secret, error) {
-	var list corev1.SecretList
-	if err := c.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{names.LabelDeployment: names.LabelValue(deployment)}); err != nil {
-		return nil, fmt.Errorf("listing the Secrets of deployment '%s': %w", deployment, err)
-	}
-	return list.Items, nil
 }
 
 // recorded reads the Secrets of the versions p names as accepted, by name,

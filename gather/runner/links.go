@@ -13,7 +13,7 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/dns"
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/versions"
+	"github.com/bosh-injector/bosh-injector/gather/trust"
 	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
 )
 
@@ -97,39 +97,20 @@ func mapsAt(m *yamlvalue.Map, key string) []*yamlvalue.Map {
 	return out
 }
 
-// latestData is, by instance group label (a group, or a shared link's
-// name), the data under key of the latest Secrets of kind of a deployment:
-// the shared links a consumer's gathering reads, or the BPM info of groups
-// its DNS aliases target.
-func (r *Reconciler) latestData(ctx context.Context, namespace, deployment, kind, key string) (map[string][]byte, error) {
-	var list corev1.SecretList
-	if err := r.Client.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{
-		names.LabelDeployment: names.LabelValue(deployment),
-		names.LabelSecretKind: kind,
-	}); err != nil {
-		return nil, err
-	}
-	out := map[string][]byte{}
-	for l, s := range versions.LatestByGroup(list.Items) {
-		out[l] = s.Data[key]
-	}
-	return out, nil
+// isRecord says whether o is a record of accepted versions, which other
+// deployments' gatherings read: its shared links, its groups that DNS
+// aliases target.
+func (r *Reconciler) isRecord(o client.Object) bool {
+	return o.GetNamespace() == r.Config.TrustNamespace && o.GetLabels()[trust.LabelNamespace] != ""
 }
 
-// isOtherDeploymentInput says whether a Secret may be an input of other
-// deployments' gatherings: a shared link, or a group's BPM info (DNS alias
-// targets).
-func isOtherDeploymentInput(o client.Object) bool {
-	kind := o.GetLabels()[names.LabelSecretKind]
-	return kind == names.KindLink || kind == names.KindBPM
-}
-
-// manifestsConsuming maps a shared link Secret to the manifest Secrets of
-// its namespace that consume from its deployment, and a BPM info Secret to
-// those whose DNS aliases target its deployment.
+// manifestsConsuming maps a deployment's record to the manifest Secrets of
+// its namespace that consume links from the deployment or whose DNS
+// aliases target it.
 func (r *Reconciler) manifestsConsuming(ctx context.Context, o client.Object) []reconcile.Request {
 	var list corev1.SecretList
-	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.HasLabels{names.LabelDeployment}); err != nil {
+	namespace := o.GetLabels()[trust.LabelNamespace]
+	if err := r.Client.List(ctx, &list, client.InNamespace(namespace), client.HasLabels{names.LabelDeployment}); err != nil {
 		r.Log.Error(err, "listing manifest Secrets")
 		return nil
 	}
@@ -144,11 +125,7 @@ func (r *Reconciler) manifestsConsuming(ctx context.Context, o client.Object) []
 		if err != nil {
 			continue
 		}
-		deps := in.Consumes
-		if o.GetLabels()[names.LabelSecretKind] == names.KindBPM {
-			deps = in.AliasTargets
-		}
-		if slices.ContainsFunc(deps, func(d string) bool { return names.LabelValue(d) == provider }) {
+		if slices.ContainsFunc(append(in.Consumes, in.AliasTargets...), func(d string) bool { return names.LabelValue(d) == provider }) {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(s)})
 		}
 	}

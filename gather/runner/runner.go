@@ -39,7 +39,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/yaml"
 
-	"github.com/bosh-injector/bosh-injector/gather/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
 	"github.com/bosh-injector/bosh-injector/gather/names"
@@ -171,8 +170,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&batchv1.Job{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.manifestsOfVariable),
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return isVariable(o) }))).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.manifestsConsuming),
-			builder.WithPredicates(predicate.NewPredicateFuncs(isOtherDeploymentInput))).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.manifestsConsuming),
+			builder.WithPredicates(predicate.NewPredicateFuncs(r.isRecord))).
 		Complete(r)
 }
 
@@ -315,14 +314,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			notAccepted(err.Error())
 		}
 		// A Job's report is accepted once: read from the API.
-		rec, refused, err := trust.Accept(ctx, r.uncached(), r.Config.TrustNamespace, manifest.Namespace, deployment, job.UID, report.Groups)
+		rec, refused, err := AcceptReport(ctx, r.uncached(), r.Config.TrustNamespace, manifest.Namespace, deployment, job.UID, *report)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
 		if len(refused) > 0 {
 			notAccepted(strings.Join(refused, "; "))
 		}
-		if err := r.prune(ctx, manifest.Namespace, deployment, rec, report); err != nil {
+		if err := r.prune(ctx, manifest.Namespace, deployment, rec); err != nil {
 			return reconcile.Result{}, err
 		}
 		latest, err := r.rollout(ctx, &manifest, deployment, rec)
@@ -391,20 +390,32 @@ func (r *Reconciler) digest(ctx context.Context, manifest *corev1.Secret, ops []
 			write("var/"+v+"/"+k, s.Data[k])
 		}
 	}
-	// A provider's new link content re-gathers its consumers, and a
-	// targeted deployment's new groups or instances the deployments whose
-	// aliases name them.
-	for _, in := range []struct {
-		deps            []string
-		kind, key, path string
-	}{{inputs.Consumes, names.KindLink, names.LinkKey, "link/"}, {inputs.AliasTargets, names.KindBPM, bpm.InfoKey, "bpm/"}} {
-		for _, dep := range in.deps {
-			data, err := r.latestData(ctx, manifest.Namespace, dep, in.kind, in.key)
-			if err != nil {
-				return "", nil, err
-			}
-			for _, l := range slices.Sorted(maps.Keys(data)) {
-				write(in.path+dep+"/"+l, data[l])
+	// A provider's newly accepted link content re-gathers its consumers,
+	// and a targeted deployment's newly accepted groups or instances the
+	// deployments whose aliases name them: what their plans read.
+	for _, dep := range inputs.Consumes {
+		rec, err := trust.Read(ctx, r.Client, r.Config.TrustNamespace, manifest.Namespace, dep)
+		if err != nil {
+			return "", nil, err
+		}
+		if rec == nil {
+			continue
+		}
+		for _, l := range slices.Sorted(maps.Keys(rec.Links)) {
+			write("link/"+dep+"/"+l, []byte(rec.Links[l].Name+" "+rec.Links[l].SHA256))
+		}
+	}
+	for _, dep := range inputs.AliasTargets {
+		rec, err := trust.Read(ctx, r.Client, r.Config.TrustNamespace, manifest.Namespace, dep)
+		if err != nil {
+			return "", nil, err
+		}
+		if rec == nil {
+			continue
+		}
+		for _, g := range slices.Sorted(maps.Keys(rec.Groups)) {
+			if v := rec.Groups[g].Latest(); v != nil {
+				write("bpm/"+dep+"/"+g, []byte(v.BPM.Name+" "+v.BPM.SHA256))
 			}
 		}
 	}
@@ -694,69 +705,80 @@ func fromTemplate(pod *corev1.Pod, template *corev1.PodSpec) bool {
 	return true
 }
 
-// prune deletes the deployment's old versions, which the gathering may not
-// list or delete. Of a group's series, the versions above its latest
-// accepted one (of a gathering not accepted yet, or forged) are neither
-// deleted nor counted, so they never push an accepted version out; shared
-// links are not under the record. Every version of a link the report of an
-// accepted gathering does not name as shared any more is deleted.
-func (r *Reconciler) prune(ctx context.Context, namespace, deployment string, rec *trust.Record, report *trust.Report) error {
-	stored, err := versions.ListDeployment(ctx, r.Client, namespace, deployment)
-	if err != nil {
-		return err
+// AcceptReport accepts a gathering's report as the job runner does when
+// its Job succeeded: the groups' versions (trust.Accept), then the links the
+// deployment shares now (trust.AcceptLinks), deleting every version of the
+// links it no longer shares (their consumers must not keep resolving them).
+// A Job without a report accepts nothing new. It returns the record and
+// why anything reported was refused.
+func AcceptReport(ctx context.Context, c client.Client, trustNamespace, namespace, deployment string, job types.UID, report trust.Report) (*trust.Record, []string, error) {
+	rec, refused, err := trust.Accept(ctx, c, trustNamespace, namespace, deployment, job, report.Groups)
+	if err != nil || report.Groups == nil {
+		return rec, refused, err
 	}
-	unshared, err := DeleteUnshared(ctx, r.Client, stored, *report)
+	rec, refusedLinks, err := trust.AcceptLinks(ctx, c, trustNamespace, namespace, deployment, report.Links)
+	refused = append(refused, refusedLinks...)
+	if err != nil {
+		return rec, refused, err
+	}
+	stored, err := versions.ListDeployment(ctx, c, namespace, deployment)
+	if err != nil {
+		return rec, refused, err
+	}
+	for _, s := range stored.Series() {
+		l := s[0].Secret.Labels
+		if _, shared := report.Links[l[names.LabelInstanceGroup]]; shared || l[names.LabelSecretKind] != names.KindLink {
+			continue
+		}
+		for _, v := range s {
+			if err := c.Delete(ctx, v.Secret, client.Preconditions{UID: &v.Secret.UID}); client.IgnoreNotFound(err) != nil {
+				return rec, refused, fmt.Errorf("deleting Secret %s of a link no longer shared: %w", v.Secret.Name, err)
+			}
+		}
+	}
+	return rec, refused, nil
+}
+
+// prune deletes the deployment's old versions, which the gathering may not
+// list or delete. Of a group's or link's series, the versions above its
+// latest accepted one (of a gathering not accepted yet, or forged) are
+// neither deleted nor counted, so they never push an accepted version out.
+func (r *Reconciler) prune(ctx context.Context, namespace, deployment string, rec *trust.Record) error {
+	stored, err := versions.ListDeployment(ctx, r.Client, namespace, deployment)
 	if err != nil {
 		return err
 	}
 	var series [][]versions.Version
 	for _, s := range stored.Series() {
 		l := s[0].Secret.Labels
-		if l[names.LabelSecretKind] == names.KindLink {
-			if !slices.Contains(unshared, s[0].Secret.Name) {
-				series = append(series, s)
+		label := l[names.LabelInstanceGroup]
+		var latest int
+		switch l[names.LabelSecretKind] {
+		case names.KindLink:
+			ref, ok := rec.Links[label]
+			if !ok {
+				continue
 			}
+			latest = ref.Version
+		case names.KindBPM, names.KindResolved:
+			g, ok := rec.Groups[label]
+			if !ok {
+				continue
+			}
+			latest = g.Latest().BPM.Version
+			if l[names.LabelSecretKind] == names.KindResolved {
+				latest = g.Latest().Resolved.Version
+			}
+		default:
 			continue
-		}
-		g, ok := rec.Groups[l[names.LabelInstanceGroup]]
-		if !ok {
-			continue
-		}
-		latest := g.Latest().BPM.Version
-		if l[names.LabelSecretKind] == names.KindResolved {
-			latest = g.Latest().Resolved.Version
 		}
 		series = append(series, slices.DeleteFunc(slices.Clone(s), func(v versions.Version) bool { return v.Number > latest }))
 	}
 	deleted, err := versions.Prune(ctx, r.uncached(), namespace, deployment, series...)
-	deleted = append(unshared, deleted...)
 	if len(deleted) > 0 {
 		r.Log.Info("pruned old versions", "namespace", namespace, "deployment", deployment, "secrets", deleted)
 	}
 	return err
-}
-
-// DeleteUnshared deletes every stored version of the links that report,
-// an accepted gathering's, no longer names as shared (none without a
-// report), and returns their names.
-func DeleteUnshared(ctx context.Context, c client.Client, stored versions.Stored, report trust.Report) ([]string, error) {
-	if report.Groups == nil {
-		return nil, nil
-	}
-	var deleted []string
-	for _, s := range stored.Series() {
-		l := s[0].Secret.Labels
-		if l[names.LabelSecretKind] != names.KindLink || slices.Contains(report.Links, l[names.LabelInstanceGroup]) {
-			continue
-		}
-		for _, v := range s {
-			if err := c.Delete(ctx, v.Secret, client.Preconditions{UID: &v.Secret.UID}); client.IgnoreNotFound(err) != nil {
-				return deleted, fmt.Errorf("deleting Secret %s of a link no longer shared: %w", v.Secret.Name, err)
-			}
-			deleted = append(deleted, v.Secret.Name)
-		}
-	}
-	return deleted, nil
 }
 
 // uncached reads from the API: the manager caches no pods, and its cache

@@ -810,24 +810,37 @@ var _ = Describe("the job runner", func() {
 		Eventually(reportJobs).WithTimeout(20 * time.Second).Should(HaveLen(1))
 		first := reportJobs()[0]
 
-		// The shop's gathering publishes the link the report consumes.
+		// A link Secret with the shop's labels that no accepted gathering
+		// of the shop reported starts nothing.
 		link := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: "shop.link.database-v1", Namespace: ns, Labels: map[string]string{
 				names.LabelDeployment: "shop", names.LabelSecretKind: names.KindLink, names.LabelInstanceGroup: "database", names.LabelVersion: "1"}},
-			Data: map[string][]byte{names.LinkKey: []byte(`{"name":"database","type":"pgsql"}`)},
+			Immutable: new(true),
+			Data:      map[string][]byte{names.LinkKey: []byte(`{"name":"database","type":"pgsql"}`)},
 		}
 		Expect(cp.Client.Create(ctx, link)).To(Succeed())
+		Consistently(reportJobs, 3*time.Second).Should(HaveLen(1))
+
+		// The shop's accepted gathering reports the link: the report
+		// gathers again.
+		_, refused, err := runner.AcceptReport(ctx, cp.Client, ns, ns, "shop", "shop-gathering-1",
+			trust.Report{Groups: trust.Written{}, Links: map[string]trust.WrittenLink{"database": trust.WrittenLinkOf(link)}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(refused).To(BeEmpty())
 		Eventually(reportJobs).WithTimeout(20 * time.Second).Should(HaveLen(2))
 
-		// The shop no longer sharing it, its gathering deletes the link: the
-		// report's inputs are those of its first gathering again, whose Job
-		// the runner removed once the second succeeded, so it gathers them
-		// again (and fails with the director's "No link providers found").
+		// The shop no longer sharing it, the runner deletes the link once it
+		// accepted the shop's gathering: the report's inputs are those of
+		// its first gathering again, whose Job the runner removed once the
+		// second succeeded, so it gathers them again (and fails with the
+		// director's "No link providers found").
 		Expect(cp.Client.Delete(ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: first, Namespace: ns}},
 			client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 		Eventually(reportJobs).WithTimeout(20 * time.Second).Should(HaveLen(1))
 		second := reportJobs()[0]
-		Expect(cp.Client.Delete(ctx, link)).To(Succeed())
+		_, _, err = runner.AcceptReport(ctx, cp.Client, ns, ns, "shop", "shop-gathering-2", trust.Report{Groups: trust.Written{}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(apierrors.IsNotFound(cp.Client.Get(ctx, client.ObjectKeyFromObject(link), &corev1.Secret{}))).To(BeTrue(), "the link no longer shared is deleted")
 		Eventually(reportJobs).WithTimeout(20 * time.Second).Should(ConsistOf(first, second))
 	})
 
@@ -855,14 +868,12 @@ addons:
 		}
 		Eventually(reportJobs).WithTimeout(20 * time.Second).Should(HaveLen(1))
 
-		// The shop's gathering writes a new version of the bus group's BPM
-		// info (its instances): the report's `_` names change with it.
+		// The shop's accepted gatherings write new versions of the bus
+		// group's BPM info (its instances): the report's `_` names change
+		// with them.
 		for v := range 2 {
-			Expect(cp.Client.Create(ctx, &corev1.Secret{
-				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("shop.bpm.bus-v%d", v+1), Namespace: ns, Labels: map[string]string{
-					names.LabelDeployment: "shop", names.LabelSecretKind: names.KindBPM, names.LabelInstanceGroup: "bus", names.LabelVersion: strconv.Itoa(v + 1)}},
-				Data: map[string][]byte{bpm.InfoKey: fmt.Appendf(nil, `{"deployment":"shop","instances":%d}`, v+3)},
-			})).To(Succeed())
+			info := bpm.Info{Deployment: "shop", InstanceGroup: "bus", Instances: v + 3, ResolvedSecret: fmt.Sprintf("shop.ig-resolved.bus-v%d", v+1)}
+			Expect(fixtures.StoreInfo(ctx, cp.Client, ns, ns, info)).To(Succeed())
 			Eventually(reportJobs).WithTimeout(20 * time.Second).Should(HaveLen(v + 2))
 		}
 	})

@@ -58,6 +58,10 @@ type Record struct {
 	// their pods' reports are accepted, never those of a Job of the same
 	// name someone else created.
 	Jobs []JobRef `json:"jobs,omitempty"`
+	// Links are the deployment's shared links as its last accepted
+	// gathering left them, by the link's label value: what consuming
+	// deployments' gatherings read.
+	Links map[string]Ref `json:"links,omitempty"`
 }
 
 // JobRef identifies a gathering Job the runner created.
@@ -220,12 +224,92 @@ func (g *WrittenGroup) UnmarshalJSON(data []byte) error {
 const maxReport = 4096
 
 // Report is a successful gathering's termination message: the versions it
-// left per group, and the labels of the links the deployment shares now
-// (the runner deletes every version of the others: a link no longer shared
-// must not keep resolving for its consumers).
+// left per group, and the link Secrets the deployment shares now, by link
+// label (the runner deletes every version of the other links: a link no
+// longer shared must not keep resolving for its consumers).
 type Report struct {
-	Groups Written  `json:"groups"`
-	Links  []string `json:"links,omitempty"`
+	Groups Written                `json:"groups"`
+	Links  map[string]WrittenLink `json:"links,omitempty"`
+}
+
+// WrittenLink identifies the Secret of a shared link as the gathering
+// wrote or reused it.
+type WrittenLink struct {
+	Version int
+	UID     types.UID
+	// SHA256 is the Secret's data digest, cut as pairDigest's.
+	SHA256 string
+}
+
+// WrittenLinkOf is what a gathering reports of a shared link's Secret.
+func WrittenLinkOf(s *corev1.Secret) WrittenLink {
+	return WrittenLink{Version: versions.Number(s), UID: s.UID, SHA256: linkDigest(s)}
+}
+
+func linkDigest(s *corev1.Secret) string {
+	sum := sha256.Sum256([]byte(secretdata.Digest(s.Data)))
+	return hex.EncodeToString(sum[:16])
+}
+
+// MarshalJSON writes l as a compact array, for the termination message.
+func (l WrittenLink) MarshalJSON() ([]byte, error) {
+	return json.Marshal([]any{l.Version, l.UID, l.SHA256})
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (l *WrittenLink) UnmarshalJSON(data []byte) error {
+	var a []json.RawMessage
+	if err := json.Unmarshal(data, &a); err != nil {
+		return err
+	}
+	if len(a) != 3 {
+		return fmt.Errorf("a link's report has %d fields, not 3", len(a))
+	}
+	for i, v := range []any{&l.Version, &l.UID, &l.SHA256} {
+		if err := json.Unmarshal(a[i], v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AcceptLinks records, after Accept, the shared links a gathering reported
+// as the deployment's links, replacing those recorded before, and returns
+// the record; a link whose Secret is not the reported object and content,
+// or is mutable, is not recorded, and why is returned.
+func AcceptLinks(ctx context.Context, c client.Client, trustNamespace, namespace, deployment string, links map[string]WrittenLink) (*Record, []string, error) {
+	rec, err := Read(ctx, c, trustNamespace, namespace, deployment)
+	if err != nil || rec == nil {
+		return rec, nil, err
+	}
+	stored, err := versions.ListDeployment(ctx, c, namespace, deployment)
+	if err != nil {
+		return nil, nil, err
+	}
+	var refused []string
+	accepted := map[string]Ref{}
+	for _, label := range slices.Sorted(maps.Keys(links)) {
+		l := links[label]
+		i := slices.IndexFunc(stored.Of(versions.Key{Kind: names.KindLink, InstanceGroup: label}), func(v versions.Version) bool { return v.Number == l.Version })
+		if i < 0 {
+			refused = append(refused, fmt.Sprintf("link '%s': its Secret of version %d is gone", label, l.Version))
+			continue
+		}
+		s := stored.Of(versions.Key{Kind: names.KindLink, InstanceGroup: label})[i].Secret
+		switch {
+		case s.UID != l.UID || linkDigest(s) != l.SHA256:
+			refused = append(refused, fmt.Sprintf("link '%s': Secret %s is not the one the gathering wrote", label, s.Name))
+		case s.Immutable == nil || !*s.Immutable:
+			refused = append(refused, fmt.Sprintf("link '%s': Secret %s is not immutable", label, s.Name))
+		default:
+			accepted[label] = refOf(s)
+		}
+	}
+	if maps.EqualFunc(rec.Links, accepted, func(a, b Ref) bool { return a == b }) {
+		return rec, refused, nil
+	}
+	rec.Links = accepted
+	return rec, refused, write(ctx, c, trustNamespace, rec)
 }
 
 // Encode is r as the gathering's termination message; a report that does
@@ -268,7 +352,7 @@ func Accept(ctx context.Context, c client.Client, trustNamespace, namespace, dep
 	}
 	rec := &Record{Namespace: namespace, Deployment: deployment, Job: job, Groups: map[string]Group{}}
 	if old != nil {
-		rec.Jobs = old.Jobs
+		rec.Jobs, rec.Links = old.Jobs, old.Links
 		// Earlier versions stay accepted while their Secrets are intact:
 		// pods of older template revisions are injected from them.
 		for label, g := range old.Groups {

@@ -3,7 +3,7 @@ package trust_test
 import (
 	"context"
 	"fmt"
-	"slices"
+	"maps"
 	"strings"
 	"testing"
 
@@ -156,8 +156,9 @@ func TestAcceptRefusesSecretsOtherThanReported(t *testing.T) {
 	}
 
 	// The report survives its termination message.
-	parsed, err := trust.ParseReport(mustReport(t, trust.Report{Groups: w, Links: []string{"database"}}))
-	if err != nil || parsed.Groups["web"] != w["web"] || !slices.Equal(parsed.Links, []string{"database"}) {
+	links := map[string]trust.WrittenLink{"database": {Version: 2, UID: "u-1", SHA256: "0123"}}
+	parsed, err := trust.ParseReport(mustReport(t, trust.Report{Groups: w, Links: links}))
+	if err != nil || parsed.Groups["web"] != w["web"] || !maps.Equal(parsed.Links, links) {
 		t.Fatalf("report read back as %+v (%v), written %+v", parsed, err, w)
 	}
 	if g, refused := acceptReport(t, c, "job-3", parsed.Groups); len(g.Versions) != 1 || len(refused) != 0 {
@@ -172,4 +173,55 @@ func mustReport(t *testing.T, r trust.Report) string {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestAcceptLinks records the links a gathering reported as shared, in
+// place of those recorded before, and refuses a link Secret that is not the
+// reported one.
+func TestAcceptLinks(t *testing.T) {
+	c := fake.NewClientBuilder().Build()
+	write(t, c, `{"a":1}`)
+	accept(t, c, "job-1", 1, 1)
+	link := func(v int, data string) *corev1.Secret {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("shop.link.database-v%d", v), Namespace: ns, UID: types.UID(fmt.Sprintf("uid-%d", v)),
+			Labels: map[string]string{names.LabelDeployment: "shop", names.LabelSecretKind: names.KindLink, names.LabelInstanceGroup: "database", names.LabelVersion: fmt.Sprint(v)}},
+			Immutable: new(true), Data: map[string][]byte{names.LinkKey: []byte(data)}}
+		if err := c.Create(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	recorded := func() map[string]trust.Ref {
+		t.Helper()
+		rec, err := trust.Read(context.Background(), c, operator, ns, "shop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec.Links
+	}
+	v1 := link(1, `{"name":"database"}`)
+	_, refused, err := trust.AcceptLinks(context.Background(), c, operator, ns, "shop", map[string]trust.WrittenLink{"database": trust.WrittenLinkOf(v1)})
+	if err != nil || len(refused) != 0 || recorded()["database"].Name != v1.Name {
+		t.Fatalf("link v1: refused %q (%v), recorded %+v", refused, err, recorded())
+	}
+	// A report whose digest is not the Secret's content is refused; the
+	// link is then recorded as not shared.
+	v2 := link(2, `{"name":"database","forged":true}`)
+	w := trust.WrittenLinkOf(v1)
+	w.Version = 2
+	w.UID = v2.UID
+	if _, refused, err := trust.AcceptLinks(context.Background(), c, operator, ns, "shop", map[string]trust.WrittenLink{"database": w}); err != nil || len(refused) != 1 || !strings.Contains(refused[0], "not the one the gathering wrote") {
+		t.Fatalf("a link of other content: refused %q (%v)", refused, err)
+	}
+	if got := recorded(); len(got) != 0 {
+		t.Fatalf("recorded %+v", got)
+	}
+	// Accept alone keeps the links recorded.
+	if _, _, err := trust.AcceptLinks(context.Background(), c, operator, ns, "shop", map[string]trust.WrittenLink{"database": trust.WrittenLinkOf(v1)}); err != nil {
+		t.Fatal(err)
+	}
+	accept(t, c, "job-2", 1, 1)
+	if recorded()["database"].Name != v1.Name {
+		t.Fatalf("Accept lost the links: %+v", recorded())
+	}
 }

@@ -336,17 +336,3 @@ func revisionTemplate(r *appsv1.ControllerRevision) (metav1.ObjectMeta, bool) {
 	}
 	return patch.Spec.Template.Metadata, true
 }
-
-// LatestByGroup is, by instance group label, the newest of the versioned
-// Secrets of one kind and deployment.
-func LatestByGroup(secrets []corev1.Secret) map[string]*corev1.Secret {
-	latest := map[string]*corev1.Secret{}
-	for i := range secrets {
-		s := &secrets[i]
-		l := s.Labels[names.LabelInstanceGroup]
-		if have := latest[l]; have == nil || Number(s) > Number(have) {
-			latest[l] = s
-		}
-	}
-	return latest
-}
