@@ -5,7 +5,6 @@ import (
 	"os"
 	"slices"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -19,21 +18,29 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/rendering"
 	"github.com/bosh-injector/bosh-injector/gather/trust"
 	"github.com/bosh-injector/bosh-injector/inject"
+	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/webhook"
 )
 
+// singleJob is the single-job golden case, its BPM info stored and
+// accepted in a new namespace ns.
+func singleJob(ns string) (c struct {
+	Info bpm.Info   `json:"info"`
+	Pod  corev1.Pod `json:"pod"`
+}) {
+	GinkgoHelper()
+	data, err := os.ReadFile("../inject/testdata/single-job.yaml")
+	Expect(err).NotTo(HaveOccurred())
+	Expect(yaml.Unmarshal(data, &c)).To(Succeed())
+	Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	storeInfo(ns, c.Info)
+	return c
+}
+
 var _ = Describe("the admission handler", func() {
 	It("returns a JSON patch that turns the request's pod into the golden pod", func() {
-		data, err := os.ReadFile("../inject/testdata/single-job.yaml")
-		Expect(err).NotTo(HaveOccurred())
-		var c struct {
-			Info bpm.Info   `json:"info"`
-			Pod  corev1.Pod `json:"pod"`
-		}
-		Expect(yaml.Unmarshal(data, &c)).To(Succeed())
 		ns := "handler-golden"
-		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		storeInfo(ns, c.Info)
+		c := singleJob(ns)
 
 		raw, err := json.Marshal(c.Pod)
 		Expect(err).NotTo(HaveOccurred())
@@ -53,13 +60,8 @@ var _ = Describe("the admission handler", func() {
 		}
 		Expect(paths).To(ContainElements("/metadata/labels", "/metadata/annotations", "/spec/volumes", "/spec/initContainers", "/spec/containers"))
 		Expect(paths).To(HaveEach(MatchRegexp(`^/(metadata|spec)/[a-zA-Z]+$`)))
-		patch, err := jsonpatch.DecodePatch(resp.Patch)
+		pod, _, err := fixtures.Patched(raw, resp.Patch)
 		Expect(err).NotTo(HaveOccurred())
-		patched, err := patch.Apply(raw)
-		Expect(err).NotTo(HaveOccurred())
-
-		var pod corev1.Pod
-		Expect(json.Unmarshal(patched, &pod)).To(Succeed())
 		// The render container checks the resolved Secret against the
 		// digest the operator recorded; the golden case has none.
 		rec, err := trust.Read(ctx, cp.Client, operatorNamespace, ns, c.Info.Deployment)
@@ -76,16 +78,8 @@ var _ = Describe("the admission handler", func() {
 	})
 
 	It("reads the DNS Service's cluster IP at every admission, so a Service created again is followed", func() {
-		data, err := os.ReadFile("../inject/testdata/single-job.yaml")
-		Expect(err).NotTo(HaveOccurred())
-		var c struct {
-			Info bpm.Info   `json:"info"`
-			Pod  corev1.Pod `json:"pod"`
-		}
-		Expect(yaml.Unmarshal(data, &c)).To(Succeed())
 		ns := "handler-dns"
-		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		storeInfo(ns, c.Info)
+		c := singleJob(ns)
 		raw, err := json.Marshal(c.Pod)
 		Expect(err).NotTo(HaveOccurred())
 		// The operator's cache, as CacheOptions configures it, follows the
@@ -103,12 +97,8 @@ var _ = Describe("the admission handler", func() {
 			if !resp.Allowed {
 				return nil
 			}
-			patch, err := jsonpatch.DecodePatch(resp.Patch)
+			pod, _, err := fixtures.Patched(raw, resp.Patch)
 			Expect(err).NotTo(HaveOccurred())
-			patched, err := patch.Apply(raw)
-			Expect(err).NotTo(HaveOccurred())
-			var pod corev1.Pod
-			Expect(json.Unmarshal(patched, &pod)).To(Succeed())
 			Expect(pod.Spec.DNSConfig).NotTo(BeNil())
 			return pod.Spec.DNSConfig.Nameservers
 		}

@@ -17,7 +17,6 @@ import (
 	"strings"
 	"time"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -420,13 +419,9 @@ var _ = Describe("the job runner", func() {
 			OperatorNamespace: operatorNS, Log: GinkgoLogr}
 		resp := h.Handle(ctx, admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Namespace: ns, Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw}}})
 		Expect(resp.Allowed).To(BeTrue(), resp.Result.String())
-		patch, err := jsonpatch.DecodePatch(resp.Patch)
-		Expect(err).NotTo(HaveOccurred())
-		patched, err := patch.Apply(raw)
+		pod, patched, err := fixtures.Patched(raw, resp.Patch)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(string(patched)).NotTo(Or(ContainSubstring(evil), ContainSubstring(forged.Name)))
-		var pod corev1.Pod
-		Expect(json.Unmarshal(patched, &pod)).To(Succeed())
 		Expect(pod.Spec.Containers).To(ContainElement(HaveField("Name", HavePrefix("pgstore"))))
 		for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
 			Expect(c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged).To(BeTrue(), c.Name)

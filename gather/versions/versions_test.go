@@ -91,20 +91,29 @@ var _ = Describe("versioned Secrets", func() {
 	})
 })
 
+// sixVersions writes, in a new namespace ns, six versions of web's
+// resolved and BPM Secrets, each BPM naming its resolved version, and
+// returns both series' keys.
+func sixVersions(ns string) (versions.Key, versions.Key) {
+	GinkgoHelper()
+	Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	rkey := versions.Key{Namespace: ns, Deployment: "shop", Kind: names.KindResolved, InstanceGroup: "web"}
+	bkey := rkey
+	bkey.Kind = names.KindBPM
+	for i := 1; i <= 6; i++ {
+		r, err := versions.Write(ctx, cp.Client, versions.Desired{Key: rkey, Data: map[string][]byte{"k": []byte(fmt.Sprint(i))}})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = versions.Write(ctx, cp.Client, versions.Desired{Key: bkey, Data: map[string][]byte{"k": []byte(fmt.Sprint(i))},
+			Labels: map[string]string{names.LabelResolvedVersion: fmt.Sprint(r.Number)}})
+		Expect(err).NotTo(HaveOccurred())
+	}
+	return rkey, bkey
+}
+
 var _ = Describe("pruning pinned versions", func() {
 	It("keeps the resolved versions a StatefulSet template or a pod pins, and the BPM versions naming them", func() {
 		ns := "versions-pinned"
-		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		rkey := versions.Key{Namespace: ns, Deployment: "shop", Kind: names.KindResolved, InstanceGroup: "web"}
-		bkey := rkey
-		bkey.Kind = names.KindBPM
-		for i := 1; i <= 6; i++ {
-			r, err := versions.Write(ctx, cp.Client, versions.Desired{Key: rkey, Data: map[string][]byte{"k": []byte(fmt.Sprint(i))}})
-			Expect(err).NotTo(HaveOccurred())
-			_, err = versions.Write(ctx, cp.Client, versions.Desired{Key: bkey, Data: map[string][]byte{"k": []byte(fmt.Sprint(i))},
-				Labels: map[string]string{names.LabelResolvedVersion: fmt.Sprint(r.Number)}})
-			Expect(err).NotTo(HaveOccurred())
-		}
+		rkey, bkey := sixVersions(ns)
 		labels := map[string]string{names.LabelDeployment: "shop", names.LabelInstanceGroup: "web"}
 		pinned := func(v string) metav1.ObjectMeta {
 			return metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{names.AnnotationResolvedVersion: v}}
@@ -129,17 +138,7 @@ var _ = Describe("pruning pinned versions", func() {
 
 	It("keeps the version an earlier template revision pins, so `kubectl rollout undo` to it still finds it", func() {
 		ns := "versions-revisions"
-		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		rkey := versions.Key{Namespace: ns, Deployment: "shop", Kind: names.KindResolved, InstanceGroup: "web"}
-		bkey := rkey
-		bkey.Kind = names.KindBPM
-		for i := 1; i <= 6; i++ {
-			r, err := versions.Write(ctx, cp.Client, versions.Desired{Key: rkey, Data: map[string][]byte{"k": []byte(fmt.Sprint(i))}})
-			Expect(err).NotTo(HaveOccurred())
-			_, err = versions.Write(ctx, cp.Client, versions.Desired{Key: bkey, Data: map[string][]byte{"k": []byte(fmt.Sprint(i))},
-				Labels: map[string]string{names.LabelResolvedVersion: fmt.Sprint(r.Number)}})
-			Expect(err).NotTo(HaveOccurred())
-		}
+		rkey, bkey := sixVersions(ns)
 		// The runner rolled web from version 1 to 6: the StatefulSet
 		// controller keeps the first template as an earlier revision.
 		labels := map[string]string{names.LabelDeployment: "shop", names.LabelInstanceGroup: "web"}
