@@ -200,6 +200,9 @@ help: ## List the targets
 	@awk -F':.*## ' '/^[a-z-]+:.*## / { printf "  %-14s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
 IMAGE ?= localhost/bosh-injector:dev
+# The tests, the demo and the sandbox run the operator image IMAGE names
+# (also the default of the webhook command's --operator-image).
+export BOSH_INJECTOR_OPERATOR_IMAGE := $(IMAGE)
 .PHONY: image
 image: go-image ## Build the operator image from the Dockerfile with podman
 	podman build --network=host --build-arg GO_IMAGE=$(GO_IMAGE) --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) \

@@ -39,8 +39,8 @@ var _ = Describe("the chart's webhook with cert-manager's certificate", func() {
 		port := l.Addr().(*net.TCPAddr).Port
 		Expect(l.Close()).To(Succeed())
 		url := "https://localhost:" + strconv.Itoa(port) + webhook.Path
-		helm("install", "hooked", chartDir, "--namespace", ns, "--create-namespace", "--set", "certificate.extraDNSNames={localhost}",
-			"--set", "image.tag=dev", "--set", "test.webhookURL="+url)
+		helm(append([]string{"install", "hooked", chartDir, "--namespace", ns, "--create-namespace", "--set", "certificate.extraDNSNames={localhost}",
+			"--set", "test.webhookURL=" + url}, walkthrough.ChartImage()...)...)
 
 		var serving corev1.Secret
 		Eventually(func() error {
@@ -50,7 +50,7 @@ var _ = Describe("the chart's webhook with cert-manager's certificate", func() {
 		for _, k := range []string{"tls.crt", "tls.key"} {
 			Expect(os.WriteFile(filepath.Join(certDir, k), serving.Data[k], 0o600)).To(Succeed())
 		}
-		mgr, err := webhook.NewManager(cp.Config, webhook.Options{Namespace: ns, OperatorImage: "localhost/bosh-injector:dev",
+		mgr, err := webhook.NewManager(cp.Config, webhook.Options{Namespace: ns, OperatorImage: walkthrough.OperatorImage,
 			ClusterDomain: "cluster.local", Host: "127.0.0.1", Port: port, CertDir: certDir, Webhook: true}, GinkgoLogr)
 		Expect(err).NotTo(HaveOccurred())
 		mctx, cancel := context.WithCancel(ctx)

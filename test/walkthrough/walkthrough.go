@@ -50,14 +50,22 @@ import (
 	"github.com/bosh-injector/bosh-injector/webhook"
 )
 
+// OperatorImage is the image `make image` builds: render init containers
+// and gathering Jobs run it. The Makefile passes its IMAGE, so that two
+// checkouts on one machine can each test their own.
+var OperatorImage = cmp.Or(os.Getenv("BOSH_INJECTOR_OPERATOR_IMAGE"), "localhost/bosh-injector:dev")
+
+// ChartImage are the chart's values that run OperatorImage.
+func ChartImage() []string {
+	i := strings.LastIndex(OperatorImage, ":")
+	return []string{"--set", "image.repository=" + OperatorImage[:i], "--set", "image.tag=" + OperatorImage[i+1:]}
+}
+
 const (
 	// Namespace is where the chart and the operator live.
 	Namespace = "bosh-injector"
 	// Release is the chart's Helm release name.
 	Release = "bosh-injector"
-	// OperatorImage is the image `make image` builds: render init
-	// containers and gathering Jobs run it.
-	OperatorImage = "localhost/bosh-injector:dev"
 	// BaseImage is the debootstrapped Debian `make base-image` imports.
 	BaseImage = "docker.io/library/debian:bookworm-slim"
 )
@@ -155,7 +163,7 @@ func Start(ctx context.Context, opts Options) (*Walkthrough, error) {
 
 	// The serving certificate also names localhost: the apiserver reaches
 	// the operator process on this machine, not through the chart's Service.
-	if err := w.installChart(ctx, "--set", "image.tag=dev", "--set", "certificate.extraDNSNames={localhost}"); err != nil {
+	if err := w.installChart(ctx, append(ChartImage(), "--set", "certificate.extraDNSNames={localhost}")...); err != nil {
 		return w, err
 	}
 	w.Say("(no kubelet here runs the chart's Deployment: the operator runs from %s instead, with the same certificate)", opts.Binary)
