@@ -353,18 +353,34 @@ module BoshInjector
   # A template reading @spec or @properties itself, not through spec or
   # properties, finds them made before it runs, as the director's does.
   def self.render(name, source, spec)
-    method, ivars = ERBS[[name, source]] ||= begin
-      m = :"bosh_injector_template_#{ERBS.size}"
-      ERB.new(source, trim_mode: "-").def_method(EvaluationContext, m, name)
-      [m, %w[spec properties].select { |ivar| source.include?("@#{ivar}") }]
-    end
+    compiled, ivars = ERBS[[name, source]] ||=
+      [compile(name, source), %w[spec properties].select { |ivar| source.include?("@#{ivar}") }]
     context = EvaluationContext.new(spec)
     ivars.each { |ivar| context.public_send(ivar) }
-    { "content" => Base64.strict_encode64(context.send(method).b) }
+    content = compiled.is_a?(Symbol) ? context.send(compiled) : compiled.result(context.get_binding)
+    { "content" => Base64.strict_encode64(content.b) }
   rescue Exception => e # rubocop:disable Lint/RescueException -- SyntaxError, NotImplementedError included
     raise if e.is_a?(SystemExit) || e.is_a?(Interrupt)
 
     { "error" => "Error filling in template '#{name}' (line #{line_of(e, name)}: #{message_of(e, name)})" }
+  end
+
+  # Ruby refuses a class definition or a constant assignment in a method
+  # body, which a template may hold (a helper class, as some releases'
+  # config templates define): the director evaluates ERB with a binding,
+  # where both are allowed, so such a template is evaluated that way, its
+  # source parsed again at each render. A template with a true syntax error
+  # fails there with Ruby's message, as it would at the director.
+  def self.compile(name, source)
+    erb = ERB.new(source, trim_mode: "-")
+    method = :"bosh_injector_template_#{ERBS.size}"
+    begin
+      erb.def_method(EvaluationContext, method, name)
+      method
+    rescue SyntaxError
+      erb.filename = name
+      erb
+    end
   end
 
   def self.line_of(error, name)

@@ -106,6 +106,13 @@ func TestConformance(t *testing.T) {
 			"<%\ndef port_line(p)\n  \"port=#{p}\"\nend\nrequire 'json'\n-%>\n<%= port_line(p('port')) %>\n<%= {'a' => 1}.to_yaml %><%= IPAddr.new('10.0.0.0/8').include?(IPAddr.new(spec.ip)) %> <%= 'a b'.shellescape %>\n",
 			"port=8080\n---\na: 1\ntrue a\\ b\n", ""},
 		{"properties view", "", "", `<%= properties.db.user %> <%= raw_properties["port"] %> <%= index %>`, "admin 8080 0", ""},
+		// The director evaluates ERB with a binding, not as a method body: a
+		// template may define a helper class and constants, and use them
+		// with links and properties; errors keep the template's line.
+		{"class and constant in a template", "", dbLink,
+			"<%\n  class Peer\n    def initialize(id, port)\n      @id, @port = id, port\n    end\n\n    def url\n      \"#{@id}.peers.internal:#{@port}\"\n    end\n  end\n  PORT = p(\"port\")\n%>\n<% link(\"db\").instances.each do |i| -%>\n<%= Peer.new(i.id, PORT).url %>\n<% end -%>\n",
+			"\nu1.peers.internal:8080\nu2.peers.internal:8080\n", ""},
+		{"class in a template, error line", "", "", "<% class Peer; end %>\nx\n<%= p(\"db.pass\") %>", "", `Error filling in template 'tpl.erb' (line 3: Can't find property '["db.pass"]')`},
 		// The director's context sets @spec and @properties before the template runs.
 		{"instance variables", "", "", `<%= @spec.index %> <%= @properties.db.user %>`, "0 admin", ""},
 	}
@@ -120,6 +127,15 @@ func TestConformance(t *testing.T) {
 				t.Errorf("got %q (error %q)\nwant %q (error %q)", got.Content, got.Error, c.want, c.wantErr)
 			}
 		})
+	}
+}
+
+// A template Ruby cannot compile as a method body is evaluated with a
+// binding: a true syntax error still fails with Ruby's message and line.
+func TestSyntaxErrorNamesItsLine(t *testing.T) {
+	got := render(t, spec(propsP(nil), ""), ruby.Template{Name: "tpl.erb", Source: "x\n<% if %>"})[0]
+	if want := "Error filling in template 'tpl.erb' (line 2: syntax error"; !strings.HasPrefix(got.Error, want) {
+		t.Errorf("got %q, want it to start with %q", got.Error, want)
 	}
 }
 

@@ -173,6 +173,13 @@ func statuses(containers []corev1.Container, results map[string]ContainerResult)
 		res := results[c.Name]
 		s := corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: c.Image}
 		switch {
+		case res.Restarting:
+			msg := res.TerminationMessage
+			if msg == "" {
+				msg = logTail(res.Logs)
+			}
+			s.State.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: msg}
+			ok = false
 		case res.Running:
 			s.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(res.StartedAt)}
 			s.Started, s.Ready = ptr.To(true), res.Ready

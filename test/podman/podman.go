@@ -403,6 +403,11 @@ type ContainerResult struct {
 	// container).
 	Ran     bool
 	Running bool
+	// Restarting is set by a caller starting the exited container again
+	// (see Restart): a kubelet reports it waiting in CrashLoopBackOff.
+	// Restarts counts the times it was started again.
+	Restarting bool
+	Restarts   int
 	// Error is podman's own error for the container (failed to start, say).
 	Error string
 	// Ready is the result of a running container's readiness probe, and
@@ -466,6 +471,13 @@ func (r *Run) results() ([]ContainerResult, bool) {
 		results = append(results, res)
 	}
 	return results, running
+}
+
+// Restart starts container again after it exited, as a kubelet does under
+// the pod's restart policy (the pod runs under Never here, see Play).
+func (r *Run) Restart(container string) error {
+	_, err := podman("start", r.Pod.Name+"-"+container)
+	return err
 }
 
 // Logs is container's log so far, what it wrote to stdout and stderr.

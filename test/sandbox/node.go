@@ -3,12 +3,14 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -38,9 +40,13 @@ type node struct {
 type nodePod struct {
 	run      *podman.Run
 	starting bool
+	// deleting: the pod is being stopped, as the apiserver asked.
+	deleting bool
 	// err is why the pod could not be started.
-	err      error
-	results  []podman.ContainerResult
+	err     error
+	results []podman.ContainerResult
+	// restarts counts, by container, the times it was started again.
+	restarts map[string]int
 	reported string
 	checked  time.Time
 }
@@ -87,11 +93,15 @@ func (n *node) sync(ctx context.Context) {
 	n.mu.Unlock()
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		if pod.DeletionTimestamp != nil {
-			continue
-		}
 		n.mu.Lock()
 		p, known := n.pods[pod.UID]
+		if pod.DeletionTimestamp != nil {
+			if !known || !p.starting && !p.deleting {
+				n.delete(ctx, pod, p)
+			}
+			n.mu.Unlock()
+			continue
+		}
 		var seen nodePod
 		if known {
 			seen = *p
@@ -108,12 +118,26 @@ func (n *node) sync(ctx context.Context) {
 			continue
 		}
 		results := seen.run.Results()
+		// As a kubelet, start exited processes again after a back-off,
+		// reported waiting: the pod does not fail meanwhile (its
+		// StatefulSet would replace it, under a new address).
+		restarts := maps.Clone(seen.restarts)
+		for _, i := range toRestart(pod, results) {
+			name := results[i].Name
+			if time.Since(results[i].FinishedAt) >= restartBackoff && seen.run.Restart(name) == nil {
+				if restarts == nil {
+					restarts = map[string]int{}
+				}
+				restarts[name]++
+			}
+			results[i].Restarting, results[i].Restarts = true, restarts[name]
+		}
 		reported := seen.reported
 		if sig := signature(results); sig != seen.reported && seen.run.Report(ctx, n.client, results) == nil {
 			reported = sig
 		}
 		n.mu.Lock()
-		p.results, p.checked, p.reported = results, time.Now(), reported
+		p.results, p.checked, p.reported, p.restarts = results, time.Now(), reported, restarts
 		n.mu.Unlock()
 	}
 }
@@ -137,6 +161,34 @@ func (n *node) start(ctx context.Context, pod *corev1.Pod) {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		p.run, p.err, p.checked, p.starting = run, err, time.Now(), false
+	})
+}
+
+// delete stops a pod the apiserver marked for deletion, preStop hooks and
+// grace included, and then removes it from the apiserver, as a kubelet
+// confirms a pod's termination: without that the pod stays Terminating and
+// its StatefulSet never makes it again. n.mu is held; p is nil for a pod
+// the node does not run.
+func (n *node) delete(ctx context.Context, pod *corev1.Pod, p *nodePod) {
+	if p == nil {
+		p = &nodePod{}
+		n.pods[pod.UID] = p
+	}
+	p.deleting = true
+	run := p.run
+	n.starts.Go(func() {
+		if run != nil {
+			_, _ = run.Delete(ctx)
+			_ = run.Remove()
+		}
+		zero := int64(0)
+		err := n.client.Delete(ctx, pod, &client.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+		if client.IgnoreNotFound(err) != nil {
+			// Tried again at the next sync.
+			n.mu.Lock()
+			p.deleting, p.run = false, nil
+			n.mu.Unlock()
+		}
 	})
 }
 
@@ -176,6 +228,32 @@ func (n *node) stop() {
 	}
 }
 
+// restartBackoff is how long after it exited a container is started again,
+// a kubelet's first crash-loop back-off.
+const restartBackoff = 10 * time.Second
+
+// toRestart are the indexes in results of the containers (not init
+// containers) of pod that exited and that a kubelet would start again under
+// its restart policy.
+func toRestart(pod *corev1.Pod, results []podman.ContainerResult) []int {
+	var out []int
+	for i, r := range results {
+		main := slices.ContainsFunc(pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == r.Name })
+		if !main || !r.Ran {
+			continue
+		}
+		switch pod.Spec.RestartPolicy {
+		case corev1.RestartPolicyAlways, "":
+			out = append(out, i)
+		case corev1.RestartPolicyOnFailure:
+			if r.ExitCode != 0 {
+				out = append(out, i)
+			}
+		}
+	}
+	return out
+}
+
 // settled says the containers will not change by themselves: every one
 // running and ready, or ended, or an init container failed.
 func settled(results []podman.ContainerResult) bool {
@@ -183,6 +261,9 @@ func settled(results []podman.ContainerResult) bool {
 		return false
 	}
 	for _, r := range results {
+		if r.Restarting {
+			return false
+		}
 		if r.Ran && r.ExitCode != 0 {
 			return true
 		}

@@ -25,6 +25,10 @@ type workload struct {
 	Replicas   int
 }
 
+// settledRestarts is how many times a process that keeps exiting is
+// started again before the report gives its failure.
+const settledRestarts = 3
+
 // workloads are the StatefulSets and Jobs among objs.
 func workloads(objs []*unstructured.Unstructured) []workload {
 	var out []workload
@@ -158,10 +162,15 @@ func (s *Sandbox) describe(ctx context.Context, pod *corev1.Pod, r *instanceRepo
 				what, r.Rendered = "init container", false
 			}
 			r.Failure = fmt.Sprintf("%s %s exited %d", what, res.Name, res.ExitCode)
+			if res.Restarting {
+				r.Failure += fmt.Sprintf(" (started again %d times, as a kubelet restarts it)", res.Restarts)
+			}
 			if msg := strings.TrimSpace(res.TerminationMessage); msg != "" {
 				r.Failure += ":\n" + msg
 			}
-			r.Settled = true
+			// A process started again may still come up (its own address
+			// resolving late, say): the report waits for a few restarts.
+			r.Settled = !res.Restarting || res.Restarts >= settledRestarts
 			return
 		case i < inits && !res.Ran:
 			r.Rendered = false

@@ -203,13 +203,14 @@ func (s *Sandbox) up(ctx context.Context) error {
 	}
 	ws := workloads(objs)
 	var reports []instanceReport
-	err = wait.PollUntilContextTimeout(ctx, time.Second, s.cfg.Timeout, true, func(ctx context.Context) (bool, error) {
-		reports, err = s.observe(ctx, ws, false)
-		return err == nil && allSettled(reports), err
+	// An observation failing while waiting is tried again: near the
+	// timeout the client's rate limiter refuses to wait past it, and
+	// instances still starting then must be reported, not end the sandbox.
+	// The last observation returns a lasting error.
+	_ = wait.PollUntilContextTimeout(ctx, time.Second, s.cfg.Timeout, true, func(ctx context.Context) (bool, error) {
+		r, err := s.observe(ctx, ws, false)
+		return err == nil && allSettled(r), nil
 	})
-	if err != nil && !wait.Interrupted(err) {
-		return err
-	}
 	if reports, err = s.observe(ctx, ws, true); err != nil {
 		return err
 	}
