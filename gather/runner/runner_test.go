@@ -449,7 +449,7 @@ var _ = Describe("the job runner", func() {
 		var events eventsv1.EventList
 		Expect(cp.Client.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
 		Expect(events.Items).To(ContainElement(And(HaveField("Reason", runner.ReasonNotAccepted), HaveField("Type", corev1.EventTypeWarning),
-			HaveField("Note", ContainSubstring("instance group 'web': Secret shop.bpm.web-v1 is not the one the gathering wrote")))))
+			HaveField("Note", ContainSubstring("instance group 'web': Secrets shop.bpm.web-v1 and shop.ig-resolved.web-v1 do not hold what the gathering wrote")))))
 	})
 
 	It("ignores a report from a pod the Job's template did not make, and replaces a Job it did not create", func() {

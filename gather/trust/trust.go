@@ -175,10 +175,12 @@ func Read(ctx context.Context, c client.Reader, trustNamespace, namespace, deplo
 type Written map[string]WrittenGroup
 
 // WrittenGroup identifies the two Secrets of a group's version as the
-// gathering wrote or reused them.
+// gathering wrote or reused them: their numbers and content. Not their
+// UIDs: a Secret created again with the same data is as good (the record
+// takes the UIDs at acceptance), and without them a report of 60 groups
+// fits a termination message.
 type WrittenGroup struct {
-	BPM, Resolved       int
-	BPMUID, ResolvedUID types.UID
+	BPM, Resolved int
 	// SHA256 is pairDigest of both Secrets' data.
 	SHA256 string
 }
@@ -186,8 +188,7 @@ type WrittenGroup struct {
 // WrittenOf is what a gathering reports of a group's BPM and resolved
 // Secrets.
 func WrittenOf(bpmSecret, resolvedSecret *corev1.Secret) WrittenGroup {
-	return WrittenGroup{BPM: versions.Number(bpmSecret), Resolved: versions.Number(resolvedSecret),
-		BPMUID: bpmSecret.UID, ResolvedUID: resolvedSecret.UID, SHA256: pairDigest(bpmSecret, resolvedSecret)}
+	return WrittenGroup{BPM: versions.Number(bpmSecret), Resolved: versions.Number(resolvedSecret), SHA256: pairDigest(bpmSecret, resolvedSecret)}
 }
 
 // pairDigest covers the data of a group's two Secrets in one digest,
@@ -200,7 +201,7 @@ func pairDigest(bpmSecret, resolvedSecret *corev1.Secret) string {
 
 // MarshalJSON writes g as a compact array, for the same 4096 bytes.
 func (g WrittenGroup) MarshalJSON() ([]byte, error) {
-	return json.Marshal([]any{g.BPM, g.Resolved, g.BPMUID, g.ResolvedUID, g.SHA256})
+	return json.Marshal([]any{g.BPM, g.Resolved, g.SHA256})
 }
 
 // UnmarshalJSON reads what MarshalJSON wrote.
@@ -209,10 +210,10 @@ func (g *WrittenGroup) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &a); err != nil {
 		return err
 	}
-	if len(a) != 5 {
-		return fmt.Errorf("a group's report has %d fields, not 5", len(a))
+	if len(a) != 3 {
+		return fmt.Errorf("a group's report has %d fields, not 3", len(a))
 	}
-	for i, v := range []any{&g.BPM, &g.Resolved, &g.BPMUID, &g.ResolvedUID, &g.SHA256} {
+	for i, v := range []any{&g.BPM, &g.Resolved, &g.SHA256} {
 		if err := json.Unmarshal(a[i], v); err != nil {
 			return err
 		}
@@ -236,14 +237,13 @@ type Report struct {
 // wrote or reused it.
 type WrittenLink struct {
 	Version int
-	UID     types.UID
 	// SHA256 is the Secret's data digest, cut as pairDigest's.
 	SHA256 string
 }
 
 // WrittenLinkOf is what a gathering reports of a shared link's Secret.
 func WrittenLinkOf(s *corev1.Secret) WrittenLink {
-	return WrittenLink{Version: versions.Number(s), UID: s.UID, SHA256: linkDigest(s)}
+	return WrittenLink{Version: versions.Number(s), SHA256: linkDigest(s)}
 }
 
 func linkDigest(s *corev1.Secret) string {
@@ -253,7 +253,7 @@ func linkDigest(s *corev1.Secret) string {
 
 // MarshalJSON writes l as a compact array, for the termination message.
 func (l WrittenLink) MarshalJSON() ([]byte, error) {
-	return json.Marshal([]any{l.Version, l.UID, l.SHA256})
+	return json.Marshal([]any{l.Version, l.SHA256})
 }
 
 // UnmarshalJSON reads what MarshalJSON wrote.
@@ -262,10 +262,10 @@ func (l *WrittenLink) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &a); err != nil {
 		return err
 	}
-	if len(a) != 3 {
-		return fmt.Errorf("a link's report has %d fields, not 3", len(a))
+	if len(a) != 2 {
+		return fmt.Errorf("a link's report has %d fields, not 2", len(a))
 	}
-	for i, v := range []any{&l.Version, &l.UID, &l.SHA256} {
+	for i, v := range []any{&l.Version, &l.SHA256} {
 		if err := json.Unmarshal(a[i], v); err != nil {
 			return err
 		}
@@ -297,7 +297,7 @@ func AcceptLinks(ctx context.Context, c client.Client, trustNamespace, namespace
 		}
 		s := stored.Of(versions.Key{Kind: names.KindLink, InstanceGroup: label})[i].Secret
 		switch {
-		case s.UID != l.UID || linkDigest(s) != l.SHA256:
+		case linkDigest(s) != l.SHA256:
 			refused = append(refused, fmt.Sprintf("link '%s': Secret %s is not the one the gathering wrote", label, s.Name))
 		case s.Immutable == nil || !*s.Immutable:
 			refused = append(refused, fmt.Sprintf("link '%s': Secret %s is not immutable", label, s.Name))
@@ -390,13 +390,11 @@ func Accept(ctx context.Context, c client.Client, trustNamespace, namespace, dep
 // its Secrets are exactly those the report identifies and the BPM info
 // names that resolved Secret, and the group's BOSH name.
 func reported(stored versions.Stored, label string, w WrittenGroup) (*Version, string, error) {
-	find := func(kind string, n int, uid types.UID) (*corev1.Secret, error) {
+	find := func(kind string, n int) (*corev1.Secret, error) {
 		for _, v := range stored.Of(versions.Key{Kind: kind, InstanceGroup: label}) {
 			switch {
 			case v.Number != n:
 				continue
-			case v.Secret.UID != uid:
-				return nil, fmt.Errorf("Secret %s is not the one the gathering wrote (it was deleted and created again)", v.Secret.Name)
 			case v.Secret.Immutable == nil || !*v.Secret.Immutable:
 				return nil, fmt.Errorf("Secret %s is not immutable", v.Secret.Name)
 			}
@@ -404,16 +402,16 @@ func reported(stored versions.Stored, label string, w WrittenGroup) (*Version, s
 		}
 		return nil, fmt.Errorf("the %s Secret of version %d is gone", kind, n)
 	}
-	b, err := find(names.KindBPM, w.BPM, w.BPMUID)
+	b, err := find(names.KindBPM, w.BPM)
 	if err != nil {
 		return nil, "", err
 	}
-	r, err := find(names.KindResolved, w.Resolved, w.ResolvedUID)
+	r, err := find(names.KindResolved, w.Resolved)
 	if err != nil {
 		return nil, "", err
 	}
 	if pairDigest(b, r) != w.SHA256 {
-		return nil, "", fmt.Errorf("Secrets %s and %s do not hold what the gathering wrote", b.Name, r.Name)
+		return nil, "", fmt.Errorf("Secrets %s and %s do not hold what the gathering wrote (they were changed, or deleted and created again)", b.Name, r.Name)
 	}
 	var info bpm.Info
 	if err := secretdata.Decode(b.Data[bpm.InfoKey], &info); err != nil || info.ResolvedSecret != r.Name {

@@ -130,33 +130,52 @@ func TestAcceptRefusesSecretsOtherThanReported(t *testing.T) {
 	write(t, c, "1")
 	w := report(t, c, 1, 1)
 
-	// Deleted and created again with the same content between the
-	// gathering's write and the runner's accept: another object.
+	// Deleted and created again between the gathering's write and the
+	// runner's accept, with other content, or mutable: refused. With the
+	// same content, immutable, it is as good as the one written.
 	var b corev1.Secret
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "shop.bpm.web-v1"}, &b); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Delete(context.Background(), &b); err != nil {
-		t.Fatal(err)
+	orig := b.DeepCopy()
+	recreate := func(change func(*corev1.Secret)) {
+		t.Helper()
+		if err := c.Delete(context.Background(), &b); err != nil {
+			t.Fatal(err)
+		}
+		b = *orig.DeepCopy()
+		b.ResourceVersion, b.UID = "", "forged-uid"
+		change(&b)
+		if err := c.Create(context.Background(), &b); err != nil {
+			t.Fatal(err)
+		}
 	}
-	b.ResourceVersion, b.UID = "", "forged-uid"
-	if err := c.Create(context.Background(), &b); err != nil {
-		t.Fatal(err)
-	}
+	recreate(func(s *corev1.Secret) {
+		s.Data = map[string][]byte{bpm.InfoKey: []byte(strings.Replace(string(s.Data[bpm.InfoKey]), "web", "wep", 1))}
+	})
 	if g, refused := acceptReport(t, c, "job-1", w); len(g.Versions) != 0 || len(refused) != 1 || !strings.Contains(refused[0], "created again") {
-		t.Fatalf("a re-created Secret was accepted: %+v, %q", g, refused)
+		t.Fatalf("a re-created Secret of other content was accepted: %+v, %q", g, refused)
+	}
+	recreate(func(s *corev1.Secret) { s.Immutable = nil })
+	if g, refused := acceptReport(t, c, "job-1b", w); len(g.Versions) != 0 || len(refused) != 1 || !strings.Contains(refused[0], "not immutable") {
+		t.Fatalf("a mutable Secret was accepted: %+v, %q", g, refused)
+	}
+	recreate(func(*corev1.Secret) {})
+	if g, refused := acceptReport(t, c, "job-1c", w); len(g.Versions) != 1 || len(refused) != 0 || g.Versions[0].BPM.UID != "forged-uid" {
+		t.Fatalf("the same content, created again: %+v, %q", g, refused)
 	}
 
-	// A report whose digest is not the Secrets' content.
+	// A report whose digest is not the Secrets' content: refused, the
+	// version accepted before stays.
 	w = report(t, c, 1, 1)
 	g := w["web"]
 	g.SHA256 = strings.Repeat("0", 32)
-	if got, refused := acceptReport(t, c, "job-2", trust.Written{"web": g}); len(got.Versions) != 0 || len(refused) != 1 || !strings.Contains(refused[0], "do not hold") {
+	if got, refused := acceptReport(t, c, "job-2", trust.Written{"web": g}); len(got.Versions) != 1 || len(refused) != 1 || !strings.Contains(refused[0], "do not hold") {
 		t.Fatalf("a report of other content was accepted: %+v, %q", got, refused)
 	}
 
 	// The report survives its termination message.
-	links := map[string]trust.WrittenLink{"database": {Version: 2, UID: "u-1", SHA256: "0123"}}
+	links := map[string]trust.WrittenLink{"database": {Version: 2, SHA256: "0123"}}
 	parsed, err := trust.ParseReport(mustReport(t, trust.Report{Groups: w, Links: links}))
 	if err != nil || parsed.Groups["web"] != w["web"] || !maps.Equal(parsed.Links, links) {
 		t.Fatalf("report read back as %+v (%v), written %+v", parsed, err, w)
@@ -206,10 +225,9 @@ func TestAcceptLinks(t *testing.T) {
 	}
 	// A report whose digest is not the Secret's content is refused; the
 	// link is then recorded as not shared.
-	v2 := link(2, `{"name":"database","forged":true}`)
+	link(2, `{"name":"database","forged":true}`)
 	w := trust.WrittenLinkOf(v1)
 	w.Version = 2
-	w.UID = v2.UID
 	if _, refused, err := trust.AcceptLinks(context.Background(), c, operator, ns, "shop", map[string]trust.WrittenLink{"database": w}); err != nil || len(refused) != 1 || !strings.Contains(refused[0], "not the one the gathering wrote") {
 		t.Fatalf("a link of other content: refused %q (%v)", refused, err)
 	}
