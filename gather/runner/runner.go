@@ -393,29 +393,33 @@ func (r *Reconciler) digest(ctx context.Context, manifest *corev1.Secret, ops []
 	// A provider's newly accepted link content re-gathers its consumers,
 	// and a targeted deployment's newly accepted groups or instances the
 	// deployments whose aliases name them: what their plans read.
-	for _, dep := range inputs.Consumes {
-		rec, err := trust.Read(ctx, r.Client, r.Config.TrustNamespace, manifest.Namespace, dep)
-		if err != nil {
-			return "", nil, err
-		}
-		if rec == nil {
-			continue
-		}
-		for _, l := range slices.Sorted(maps.Keys(rec.Links)) {
-			write("link/"+dep+"/"+l, []byte(rec.Links[l].Name+" "+rec.Links[l].SHA256))
-		}
-	}
-	for _, dep := range inputs.AliasTargets {
-		rec, err := trust.Read(ctx, r.Client, r.Config.TrustNamespace, manifest.Namespace, dep)
-		if err != nil {
-			return "", nil, err
-		}
-		if rec == nil {
-			continue
-		}
-		for _, g := range slices.Sorted(maps.Keys(rec.Groups)) {
-			if v := rec.Groups[g].Latest(); v != nil {
-				write("bpm/"+dep+"/"+g, []byte(v.BPM.Name+" "+v.BPM.SHA256))
+	for _, in := range []struct {
+		deps []string
+		path string
+		refs func(*trust.Record) map[string]trust.Ref
+	}{
+		{inputs.Consumes, "link/", func(rec *trust.Record) map[string]trust.Ref { return rec.Links }},
+		{inputs.AliasTargets, "bpm/", func(rec *trust.Record) map[string]trust.Ref {
+			out := map[string]trust.Ref{}
+			for g, group := range rec.Groups {
+				if v := group.Latest(); v != nil {
+					out[g] = v.BPM
+				}
+			}
+			return out
+		}},
+	} {
+		for _, dep := range in.deps {
+			rec, err := trust.Read(ctx, r.Client, r.Config.TrustNamespace, manifest.Namespace, dep)
+			if err != nil {
+				return "", nil, err
+			}
+			if rec == nil {
+				continue
+			}
+			refs := in.refs(rec)
+			for _, l := range slices.Sorted(maps.Keys(refs)) {
+				write(in.path+dep+"/"+l, []byte(refs[l].Name+" "+refs[l].SHA256))
 			}
 		}
 	}

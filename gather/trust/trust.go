@@ -206,14 +206,19 @@ func (g WrittenGroup) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads what MarshalJSON wrote.
 func (g *WrittenGroup) UnmarshalJSON(data []byte) error {
+	return unmarshalArray(data, "a group's report", &g.BPM, &g.Resolved, &g.SHA256)
+}
+
+// unmarshalArray reads the JSON array data into fields, one element each.
+func unmarshalArray(data []byte, what string, fields ...any) error {
 	var a []json.RawMessage
 	if err := json.Unmarshal(data, &a); err != nil {
 		return err
 	}
-	if len(a) != 3 {
-		return fmt.Errorf("a group's report has %d fields, not 3", len(a))
+	if len(a) != len(fields) {
+		return fmt.Errorf("%s has %d fields, not %d", what, len(a), len(fields))
 	}
-	for i, v := range []any{&g.BPM, &g.Resolved, &g.SHA256} {
+	for i, v := range fields {
 		if err := json.Unmarshal(a[i], v); err != nil {
 			return err
 		}
@@ -258,19 +263,7 @@ func (l WrittenLink) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads what MarshalJSON wrote.
 func (l *WrittenLink) UnmarshalJSON(data []byte) error {
-	var a []json.RawMessage
-	if err := json.Unmarshal(data, &a); err != nil {
-		return err
-	}
-	if len(a) != 2 {
-		return fmt.Errorf("a link's report has %d fields, not 2", len(a))
-	}
-	for i, v := range []any{&l.Version, &l.SHA256} {
-		if err := json.Unmarshal(a[i], v); err != nil {
-			return err
-		}
-	}
-	return nil
+	return unmarshalArray(data, "a link's report", &l.Version, &l.SHA256)
 }
 
 // AcceptLinks records, after Accept, the shared links a gathering reported
