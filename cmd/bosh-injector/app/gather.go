@@ -27,11 +27,13 @@ func init() {
 		cmd := &cobra.Command{
 			Use:   "gather",
 			Short: "Resolve a BOSH deployment and write its per-instance-group Secrets and Services",
-			Long: `gather runs in the gathering Job (and from a laptop with a kubeconfig): it reads the
-manifest Secret, generates missing variables, binds properties, resolves links, renders
-every instance's bpm.yml and writes <deployment>.ig-resolved.<ig>-vN and
-<deployment>.bpm.<ig>-vN Secrets and the instance Services. Flags default to the
-BOSH_INJECTOR_<FLAG> environment variables.`,
+			Long: `gather runs in the gathering Job the job runner creates: it reads the manifest
+Secret, generates missing variables, binds properties, resolves links, renders every
+template of every instance and writes <deployment>.ig-resolved.<ig>-vN and
+<deployment>.bpm.<ig>-vN Secrets and the instance Services, building only on the accepted
+versions its --plan names. It reports what it wrote in its termination message; the runner
+accepts the reports of its own Jobs only. Flags default to the BOSH_INJECTOR_<FLAG>
+environment variables.`,
 			Args: cobra.NoArgs,
 			PreRunE: func(cmd *cobra.Command, _ []string) error {
 				return flagsFromEnv(cmd)
