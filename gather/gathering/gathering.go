@@ -125,14 +125,13 @@ type GroupResult struct {
 	written trust.WrittenGroup
 }
 
-// Written is what the gathering left as each group's latest versions, as
-// its pod reports them to the job runner (package trust).
-// Report is what the gathering's pod reports: Written, and the links the
-// deployment shares.
+// Report is what the gathering's pod reports to the job runner (package
+// trust): Written, and the links the deployment shares.
 func (r *Result) Report() trust.Report {
 	return trust.Report{Groups: r.Written(), Links: r.Links}
 }
 
+// Written is what the gathering left as each group's latest versions.
 func (r *Result) Written() trust.Written {
 	w := trust.Written{}
 	for _, g := range r.Groups {

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -169,9 +170,9 @@ func Read(ctx context.Context, c client.Reader, trustNamespace, namespace, deplo
 // Written is what a gathering left as each instance group's latest BPM
 // and resolved versions, by the group's label value. The gathering's pod
 // reports it in its termination message, which only the kubelet writes:
-// the runner accepts exactly these Secrets, so a Secret created, or
-// deleted and created again, while the gathering finishes is never taken
-// for its result.
+// the runner accepts exactly these Secrets with this content, so a Secret
+// created, or created again with other data, while the gathering finishes
+// is never taken for its result.
 type Written map[string]WrittenGroup
 
 // WrittenGroup identifies the two Secrets of a group's version as the
@@ -181,21 +182,25 @@ type Written map[string]WrittenGroup
 // fits a termination message.
 type WrittenGroup struct {
 	BPM, Resolved int
-	// SHA256 is pairDigest of both Secrets' data.
+	// SHA256 is reportDigest of both Secrets.
 	SHA256 string
 }
 
 // WrittenOf is what a gathering reports of a group's BPM and resolved
 // Secrets.
 func WrittenOf(bpmSecret, resolvedSecret *corev1.Secret) WrittenGroup {
-	return WrittenGroup{BPM: versions.Number(bpmSecret), Resolved: versions.Number(resolvedSecret), SHA256: pairDigest(bpmSecret, resolvedSecret)}
+	return WrittenGroup{BPM: versions.Number(bpmSecret), Resolved: versions.Number(resolvedSecret), SHA256: reportDigest(bpmSecret, resolvedSecret)}
 }
 
-// pairDigest covers the data of a group's two Secrets in one digest,
-// truncated to 128 bits: a termination message holds 4096 bytes, and the
-// report names every group.
-func pairDigest(bpmSecret, resolvedSecret *corev1.Secret) string {
-	sum := sha256.Sum256([]byte(secretdata.Digest(bpmSecret.Data) + " " + secretdata.Digest(resolvedSecret.Data)))
+// reportDigest covers the data of a report entry's Secrets (a group's two,
+// a link's one) in one digest, truncated to 128 bits: a termination message
+// holds 4096 bytes, and the report names every group and link.
+func reportDigest(secrets ...*corev1.Secret) string {
+	var digests []string
+	for _, s := range secrets {
+		digests = append(digests, secretdata.Digest(s.Data))
+	}
+	sum := sha256.Sum256([]byte(strings.Join(digests, " ")))
 	return hex.EncodeToString(sum[:16])
 }
 
@@ -242,18 +247,13 @@ type Report struct {
 // wrote or reused it.
 type WrittenLink struct {
 	Version int
-	// SHA256 is the Secret's data digest, cut as pairDigest's.
+	// SHA256 is reportDigest of the Secret.
 	SHA256 string
 }
 
 // WrittenLinkOf is what a gathering reports of a shared link's Secret.
 func WrittenLinkOf(s *corev1.Secret) WrittenLink {
-	return WrittenLink{Version: versions.Number(s), SHA256: linkDigest(s)}
-}
-
-func linkDigest(s *corev1.Secret) string {
-	sum := sha256.Sum256([]byte(secretdata.Digest(s.Data)))
-	return hex.EncodeToString(sum[:16])
+	return WrittenLink{Version: versions.Number(s), SHA256: reportDigest(s)}
 }
 
 // MarshalJSON writes l as a compact array, for the termination message.
@@ -268,8 +268,8 @@ func (l *WrittenLink) UnmarshalJSON(data []byte) error {
 
 // AcceptLinks records, after Accept, the shared links a gathering reported
 // as the deployment's links, replacing those recorded before, and returns
-// the record; a link whose Secret is not the reported object and content,
-// or is mutable, is not recorded, and why is returned.
+// the record; a link whose Secret does not hold the reported content, or
+// is mutable, is not recorded, and why is returned.
 func AcceptLinks(ctx context.Context, c client.Client, trustNamespace, namespace, deployment string, links map[string]WrittenLink) (*Record, []string, error) {
 	rec, err := Read(ctx, c, trustNamespace, namespace, deployment)
 	if err != nil || rec == nil {
@@ -283,14 +283,15 @@ func AcceptLinks(ctx context.Context, c client.Client, trustNamespace, namespace
 	accepted := map[string]Ref{}
 	for _, label := range slices.Sorted(maps.Keys(links)) {
 		l := links[label]
-		i := slices.IndexFunc(stored.Of(versions.Key{Kind: names.KindLink, InstanceGroup: label}), func(v versions.Version) bool { return v.Number == l.Version })
+		series := stored.Of(versions.Key{Kind: names.KindLink, InstanceGroup: label})
+		i := slices.IndexFunc(series, func(v versions.Version) bool { return v.Number == l.Version })
 		if i < 0 {
 			refused = append(refused, fmt.Sprintf("link '%s': its Secret of version %d is gone", label, l.Version))
 			continue
 		}
-		s := stored.Of(versions.Key{Kind: names.KindLink, InstanceGroup: label})[i].Secret
+		s := series[i].Secret
 		switch {
-		case linkDigest(s) != l.SHA256:
+		case reportDigest(s) != l.SHA256:
 			refused = append(refused, fmt.Sprintf("link '%s': Secret %s is not the one the gathering wrote", label, s.Name))
 		case s.Immutable == nil || !*s.Immutable:
 			refused = append(refused, fmt.Sprintf("link '%s': Secret %s is not immutable", label, s.Name))
@@ -330,10 +331,9 @@ func ParseReport(message string) (Report, error) {
 // Accept records, after gathering Job job succeeded, the versions it
 // reports as written, and keeps the versions accepted earlier whose Secrets
 // are still as accepted. A job already accepted adds nothing. A reported
-// version is not accepted when its Secrets are gone, are other objects
-// (UID) or hold other data than the report says, are not immutable, or
-// when its BPM info names another resolved Secret: it returns, besides the
-// record, why for each such group.
+// version is not accepted when its Secrets are gone, hold other data than
+// the report says, are not immutable, or when its BPM info names another
+// resolved Secret: it returns, besides the record, why for each such group.
 func Accept(ctx context.Context, c client.Client, trustNamespace, namespace, deployment string, job types.UID, written Written) (*Record, []string, error) {
 	old, err := Read(ctx, c, trustNamespace, namespace, deployment)
 	if err != nil {
@@ -403,7 +403,7 @@ func reported(stored versions.Stored, label string, w WrittenGroup) (*Version, s
 	if err != nil {
 		return nil, "", err
 	}
-	if pairDigest(b, r) != w.SHA256 {
+	if reportDigest(b, r) != w.SHA256 {
 		return nil, "", fmt.Errorf("Secrets %s and %s do not hold what the gathering wrote (they were changed, or deleted and created again)", b.Name, r.Name)
 	}
 	var info bpm.Info
