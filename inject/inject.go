@@ -167,11 +167,15 @@ func Mutate(pod *corev1.Pod, plan Plan) error {
 		rec.Volumes = append(rec.Volumes, v.Name)
 	}
 
+	containers, extraVolumes, instance, err := processContainers(pod, plan, images)
+	if err != nil {
+		return err
+	}
 	var inits []corev1.Container
 	for _, r := range info.Releases {
 		inits = append(inits, CopyContainer(r.Name, r.Image, VolumeAllReleases))
 	}
-	inits = append(inits, renderContainer(plan))
+	inits = append(inits, renderContainer(plan, instance))
 	configs := info.ForIndex(plan.Instance.Index)
 	for _, j := range info.Jobs {
 		if slices.Contains(j.Scripts, "pre-start") {
@@ -185,10 +189,6 @@ func Mutate(pod *corev1.Pod, plan Plan) error {
 		}
 	}
 
-	containers, extraVolumes, err := processContainers(pod, plan, images)
-	if err != nil {
-		return err
-	}
 	volumes = append(volumes, extraVolumes...)
 	for _, v := range extraVolumes {
 		rec.Volumes = append(rec.Volumes, v.Name)
@@ -286,7 +286,9 @@ func Strip(pod *corev1.Pod) error {
 	return nil
 }
 
-func renderContainer(plan Plan) corev1.Container {
+// renderContainer renders the jobs, installs the launcher and writes the
+// instance's part of the process containers' plan.
+func renderContainer(plan Plan, instance contract.Instance) corev1.Container {
 	info, inst := plan.Info, plan.Instance
 	fieldEnv := func(name, field string) corev1.EnvVar {
 		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: field}}}
@@ -304,6 +306,7 @@ func renderContainer(plan Plan) corev1.Container {
 			fieldEnv(rendering.EnvNamespace, "metadata.namespace"),
 			fieldEnv(rendering.EnvPodIP, "status.podIP"),
 			{Name: rendering.EnvResolvedDigest, Value: plan.ResolvedDigest},
+			{Name: contract.EnvInstance, Value: instance.Encode()},
 		},
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: VolumeAllReleases, MountPath: AllReleasesDir, ReadOnly: true},

@@ -30,9 +30,9 @@ type process struct {
 }
 
 // processContainers makes one container per BPM process of the instance,
-// each started by the launcher with the instance's plan, and the volumes
-// they need beyond the pod layout's.
-func processContainers(pod *corev1.Pod, plan Plan, images map[string]string) ([]corev1.Container, []corev1.Volume, error) {
+// each started by the launcher with its plan, the volumes they need beyond
+// the pod layout's, and the part of their plans they share.
+func processContainers(pod *corev1.Pod, plan Plan, images map[string]string) ([]corev1.Container, []corev1.Volume, contract.Instance, error) {
 	info := plan.Info
 	configs := info.ForIndex(plan.Instance.Index)
 	var procs []process
@@ -70,7 +70,7 @@ func processContainers(pod *corev1.Pod, plan Plan, images map[string]string) ([]
 			host = slices.IndexFunc(procs, func(p process) bool { return p.job.Release == j.Release })
 		}
 		if host < 0 {
-			return nil, nil, deny(ReasonScriptsWithoutProcess, "job '%s' of instance group '%s' has %s, but no BPM process of release '%s' runs in the instance to run them in",
+			return nil, nil, contract.Instance{}, deny(ReasonScriptsWithoutProcess, "job '%s' of instance group '%s' has %s, but no BPM process of release '%s' runs in the instance to run them in",
 				j.Name, info.InstanceGroup, strings.Join(scripts, ", "), j.Release)
 		}
 		jobs = append(jobs, contract.Job{Name: j.Name, Scripts: scripts, Host: procs[host].container})
@@ -83,7 +83,6 @@ func processContainers(pod *corev1.Pod, plan Plan, images map[string]string) ([]
 		drain = drainSeconds(plan.Settings)
 	}
 
-	plans := contract.NewEncoder(contract.Plan{Containers: containerNames, Jobs: jobs, PersistentDiskMB: info.PersistentDiskMB, DrainSeconds: drain})
 	var containers []corev1.Container
 	var volumes []corev1.Volume
 	var err error
@@ -93,16 +92,16 @@ func processContainers(pod *corev1.Pod, plan Plan, images map[string]string) ([]
 		if pr.monit {
 			c = monitContainer(pr, images[pr.job.Release])
 		} else if c, vols, err = processContainer(pod, info.InstanceGroup, pr, images[pr.job.Release]); err != nil {
-			return nil, nil, err
+			return nil, nil, contract.Instance{}, err
 		}
 		for _, g := range guests[pr.container] {
 			c.VolumeMounts = append(c.VolumeMounts,
 				corev1.VolumeMount{Name: VolumeJobs, MountPath: "/var/vcap/jobs/" + g.Name, SubPath: g.Name, ReadOnly: true},
 				corev1.VolumeMount{Name: VolumeSys, MountPath: "/var/vcap/sys/log/" + g.Name, SubPath: "log/" + g.Name})
 		}
-		c.Env = []corev1.EnvVar{{Name: contract.EnvPlan, Value: plans.Encode(contract.Plan{
+		c.Env = []corev1.EnvVar{{Name: contract.EnvPlan, Value: contract.Plan{
 			Job: pr.job.Name, Process: pr.p.Name, Monit: pr.monit, Container: pr.container,
-		})}}
+		}.Encode()}}
 		containers = append(containers, c)
 		for _, v := range vols {
 			if !slices.ContainsFunc(volumes, func(u corev1.Volume) bool { return u.Name == v.Name }) {
@@ -110,7 +109,7 @@ func processContainers(pod *corev1.Pod, plan Plan, images map[string]string) ([]
 			}
 		}
 	}
-	return containers, volumes, nil
+	return containers, volumes, contract.Instance{Containers: containerNames, Jobs: jobs, PersistentDiskMB: info.PersistentDiskMB, DrainSeconds: drain}, nil
 }
 
 func launcher(args ...string) []string { return append([]string{contract.Binary}, args...) }

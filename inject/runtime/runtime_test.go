@@ -156,7 +156,7 @@ processes:
   shutdown_signal: INT
 `, nil)
 	var out syncBuffer
-	plan := contract.Plan{Job: "web", Process: "server", Container: "web-server", Containers: []string{"web-server"}}
+	plan := contract.Plan{Job: "web", Process: "server", Container: "web-server", Instance: contract.Instance{Containers: []string{"web-server"}}}
 	l := launcher(vcap, plan, &out)
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan int, 1)
@@ -258,9 +258,10 @@ if [ "$n" -lt 2 ]; then echo -1; else echo 0; fi
 	}
 	write(t, filepath.Join(vcap, "fail"), "", 0o644)
 	jobs := []contract.Job{{Name: "web", Scripts: []string{"post-start", "pre-stop", "drain", "post-stop"}, Host: "web-a"}}
+	instance := contract.Instance{Containers: []string{"web-a", "web-b"}, Jobs: jobs, PersistentDiskMB: 1024, DrainSeconds: 30}
 	plans := []contract.Plan{
-		{Job: "web", Process: "a", Container: "web-a", Containers: []string{"web-a", "web-b"}, Jobs: jobs, PersistentDiskMB: 1024, DrainSeconds: 30},
-		{Job: "web", Process: "b", Container: "web-b", Containers: []string{"web-a", "web-b"}, Jobs: jobs, PersistentDiskMB: 1024, DrainSeconds: 30},
+		{Job: "web", Process: "a", Container: "web-a", Instance: instance},
+		{Job: "web", Process: "b", Container: "web-b", Instance: instance},
 	}
 	var out syncBuffer
 	ctx, stop := context.WithCancel(context.Background())
@@ -362,7 +363,7 @@ esac
   group vcap
 `, pidfile, ctl, ctl), 0o644)
 	var buf syncBuffer
-	plan := contract.Plan{Job: "legacy", Process: "legacy", Monit: true, Container: "legacy-legacy", Containers: []string{"legacy-legacy"}}
+	plan := contract.Plan{Job: "legacy", Process: "legacy", Monit: true, Container: "legacy-legacy", Instance: contract.Instance{Containers: []string{"legacy-legacy"}}}
 	l := launcher(vcap, plan, &buf)
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan int, 1)

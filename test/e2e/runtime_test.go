@@ -87,7 +87,18 @@ func TestRuntimeUnderPodman(t *testing.T) {
 		if err := inject.Mutate(pod, inject.Plan{Info: info, Instance: inject.Instance{Bootstrap: true}}); err != nil {
 			t.Fatal(err)
 		}
-		// The job laid out on the host stands in for copy and render.
+		// The job laid out on the host, and the instance's plan written
+		// from the render container's environment, stand in for copy and
+		// render.
+		for _, c := range pod.Spec.InitContainers {
+			for _, e := range c.Env {
+				if e.Name == contract.EnvInstance {
+					if err := contract.WriteInstance(filepath.Join(root, "sys", contract.StateSubPath), e.Value); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
 		pod.Spec.InitContainers = nil
 		hostVolume(t, pod, inject.VolumeJobs, jobs)
 		hostVolume(t, pod, inject.VolumeSys, filepath.Join(root, "sys"))

@@ -1,16 +1,19 @@
 package app
 
 import (
+	"path/filepath"
+
 	"github.com/spf13/cobra"
 
 	"github.com/bosh-injector/bosh-injector/gather/rendering"
 	"github.com/bosh-injector/bosh-injector/gather/resolved"
+	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
 
 func init() {
 	register(func(*globalOptions) *cobra.Command {
 		var cfg rendering.Config
-		var terminationLog, launcherDir string
+		var terminationLog, launcherDir, instance string
 		cmd := &cobra.Command{
 			Use:   "render",
 			Short: "Render the BOSH jobs of this pod's instance (the render init container)",
@@ -27,6 +30,9 @@ template of every job into /var/vcap/jobs in one Ruby process.`,
 				if err == nil {
 					err = rendering.Run(cmd.Context(), c)
 				}
+				if err == nil && instance != "" {
+					err = contract.WriteInstance(filepath.Join(c.VCAP, "sys", contract.StateSubPath), instance)
+				}
 				if err == nil && launcherDir != "" {
 					err = installLauncher(launcherDir)
 				}
@@ -41,6 +47,7 @@ template of every job into /var/vcap/jobs in one Ruby process.`,
 		f.StringVar(&cfg.JobsSrc, "jobs-src", "/var/vcap/all-releases/jobs-src", "jobs copied from the release images")
 		f.StringVar(&cfg.VCAP, "vcap", "/var/vcap", "root of the BOSH directories")
 		f.StringVar(&launcherDir, "install-launcher", "", "copy this binary there, the process containers' launcher")
+		f.StringVar(&instance, "instance", "", "the process containers' shared plan (JSON), written into the instance's state directory")
 		f.StringVar(&terminationLog, "termination-log", "/dev/termination-log", "file receiving the error list on failure")
 		return cmd
 	})

@@ -23,7 +23,7 @@ func (o *runtimeOptions) flags(cmd *cobra.Command) {
 }
 
 func (o *runtimeOptions) instance(cmd *cobra.Command, g *globalOptions) (runtime.Instance, error) {
-	plan, err := contract.FromEnv()
+	plan, err := contract.Load(o.stateDir)
 	if err != nil {
 		return runtime.Instance{}, err
 	}
@@ -48,7 +48,8 @@ environment, working directory, limits and capabilities as vcap, its output in
 container's output; on SIGTERM it sends the BPM shutdown signal, waits as BPM does,
 then kills. The container hosting a job's scripts runs its post-start and post-stop.
 A process of a job without bpm.yml runs through its monit file's start and stop
-programs instead. The plan comes from ` + contract.EnvPlan + `.`,
+programs instead. The plan comes from ` + contract.EnvPlan + ` and the instance's ` + contract.InstanceFile + `,
+which the render init container writes into the state directory.`,
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				in, err := o.instance(cmd, g)

@@ -8,8 +8,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
-	"strings"
 )
 
 const (
@@ -29,6 +29,11 @@ const (
 	// EnvPlan holds the JSON Plan on every process container; preStop hooks
 	// and exec probes inherit it.
 	EnvPlan = "BOSH_INJECTOR_RUNTIME"
+	// EnvInstance holds the JSON Instance on the render init container,
+	// which writes it as InstanceFile in the state directory (the render
+	// command's flag --instance, from the environment).
+	EnvInstance  = "BOSH_INJECTOR_INSTANCE"
+	InstanceFile = "instance.json"
 
 	// BPMStopTimeout is how long BPM waits for a process after its shutdown
 	// signal before SIGQUIT; BPMQuitGrace is the wait after SIGQUIT before
@@ -56,9 +61,20 @@ type Plan struct {
 	// Monit says the process comes from the job's monit file (a job
 	// without bpm.yml), not from bpm.yml.
 	Monit bool `json:"monit,omitempty"`
-	// Container is this container's name; Containers every process
-	// container of the instance (post-start waits for all of them).
-	Container  string   `json:"container"`
+	// Container is this container's name.
+	Container string `json:"container"`
+	// Instance is what every process container shares. It is not in
+	// EnvPlan: written once per pod rather than into each of n containers,
+	// a pod's size stays linear in its processes (Load reads it).
+	Instance `json:"-"`
+}
+
+// Instance is the part of the Plan common to an instance's process
+// containers. The render init container writes it into the state directory
+// (InstanceFile) from EnvInstance.
+type Instance struct {
+	// Containers are every process container of the instance: post-start
+	// waits for all of them.
 	Containers []string `json:"containers"`
 	// Jobs are the instance's jobs with lifecycle scripts, in manifest
 	// order, each with the container that runs them.
@@ -97,35 +113,28 @@ func (p Plan) Encode() string {
 	return string(data)
 }
 
-// Encoder encodes the Plans of one instance's process containers, which
-// differ only in their fields before Containers: the others, the n
-// container names of an instance of n processes among them, are encoded
-// once instead of n times.
-type Encoder struct{ tail string }
-
-// NewEncoder encodes shared's fields from Containers on.
-func NewEncoder(shared Plan) Encoder {
-	_, tail := shared.split()
-	return Encoder{tail}
+// Encode is the Instance as EnvInstance's value.
+func (in Instance) Encode() string {
+	data, _ := json.Marshal(in) // an Instance always encodes
+	return string(data)
 }
 
-// Encode is p.Encode() with p's fields from Containers on the Encoder's.
-func (e Encoder) Encode(p Plan) string {
-	p.Containers, p.Jobs, p.PersistentDiskMB, p.DrainSeconds = nil, nil, 0, 0
-	head, _ := p.split()
-	return head + e.tail
+// WriteInstance writes encoded, EnvInstance's value, as InstanceFile in the
+// state directory dir, after checking it decodes.
+func WriteInstance(dir, encoded string) error {
+	var in Instance
+	if err := json.Unmarshal([]byte(encoded), &in); err != nil {
+		return fmt.Errorf("%s: %w", EnvInstance, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, InstanceFile), []byte(encoded), 0o644)
 }
 
-// split cuts p's encoding before Containers: the first `,"containers":`
-// is that member's, as a quote inside a string value is escaped.
-func (p Plan) split() (head, tail string) {
-	enc := p.Encode()
-	i := strings.Index(enc, `,"containers":`)
-	return enc[:i], enc[i:]
-}
-
-// FromEnv reads the Plan from EnvPlan.
-func FromEnv() (Plan, error) {
+// Load reads this container's Plan from EnvPlan and the instance's part
+// from InstanceFile in the state directory dir.
+func Load(dir string) (Plan, error) {
 	var p Plan
 	raw := os.Getenv(EnvPlan)
 	if raw == "" {
@@ -133,6 +142,14 @@ func FromEnv() (Plan, error) {
 	}
 	if err := json.Unmarshal([]byte(raw), &p); err != nil {
 		return p, fmt.Errorf("%s: %w", EnvPlan, err)
+	}
+	file := filepath.Join(dir, InstanceFile)
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return p, fmt.Errorf("reading the instance's plan, which the render init container writes: %w", err)
+	}
+	if err := json.Unmarshal(data, &p.Instance); err != nil {
+		return p, fmt.Errorf("%s: %w", file, err)
 	}
 	return p, nil
 }

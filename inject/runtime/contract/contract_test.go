@@ -1,33 +1,58 @@
 package contract_test
 
 import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
 
-// An Encoder's plans are byte for byte what Plan.Encode makes of them,
-// whatever the names hold.
-func TestEncoderEncodesAsPlanEncode(t *testing.T) {
-	shared := []contract.Plan{
-		{},
-		{Containers: []string{}},
-		{Containers: []string{"web-server", `odd,"containers":[]`}, Jobs: []contract.Job{{Name: "web", Scripts: []string{contract.PostStart}, Host: "web-server"}},
-			PersistentDiskMB: 1024, DrainSeconds: 120},
+// A process container's plan is its own part, from EnvPlan, and the
+// instance's, which render wrote once into the state directory.
+func TestLoadJoinsEnvAndInstanceFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run", "bosh-injector")
+	in := contract.Instance{Containers: []string{"web-server", `odd,"containers":[]`},
+		Jobs: []contract.Job{{Name: "web", Scripts: []string{contract.PostStart}, Host: "web-server"}}, PersistentDiskMB: 1024, DrainSeconds: 120}
+	if err := contract.WriteInstance(dir, in.Encode()); err != nil {
+		t.Fatal(err)
 	}
-	own := []contract.Plan{
-		{},
-		{Job: "web", Process: "server", Container: "web-server"},
-		{Job: `a,"containers":"b`, Process: "\"\\<&>", Monit: true, Container: "é"},
+	own := contract.Plan{Job: "web", Process: "server", Monit: true, Container: "web-server", Instance: contract.Instance{Containers: []string{"ignored"}}}
+	if strings.Contains(own.Encode(), "ignored") {
+		t.Fatalf("the env plan carries the instance's part: %s", own.Encode())
 	}
-	for _, s := range shared {
-		enc := contract.NewEncoder(s)
-		for _, o := range own {
-			want := o
-			want.Containers, want.Jobs, want.PersistentDiskMB, want.DrainSeconds = s.Containers, s.Jobs, s.PersistentDiskMB, s.DrainSeconds
-			if got := enc.Encode(o); got != want.Encode() {
-				t.Errorf("Encoder gave\n%s\nPlan.Encode gives\n%s", got, want.Encode())
-			}
-		}
+	t.Setenv(contract.EnvPlan, own.Encode())
+	got, err := contract.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := own
+	want.Instance = in
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Load gave %+v, want %+v", got, want)
+	}
+}
+
+// Bad or missing input fails with what is wrong and where.
+func TestLoadErrors(t *testing.T) {
+	dir := t.TempDir()
+	if err := contract.WriteInstance(dir, "{not json"); err == nil || !strings.Contains(err.Error(), contract.EnvInstance) {
+		t.Errorf("WriteInstance of bad JSON: %v, want an error naming %s", err, contract.EnvInstance)
+	}
+	t.Setenv(contract.EnvPlan, "")
+	if _, err := contract.Load(dir); err == nil || !strings.Contains(err.Error(), contract.EnvPlan+" is not set") {
+		t.Errorf("Load without %s: %v", contract.EnvPlan, err)
+	}
+	t.Setenv(contract.EnvPlan, contract.Plan{Job: "web"}.Encode())
+	if _, err := contract.Load(dir); err == nil || !strings.Contains(err.Error(), "render init container") {
+		t.Errorf("Load without %s: %v", contract.InstanceFile, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, contract.InstanceFile), []byte("[]"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := contract.Load(dir); err == nil || !strings.Contains(err.Error(), contract.InstanceFile) {
+		t.Errorf("Load of a bad %s: %v", contract.InstanceFile, err)
 	}
 }
