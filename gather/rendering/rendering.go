@@ -11,6 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
+
+	"github.com/go-logr/logr"
 
 	"github.com/bosh-injector/bosh-injector/gather/jobspec"
 	"github.com/bosh-injector/bosh-injector/gather/resolved"
@@ -29,6 +32,10 @@ const (
 	EnvResolvedDigest = "BOSH_INJECTOR_RESOLVED_SHA256"
 )
 
+// AddressResolved is what render logs once the instance's address resolves
+// to the pod's IP.
+const AddressResolved = "the instance's address resolves to the pod's IP"
+
 // Config says what to render where.
 type Config struct {
 	// ResolvedFile is the mounted ig-resolved Secret's data file.
@@ -43,6 +50,13 @@ type Config struct {
 	// ResolvedDigest, when set, must be the digest of the Secret data
 	// {resolved.Key: the file's content}.
 	ResolvedDigest string
+	// AddressWait, when set with PodIP, is how long Run waits after
+	// rendering for the instance's address to resolve to PodIP
+	// (AwaitAddress), with Lookup (nil: the system resolver).
+	AddressWait time.Duration
+	Lookup      Lookup
+	// Log receives how the address wait went.
+	Log logr.Logger
 }
 
 // ConfigFromEnv fills the instance part of c from the environment the
@@ -74,7 +88,7 @@ func Run(ctx context.Context, c Config) error {
 	if err := secretdata.Decode(data, &g); err != nil {
 		return fmt.Errorf("reading the resolved properties %s: %w", c.ResolvedFile, err)
 	}
-	_, specs, err := g.Instance(c.Namespace, c.Index, c.PodIP)
+	inst, specs, err := g.Instance(c.Namespace, c.Index, c.PodIP)
 	if err != nil {
 		return err
 	}
@@ -111,6 +125,14 @@ func Run(ctx context.Context, c Config) error {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return err
 			}
+		}
+	}
+	if c.AddressWait > 0 && c.PodIP != "" {
+		waited, err := AwaitAddress(ctx, c.Lookup, inst.Address, c.PodIP, c.AddressWait)
+		if err != nil {
+			c.Log.Info("starting the jobs before their address resolves", "error", err.Error())
+		} else {
+			c.Log.Info(AddressResolved, "address", inst.Address, "ip", c.PodIP, "waited", waited.Round(time.Millisecond).String())
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"context"
 	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,10 +17,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/bosh-injector/bosh-injector/gather/rendering"
 	"github.com/bosh-injector/bosh-injector/gather/ruby"
 	"github.com/bosh-injector/bosh-injector/gather/runner"
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
+	"github.com/bosh-injector/bosh-injector/test/podman"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 )
 
@@ -114,6 +117,11 @@ func TestWalkthrough(t *testing.T) {
 		results, rerr := w.Report(ctx, run)
 		if err != nil || rerr != nil {
 			t.Fatalf("%v %v\n%s\ncontainers: %+v", err, rerr, logs, results)
+		}
+		// Its jobs started once its own address resolved to its IP, as on
+		// a VM whose DNS record exists before its jobs start.
+		if i := slices.IndexFunc(results, func(r podman.ContainerResult) bool { return r.Name == "render" }); i < 0 || !strings.Contains(results[i].Logs, rendering.AddressResolved) {
+			t.Errorf("render did not say %q: %+v", rendering.AddressResolved, results)
 		}
 		for _, want := range []string{
 			"==> /var/vcap/jobs/storefront/config/storefront.yml <==",

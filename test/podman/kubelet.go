@@ -63,6 +63,9 @@ func (k *Kubelet) Start(ctx context.Context, pod *corev1.Pod, kubeconfig string)
 	if err := k.bind(ctx, pod); err != nil {
 		return nil, err
 	}
+	if err := k.publishIP(ctx, pod, env.PodIP); err != nil {
+		return nil, err
+	}
 	run, err := Adapt(pod, env)
 	if err != nil {
 		return nil, err

@@ -461,7 +461,8 @@ func (r *Run) results() ([]ContainerResult, bool) {
 				res.Ran = true
 				res.ExitCode, _ = strconv.Atoi(fields[1])
 			}
-			res.Logs, _ = podman("logs", name)
+			// Both streams, as a kubelet keeps them.
+			res.Logs, _ = r.Logs(c.Name)
 			if res.Running {
 				res.Ready, res.ProbeOutput = r.probe(context.Background(), c)
 			}

@@ -2,6 +2,7 @@ package app
 
 import (
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -11,7 +12,7 @@ import (
 )
 
 func init() {
-	register(func(*globalOptions) *cobra.Command {
+	register(func(g *globalOptions) *cobra.Command {
 		var cfg rendering.Config
 		var terminationLog, launcherDir, instance string
 		cmd := &cobra.Command{
@@ -20,13 +21,18 @@ func init() {
 			Long: `render takes the pod's instance from the environment the webhook sets
 (` + rendering.EnvIndex + `, ` + rendering.EnvPodIP + `, ` + rendering.EnvNamespace + `), reads the mounted
 ig-resolved Secret and the jobs copied from the release images, and renders every
-template of every job into /var/vcap/jobs in one Ruby process.`,
+template of every job into /var/vcap/jobs in one Ruby process. It then waits
+(--address-wait) for the instance's address to resolve to the pod's IP, as a VM's
+DNS record exists before its jobs start.`,
 			Args: cobra.NoArgs,
 			PreRunE: func(cmd *cobra.Command, _ []string) error {
 				return flagsFromEnv(cmd)
 			},
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				c, err := rendering.ConfigFromEnv(cfg)
+				if err == nil {
+					c.Log, err = g.logger(cmd.ErrOrStderr())
+				}
 				if err == nil {
 					err = rendering.Run(cmd.Context(), c)
 				}
@@ -46,6 +52,7 @@ template of every job into /var/vcap/jobs in one Ruby process.`,
 		f.StringVar(&cfg.ResolvedFile, "resolved", "/var/vcap/bosh-injector/resolved/"+resolved.Key, "the mounted ig-resolved Secret's data file")
 		f.StringVar(&cfg.JobsSrc, "jobs-src", "/var/vcap/all-releases/jobs-src", "jobs copied from the release images")
 		f.StringVar(&cfg.VCAP, "vcap", "/var/vcap", "root of the BOSH directories")
+		f.DurationVar(&cfg.AddressWait, "address-wait", 30*time.Second, "how long to wait, after rendering, for the instance's address to resolve to the pod's IP (0: not at all); the jobs start either way")
 		f.StringVar(&launcherDir, "install-launcher", "", "copy this binary there, the process containers' launcher")
 		f.StringVar(&instance, "instance", "", "the process containers' shared plan (JSON), written into the instance's state directory")
 		f.StringVar(&terminationLog, "termination-log", "/dev/termination-log", "file receiving the error list on failure")
