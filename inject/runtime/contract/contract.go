@@ -1,7 +1,8 @@
 // Package contract is what the injected pod and the in-pod runtime agree on:
 // where the launcher binary is, where the instance's lifecycle state lives,
-// and the plan the webhook hands every process container. inject writes it
-// into the pod; inject/runtime reads it inside the pod.
+// and the plan the webhook hands every process container (its own part in
+// its environment, the instance's part once through the render container).
+// inject writes it into the pod; inject/runtime reads it inside the pod.
 package contract
 
 import (
