@@ -12,6 +12,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/inject"
+	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
 
 // Every container the injection adds, in every golden case, is hardened:
@@ -60,6 +61,32 @@ func TestInjectedContainersAreHardened(t *testing.T) {
 	}
 	if checked < 20 {
 		t.Fatalf("only %d injected containers checked", checked)
+	}
+}
+
+// What the root launcher, its hooks and probes run and read (the launcher
+// and the instance's plan) is writable by render alone: a job's process
+// cannot change it.
+func TestOnlyRenderWritesTheLauncher(t *testing.T) {
+	checked := 0
+	for _, file := range caseFiles() {
+		pod, _ := injectCase(t, readCase(t, file))
+		if pod == nil {
+			continue
+		}
+		for _, ctr := range append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...) {
+			for _, m := range ctr.VolumeMounts {
+				if m.Name == contract.BinVolume && !m.ReadOnly && ctr.Name != "render" {
+					t.Errorf("%s: container %s mounts %s writable", file, ctr.Name, m.Name)
+				}
+				if m.Name == contract.BinVolume {
+					checked++
+				}
+			}
+		}
+	}
+	if checked < 10 {
+		t.Fatalf("only %d mounts of %s checked", checked, contract.BinVolume)
 	}
 }
 

@@ -293,7 +293,7 @@ func renderContainer(plan Plan, instance contract.Instance) corev1.Container {
 	fieldEnv := func(name, field string) corev1.EnvVar {
 		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: field}}}
 	}
-	return corev1.Container{
+	c := corev1.Container{
 		Name:  "render",
 		Image: plan.Settings.OperatorImage,
 		Args:  []string{"render", "--install-launcher", contract.BinDir},
@@ -306,7 +306,6 @@ func renderContainer(plan Plan, instance contract.Instance) corev1.Container {
 			fieldEnv(rendering.EnvNamespace, "metadata.namespace"),
 			fieldEnv(rendering.EnvPodIP, "status.podIP"),
 			{Name: rendering.EnvResolvedDigest, Value: plan.ResolvedDigest},
-			{Name: contract.EnvInstance, Value: instance.Encode()},
 		},
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: VolumeAllReleases, MountPath: AllReleasesDir, ReadOnly: true},
@@ -321,6 +320,11 @@ func renderContainer(plan Plan, instance contract.Instance) corev1.Container {
 		SecurityContext:          asUser(Hardened(nil), VcapUID),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
+	if len(instance.Containers) > 0 {
+		// Only the launcher reads it: an errand's bin/run needs none.
+		c.Env = append(c.Env, corev1.EnvVar{Name: contract.EnvInstance, Value: instance.Encode()})
+	}
+	return c
 }
 
 // jobContainer is a container of a job's release image with the job's

@@ -323,6 +323,7 @@ func concurrent(b *testing.B, ctx context.Context, handler *webhook.Handler, dif
 					b.Logf("  %2d jobs × %3d: handler %7.1f ms | fixed %7.1f ms | diff %7.1f ms | no-op %6.1f ms | handler/no-op %5.1f | fixed/no-op %5.1f | diff/no-op %5.1f",
 						s.jobs, n, ms(now), ms(floor), ms(was), ms(noop), float64(now)/float64(noop), float64(floor)/float64(noop), float64(was)/float64(noop))
 					b.ReportMetric(float64(now)/float64(noop), fmt.Sprintf("rt-p99-handler/noop-%d", n))
+					b.ReportMetric(float64(floor)/float64(noop), fmt.Sprintf("rt-p99-fixed/noop-%d", n))
 					if s.jobs == 10 && n == 200 {
 						debug.SetGCPercent(100)
 						gc100 := round(b, webhook.Path, s, n)

@@ -129,6 +129,10 @@ func Run(ctx context.Context, c Config) error {
 	}
 	if c.AddressWait > 0 && c.PodIP != "" {
 		waited, err := AwaitAddress(ctx, c.Lookup, inst.Address, c.PodIP, c.AddressWait)
+		if ctx.Err() != nil {
+			// Stopped, not timed out: the pod is going away.
+			return ctx.Err()
+		}
 		if err != nil {
 			c.Log.Info("starting the jobs before their address resolves", "error", err.Error())
 		} else {

@@ -93,7 +93,7 @@ func TestRuntimeUnderPodman(t *testing.T) {
 		for _, c := range pod.Spec.InitContainers {
 			for _, e := range c.Env {
 				if e.Name == contract.EnvInstance {
-					if err := contract.WriteInstance(filepath.Join(root, "sys", contract.StateSubPath), e.Value); err != nil {
+					if err := contract.WriteInstance(bin, e.Value); err != nil {
 						t.Fatal(err)
 					}
 				}

@@ -15,15 +15,17 @@ import (
 type runtimeOptions struct {
 	vcap     string
 	stateDir string
+	binDir   string
 }
 
 func (o *runtimeOptions) flags(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.vcap, "vcap", "/var/vcap", "root of the BOSH directories")
 	cmd.Flags().StringVar(&o.stateDir, "state-dir", contract.StateDir, "the instance's shared lifecycle state")
+	cmd.Flags().StringVar(&o.binDir, "bin-dir", contract.BinDir, "where render installed the launcher and the instance's plan")
 }
 
 func (o *runtimeOptions) instance(cmd *cobra.Command, g *globalOptions) (runtime.Instance, error) {
-	plan, err := contract.Load(o.stateDir)
+	plan, err := contract.Load(o.binDir)
 	if err != nil {
 		return runtime.Instance{}, err
 	}
@@ -49,7 +51,7 @@ container's output; on SIGTERM it sends the BPM shutdown signal, waits as BPM do
 then kills. The container hosting a job's scripts runs its post-start and post-stop.
 A process of a job without bpm.yml runs through its monit file's start and stop
 programs instead. The plan comes from ` + contract.EnvPlan + ` and the instance's ` + contract.InstanceFile + `,
-which the render init container writes into the state directory.`,
+which the render init container writes next to the launcher.`,
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				in, err := o.instance(cmd, g)
@@ -131,8 +133,15 @@ which the render init container writes into the state directory.`,
 	})
 }
 
-// installLauncher copies this binary to dir, for the process containers.
-func installLauncher(dir string) error {
+// installLauncher copies this binary to dir, for the process containers,
+// with the instance's plan (EnvInstance's value) when given: dir is
+// read-only there.
+func installLauncher(dir, instance string) error {
+	if instance != "" {
+		if err := contract.WriteInstance(dir, instance); err != nil {
+			return err
+		}
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return err

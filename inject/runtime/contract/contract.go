@@ -7,6 +7,7 @@ package contract
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,7 +16,9 @@ import (
 
 const (
 	// BinVolume is the emptyDir the render init container copies the
-	// static bosh-injector binary into; every process container mounts it.
+	// static bosh-injector binary and the instance's plan (InstanceFile)
+	// into; every process container mounts it read-only, so the job's own
+	// processes cannot change what the root launcher and hooks run.
 	BinVolume = "bosh-injector-bin"
 	// BinDir is where BinVolume is mounted and Binary the launcher in it.
 	BinDir = "/var/vcap/bosh-injector/bin"
@@ -27,12 +30,12 @@ const (
 	StateSubPath = "run/bosh-injector"
 	StateDir     = "/var/vcap/sys/run/bosh-injector"
 
-	// EnvPlan holds the JSON Plan on every process container; preStop hooks
-	// and exec probes inherit it.
+	// EnvPlan holds a process container's own part of its Plan (not its
+	// Instance); preStop hooks and exec probes inherit it.
 	EnvPlan = "BOSH_INJECTOR_RUNTIME"
 	// EnvInstance holds the JSON Instance on the render init container,
-	// which writes it as InstanceFile in the state directory (the render
-	// command's flag --instance, from the environment).
+	// which writes it as InstanceFile next to the launcher in BinDir (the
+	// render command's flag --instance, from the environment).
 	EnvInstance  = "BOSH_INJECTOR_INSTANCE"
 	InstanceFile = "instance.json"
 
@@ -71,7 +74,7 @@ type Plan struct {
 }
 
 // Instance is the part of the Plan common to an instance's process
-// containers. The render init container writes it into the state directory
+// containers. The render init container writes it into BinDir
 // (InstanceFile) from EnvInstance.
 type Instance struct {
 	// Containers are every process container of the instance: post-start
@@ -120,8 +123,9 @@ func (in Instance) Encode() string {
 	return string(data)
 }
 
-// WriteInstance writes encoded, EnvInstance's value, as InstanceFile in the
-// state directory dir, after checking it decodes.
+// WriteInstance writes encoded, EnvInstance's value, as InstanceFile in dir
+// (BinDir), after checking it decodes; a reader sees the old file or the
+// new one.
 func WriteInstance(dir, encoded string) error {
 	var in Instance
 	if err := json.Unmarshal([]byte(encoded), &in); err != nil {
@@ -130,11 +134,15 @@ func WriteInstance(dir, encoded string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, InstanceFile), []byte(encoded), 0o644)
+	tmp := filepath.Join(dir, "."+InstanceFile+".tmp")
+	if err := os.WriteFile(tmp, []byte(encoded), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, InstanceFile))
 }
 
 // Load reads this container's Plan from EnvPlan and the instance's part
-// from InstanceFile in the state directory dir.
+// from InstanceFile in dir (BinDir).
 func Load(dir string) (Plan, error) {
 	var p Plan
 	raw := os.Getenv(EnvPlan)
@@ -146,6 +154,11 @@ func Load(dir string) (Plan, error) {
 	}
 	file := filepath.Join(dir, InstanceFile)
 	data, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) && legacy(raw) {
+		// A pod injected before the plan was split carries it whole in
+		// EnvPlan; its render wrote no file.
+		data, err = []byte(raw), nil
+	}
 	if err != nil {
 		return p, fmt.Errorf("reading the instance's plan, which the render init container writes: %w", err)
 	}
@@ -153,4 +166,13 @@ func Load(dir string) (Plan, error) {
 		return p, fmt.Errorf("%s: %w", file, err)
 	}
 	return p, nil
+}
+
+// legacy says whether raw, EnvPlan's value, holds the whole plan, with the
+// instance's containers.
+func legacy(raw string) bool {
+	var whole struct {
+		Containers json.RawMessage `json:"containers"`
+	}
+	return json.Unmarshal([]byte(raw), &whole) == nil && whole.Containers != nil
 }

@@ -11,9 +11,9 @@ import (
 )
 
 // A process container's plan is its own part, from EnvPlan, and the
-// instance's, which render wrote once into the state directory.
+// instance's, which render wrote once next to the launcher.
 func TestLoadJoinsEnvAndInstanceFile(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "run", "bosh-injector")
+	dir := filepath.Join(t.TempDir(), "bin")
 	in := contract.Instance{Containers: []string{"web-server", `odd,"containers":[]`},
 		Jobs: []contract.Job{{Name: "web", Scripts: []string{contract.PostStart}, Host: "web-server"}}, PersistentDiskMB: 1024, DrainSeconds: 120}
 	if err := contract.WriteInstance(dir, in.Encode()); err != nil {
@@ -54,5 +54,20 @@ func TestLoadErrors(t *testing.T) {
 	}
 	if _, err := contract.Load(dir); err == nil || !strings.Contains(err.Error(), contract.InstanceFile) {
 		t.Errorf("Load of a bad %s: %v", contract.InstanceFile, err)
+	}
+}
+
+// A pod injected before the plan was split has it whole in EnvPlan and no
+// file: a newer launcher still runs it.
+func TestLoadReadsAWholePlanFromEnv(t *testing.T) {
+	t.Setenv(contract.EnvPlan, `{"job":"web","process":"server","container":"web-server","containers":["web-server","web-other"],"jobs":[{"name":"web","scripts":["drain"],"host":"web-server"}],"drain_seconds":120}`)
+	got, err := contract.Load(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := contract.Plan{Job: "web", Process: "server", Container: "web-server", Instance: contract.Instance{Containers: []string{"web-server", "web-other"},
+		Jobs: []contract.Job{{Name: "web", Scripts: []string{contract.Drain}, Host: "web-server"}}, DrainSeconds: 120}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Load gave %+v, want %+v", got, want)
 	}
 }
