@@ -710,23 +710,14 @@ func fromTemplate(pod *corev1.Pod, template *corev1.PodSpec) bool {
 }
 
 // AcceptReport accepts a gathering's report as the job runner does when
-// its Job succeeded: the groups' versions (trust.Accept), then the links the
-// deployment shares now (trust.AcceptLinks), deleting every version of the
-// links it no longer shares (their consumers must not keep resolving them).
-// A Job without a report accepts nothing new. It returns the record and
-// why anything reported was refused.
+// its Job succeeded (trust.AcceptReport: the groups' versions and the links
+// the deployment shares now), deleting every version of the links it no
+// longer shares (their consumers must not keep resolving them). A Job
+// without a report accepts nothing new. It returns the record and why
+// anything reported was refused.
 func AcceptReport(ctx context.Context, c client.Client, trustNamespace, namespace, deployment string, job types.UID, report trust.Report) (*trust.Record, []string, error) {
-	rec, refused, err := trust.Accept(ctx, c, trustNamespace, namespace, deployment, job, report.Groups)
+	rec, stored, refused, err := trust.AcceptReport(ctx, c, trustNamespace, namespace, deployment, job, report)
 	if err != nil || report.Groups == nil {
-		return rec, refused, err
-	}
-	rec, refusedLinks, err := trust.AcceptLinks(ctx, c, trustNamespace, namespace, deployment, report.Links)
-	refused = append(refused, refusedLinks...)
-	if err != nil {
-		return rec, refused, err
-	}
-	stored, err := versions.ListDeployment(ctx, c, namespace, deployment)
-	if err != nil {
 		return rec, refused, err
 	}
 	for _, s := range stored.Series() {

@@ -266,46 +266,6 @@ func (l *WrittenLink) UnmarshalJSON(data []byte) error {
 	return unmarshalArray(data, "a link's report", &l.Version, &l.SHA256)
 }
 
-// AcceptLinks records, after Accept, the shared links a gathering reported
-// as the deployment's links, replacing those recorded before, and returns
-// the record; a link whose Secret does not hold the reported content, or
-// is mutable, is not recorded, and why is returned.
-func AcceptLinks(ctx context.Context, c client.Client, trustNamespace, namespace, deployment string, links map[string]WrittenLink) (*Record, []string, error) {
-	rec, err := Read(ctx, c, trustNamespace, namespace, deployment)
-	if err != nil || rec == nil {
-		return rec, nil, err
-	}
-	stored, err := versions.ListDeployment(ctx, c, namespace, deployment)
-	if err != nil {
-		return nil, nil, err
-	}
-	var refused []string
-	accepted := map[string]Ref{}
-	for _, label := range slices.Sorted(maps.Keys(links)) {
-		l := links[label]
-		series := stored.Of(versions.Key{Kind: names.KindLink, InstanceGroup: label})
-		i := slices.IndexFunc(series, func(v versions.Version) bool { return v.Number == l.Version })
-		if i < 0 {
-			refused = append(refused, fmt.Sprintf("link '%s': its Secret of version %d is gone", label, l.Version))
-			continue
-		}
-		s := series[i].Secret
-		switch {
-		case reportDigest(s) != l.SHA256:
-			refused = append(refused, fmt.Sprintf("link '%s': Secret %s is not the one the gathering wrote", label, s.Name))
-		case s.Immutable == nil || !*s.Immutable:
-			refused = append(refused, fmt.Sprintf("link '%s': Secret %s is not immutable", label, s.Name))
-		default:
-			accepted[label] = refOf(s)
-		}
-	}
-	if maps.EqualFunc(rec.Links, accepted, func(a, b Ref) bool { return a == b }) {
-		return rec, refused, nil
-	}
-	rec.Links = accepted
-	return rec, refused, write(ctx, c, trustNamespace, rec)
-}
-
 // Encode is r as the gathering's termination message; a report that does
 // not fit is an error, never truncated.
 func (r Report) Encode() (string, error) {
@@ -330,18 +290,44 @@ func ParseReport(message string) (Report, error) {
 
 // Accept records, after gathering Job job succeeded, the versions it
 // reports as written, and keeps the versions accepted earlier whose Secrets
-// are still as accepted. A job already accepted adds nothing. A reported
-// version is not accepted when its Secrets are gone, hold other data than
-// the report says, are not immutable, or when its BPM info names another
-// resolved Secret: it returns, besides the record, why for each such group.
+// are still as accepted, and the links recorded. A job already accepted
+// adds nothing. A reported version is not accepted when its Secrets are
+// gone, hold other data than the report says, are not immutable, or when
+// its BPM info names another resolved Secret: it returns, besides the
+// record, why for each such group.
 func Accept(ctx context.Context, c client.Client, trustNamespace, namespace, deployment string, job types.UID, written Written) (*Record, []string, error) {
+	rec, _, refused, err := accept(ctx, c, trustNamespace, namespace, deployment, job, written, nil)
+	return rec, refused, err
+}
+
+// AcceptReport accepts a gathering's report: its groups as Accept does and,
+// when it reports groups, the links it shares in place of those recorded
+// (a link whose Secret does not hold the reported content, or is mutable,
+// is not recorded, and why is returned). It lists the deployment's Secrets
+// once and writes the record once, and returns that list with the record:
+// a consistent list after a write waits for the API server's cache to
+// catch up with it.
+func AcceptReport(ctx context.Context, c client.Client, trustNamespace, namespace, deployment string, job types.UID, report Report) (*Record, versions.Stored, []string, error) {
+	var links map[string]WrittenLink
+	if report.Groups != nil {
+		links = report.Links
+		if links == nil {
+			links = map[string]WrittenLink{}
+		}
+	}
+	return accept(ctx, c, trustNamespace, namespace, deployment, job, report.Groups, links)
+}
+
+// accept is Accept, and with links (nil: the recorded ones are kept) the
+// links AcceptReport records.
+func accept(ctx context.Context, c client.Client, trustNamespace, namespace, deployment string, job types.UID, written Written, links map[string]WrittenLink) (*Record, versions.Stored, []string, error) {
 	old, err := Read(ctx, c, trustNamespace, namespace, deployment)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	stored, err := versions.ListDeployment(ctx, c, namespace, deployment)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	rec := &Record{Namespace: namespace, Deployment: deployment, Job: job, Groups: map[string]Group{}}
 	if old != nil {
@@ -376,7 +362,38 @@ func Accept(ctx context.Context, c client.Client, trustNamespace, namespace, dep
 			rec.Groups[label] = g
 		}
 	}
-	return rec, refused, write(ctx, c, trustNamespace, rec)
+	if links != nil {
+		var refusedLinks []string
+		rec.Links, refusedLinks = sharedLinks(stored, links)
+		refused = append(refused, refusedLinks...)
+	}
+	return rec, stored, refused, write(ctx, c, trustNamespace, rec)
+}
+
+// sharedLinks are the links of a report whose Secrets in stored are those
+// it reports, and why each other one is not.
+func sharedLinks(stored versions.Stored, links map[string]WrittenLink) (map[string]Ref, []string) {
+	var refused []string
+	accepted := map[string]Ref{}
+	for _, label := range slices.Sorted(maps.Keys(links)) {
+		l := links[label]
+		series := stored.Of(versions.Key{Kind: names.KindLink, InstanceGroup: label})
+		i := slices.IndexFunc(series, func(v versions.Version) bool { return v.Number == l.Version })
+		if i < 0 {
+			refused = append(refused, fmt.Sprintf("link '%s': its Secret of version %d is gone", label, l.Version))
+			continue
+		}
+		s := series[i].Secret
+		switch {
+		case reportDigest(s) != l.SHA256:
+			refused = append(refused, fmt.Sprintf("link '%s': Secret %s is not the one the gathering wrote", label, s.Name))
+		case s.Immutable == nil || !*s.Immutable:
+			refused = append(refused, fmt.Sprintf("link '%s': Secret %s is not immutable", label, s.Name))
+		default:
+			accepted[label] = refOf(s)
+		}
+	}
+	return accepted, refused
 }
 
 // reported is the version of a group a gathering reported as written, when

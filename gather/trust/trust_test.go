@@ -219,7 +219,11 @@ func TestAcceptLinks(t *testing.T) {
 		return rec.Links
 	}
 	v1 := link(1, `{"name":"database"}`)
-	_, refused, err := trust.AcceptLinks(context.Background(), c, operator, ns, "shop", map[string]trust.WrittenLink{"database": trust.WrittenLinkOf(v1)})
+	shared := func(job types.UID, l trust.WrittenLink) ([]string, error) {
+		_, _, refused, err := trust.AcceptReport(context.Background(), c, operator, ns, "shop", job, trust.Report{Groups: trust.Written{}, Links: map[string]trust.WrittenLink{"database": l}})
+		return refused, err
+	}
+	refused, err := shared("links-1", trust.WrittenLinkOf(v1))
 	if err != nil || len(refused) != 0 || recorded()["database"].Name != v1.Name {
 		t.Fatalf("link v1: refused %q (%v), recorded %+v", refused, err, recorded())
 	}
@@ -228,18 +232,25 @@ func TestAcceptLinks(t *testing.T) {
 	link(2, `{"name":"database","forged":true}`)
 	w := trust.WrittenLinkOf(v1)
 	w.Version = 2
-	if _, refused, err := trust.AcceptLinks(context.Background(), c, operator, ns, "shop", map[string]trust.WrittenLink{"database": w}); err != nil || len(refused) != 1 || !strings.Contains(refused[0], "not the one the gathering wrote") {
+	if refused, err := shared("links-2", w); err != nil || len(refused) != 1 || !strings.Contains(refused[0], "not the one the gathering wrote") {
 		t.Fatalf("a link of other content: refused %q (%v)", refused, err)
 	}
 	if got := recorded(); len(got) != 0 {
 		t.Fatalf("recorded %+v", got)
 	}
-	// Accept alone keeps the links recorded.
-	if _, _, err := trust.AcceptLinks(context.Background(), c, operator, ns, "shop", map[string]trust.WrittenLink{"database": trust.WrittenLinkOf(v1)}); err != nil {
+	// Accept alone, and a report without groups (a Job that reported
+	// nothing), keep the links recorded.
+	if _, err := shared("links-3", trust.WrittenLinkOf(v1)); err != nil {
 		t.Fatal(err)
 	}
 	accept(t, c, "job-2", 1, 1)
 	if recorded()["database"].Name != v1.Name {
 		t.Fatalf("Accept lost the links: %+v", recorded())
+	}
+	if _, _, _, err := trust.AcceptReport(context.Background(), c, operator, ns, "shop", "job-3", trust.Report{}); err != nil {
+		t.Fatal(err)
+	}
+	if recorded()["database"].Name != v1.Name {
+		t.Fatalf("a report without groups lost the links: %+v", recorded())
 	}
 }
