@@ -77,25 +77,40 @@ func counting(c client.WithWatch) (client.Client, *atomic.Int64) {
 // and accepts what it wrote and deletes the links no longer shared, as the
 // runner does when the Job succeeds.
 func gatherAccepted(c client.Client, cfg gathering.Config, render gathering.RenderBPM) (*gathering.Result, error) {
+	res, _, err := gatherTimed(c, cfg, render)
+	return res, err
+}
+
+// phases are how long a gathering took (the Job's own run) and the job
+// runner's parts around it (the plan before, the acceptance after).
+type phases struct{ gather, runner time.Duration }
+
+// gatherTimed is gatherAccepted, timing its phases.
+func gatherTimed(c client.Client, cfg gathering.Config, render gathering.RenderBPM) (*gathering.Result, phases, error) {
+	var took phases
+	start := time.Now()
 	var manifest corev1.Secret
 	if err := cp.Client.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: cfg.ManifestSecret}, &manifest); err != nil {
-		return nil, err
+		return nil, took, err
 	}
 	dep := manifest.Labels[names.LabelDeployment]
 	inputs, err := runner.Inspect(manifest.Data[names.ManifestKey], deployment.OpsFilesOf(manifest.Data))
 	if err != nil {
-		return nil, err
+		return nil, took, err
 	}
 	if cfg.Plan, err = gathering.NewPlan(ctx, cp.Client, cfg.Namespace, cfg.Namespace, dep, inputs.Consumes, inputs.AliasTargets); err != nil {
-		return nil, err
+		return nil, took, err
 	}
+	planned := time.Now()
 	res, err := gathering.Run(ctx, c, cfg, render, time.Now())
+	took.gather = time.Since(planned)
 	if err != nil {
-		return res, err
+		return res, took, err
 	}
 	_, refused, err := runner.AcceptReport(ctx, cp.Client, cfg.Namespace, cfg.Namespace, dep, uuid.NewUUID(), res.Report())
 	if err == nil && len(refused) > 0 {
 		err = fmt.Errorf("not accepted: %v", refused)
 	}
-	return res, err
+	took.runner = time.Since(start) - took.gather
+	return res, took, err
 }
