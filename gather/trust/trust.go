@@ -296,8 +296,11 @@ func ParseReport(message string) (Report, error) {
 // its BPM info names another resolved Secret: it returns, besides the
 // record, why for each such group.
 func Accept(ctx context.Context, c client.Client, trustNamespace, namespace, deployment string, job types.UID, written Written) (*Record, []string, error) {
-	rec, _, refused, err := accept(ctx, c, trustNamespace, namespace, deployment, job, written, nil)
-	return rec, refused, err
+	rec, _, refused, err := accepted(ctx, c, trustNamespace, namespace, deployment, job, written)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rec, refused, write(ctx, c, trustNamespace, rec)
 }
 
 // AcceptReport accepts a gathering's report: its groups as Accept does and,
@@ -308,19 +311,21 @@ func Accept(ctx context.Context, c client.Client, trustNamespace, namespace, dep
 // a consistent list after a write waits for the API server's cache to
 // catch up with it.
 func AcceptReport(ctx context.Context, c client.Client, trustNamespace, namespace, deployment string, job types.UID, report Report) (*Record, versions.Stored, []string, error) {
-	var links map[string]WrittenLink
-	if report.Groups != nil {
-		links = report.Links
-		if links == nil {
-			links = map[string]WrittenLink{}
-		}
+	rec, stored, refused, err := accepted(ctx, c, trustNamespace, namespace, deployment, job, report.Groups)
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	return accept(ctx, c, trustNamespace, namespace, deployment, job, report.Groups, links)
+	if report.Groups != nil {
+		var refusedLinks []string
+		rec.Links, refusedLinks = sharedLinks(stored, report.Links)
+		refused = append(refused, refusedLinks...)
+	}
+	return rec, stored, refused, write(ctx, c, trustNamespace, rec)
 }
 
-// accept is Accept, and with links (nil: the recorded ones are kept) the
-// links AcceptReport records.
-func accept(ctx context.Context, c client.Client, trustNamespace, namespace, deployment string, job types.UID, written Written, links map[string]WrittenLink) (*Record, versions.Stored, []string, error) {
+// accepted is the record Accept writes, with the deployment's Secrets it
+// was checked against.
+func accepted(ctx context.Context, c client.Client, trustNamespace, namespace, deployment string, job types.UID, written Written) (*Record, versions.Stored, []string, error) {
 	old, err := Read(ctx, c, trustNamespace, namespace, deployment)
 	if err != nil {
 		return nil, nil, nil, err
@@ -362,19 +367,14 @@ func accept(ctx context.Context, c client.Client, trustNamespace, namespace, dep
 			rec.Groups[label] = g
 		}
 	}
-	if links != nil {
-		var refusedLinks []string
-		rec.Links, refusedLinks = sharedLinks(stored, links)
-		refused = append(refused, refusedLinks...)
-	}
-	return rec, stored, refused, write(ctx, c, trustNamespace, rec)
+	return rec, stored, refused, nil
 }
 
 // sharedLinks are the links of a report whose Secrets in stored are those
 // it reports, and why each other one is not.
 func sharedLinks(stored versions.Stored, links map[string]WrittenLink) (map[string]Ref, []string) {
 	var refused []string
-	accepted := map[string]Ref{}
+	shared := map[string]Ref{}
 	for _, label := range slices.Sorted(maps.Keys(links)) {
 		l := links[label]
 		series := stored.Of(versions.Key{Kind: names.KindLink, InstanceGroup: label})
@@ -390,10 +390,10 @@ func sharedLinks(stored versions.Stored, links map[string]WrittenLink) (map[stri
 		case s.Immutable == nil || !*s.Immutable:
 			refused = append(refused, fmt.Sprintf("link '%s': Secret %s is not immutable", label, s.Name))
 		default:
-			accepted[label] = refOf(s)
+			shared[label] = refOf(s)
 		}
 	}
-	return accepted, refused
+	return shared, refused
 }
 
 // reported is the version of a group a gathering reported as written, when
