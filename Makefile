@@ -20,6 +20,10 @@ REGISTRY_VERSION := $(call modver,registry,github.com/distribution/distribution/
 TESTBIN_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/bosh-injector/testbin
 TESTBIN := $(TESTBIN_CACHE)/k8s-$(KUBE_VERSION)_etcd-$(ETCD_VERSION)_helm-$(HELM_VERSION)_cert-manager-$(CERT_MANAGER_VERSION)
 TESTBIN_TOOLS := etcd kube-apiserver kube-controller-manager kubectl helm cert-manager-controller cert-manager-cainjector cert-manager-crds
+# The test cluster's node: the kubelet, kube-proxy and the scheduler from the
+# same module as the apiserver, containerd v2 (with its runc shim and ctr).
+NODE_TOOLS := kubelet kube-proxy kube-scheduler containerd containerd-shim-runc-v2 ctr
+CONTAINERD_VERSION := $(call modver,containerd,github.com/containerd/containerd/v2)
 
 # CoreDNS, which the chart runs, with the plugins it configures; cached by
 # its own version (defined before the rules that name it: make expands
@@ -38,7 +42,7 @@ KUBE_LDFLAGS := -s -w \
 	-X k8s.io/client-go/pkg/version.gitMinor=$(kube_minor)
 
 .PHONY: testbin print-testbin
-testbin: $(addprefix $(TESTBIN)/,$(TESTBIN_TOOLS)) $(TESTBIN)/registry $(COREDNS) ## Build the test control plane, the registry and CoreDNS (cached outside the repo)
+testbin: $(addprefix $(TESTBIN)/,$(TESTBIN_TOOLS) $(NODE_TOOLS)) $(TESTBIN)/registry $(COREDNS) ## Build the test cluster (control plane, node), the registry and CoreDNS (cached outside the repo)
 
 print-testbin: ## Print the directory holding the test control plane binaries
 	@echo $(TESTBIN)
@@ -49,9 +53,10 @@ coredns: $(COREDNS) ## Build CoreDNS from its Go module (cached outside the repo
 print-coredns: ## Print the path of the CoreDNS binary tests run
 	@echo $(COREDNS)
 
+# Static: the test cluster runs it in a pod from an image holding only it.
 $(COREDNS): | test/tools/coredns/go.mod test/tools/coredns/main.go
 	@mkdir -p $(@D)
-	cd test/tools/coredns && $(GO) build -ldflags '-s -w' -o $@ .
+	cd test/tools/coredns && CGO_ENABLED=0 $(GO) build -ldflags '-s -w' -o $@ .
 
 $(TESTBIN)/etcd: | test/tools/etcd/go.mod test/tools/etcd/main.go
 	@mkdir -p $(@D)
@@ -64,6 +69,21 @@ $(TESTBIN)/kube-%: | test/tools/kube/go.mod
 $(TESTBIN)/kubectl: | test/tools/kube/go.mod
 	@mkdir -p $(@D)
 	cd test/tools/kube && $(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kubectl
+
+$(TESTBIN)/kubelet: | test/tools/kube/go.mod
+	@mkdir -p $(@D)
+	cd test/tools/kube && CGO_ENABLED=0 $(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kubelet
+
+# containerd keyed by its own version inside the control plane's directory,
+# linked beside the rest: containerd finds its shim next to itself.
+CONTAINERD_DIR := $(TESTBIN)/containerd-$(CONTAINERD_VERSION)
+CONTAINERD_LDFLAGS := -s -w -X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION)
+$(CONTAINERD_DIR)/%: | test/tools/containerd/go.mod
+	@mkdir -p $(@D)
+	cd test/tools/containerd && CGO_ENABLED=0 $(GO) build -tags no_btrfs -ldflags '$(CONTAINERD_LDFLAGS)' -o $@ github.com/containerd/containerd/v2/cmd/$*
+
+$(TESTBIN)/containerd $(TESTBIN)/containerd-shim-runc-v2 $(TESTBIN)/ctr: $(TESTBIN)/%: $(CONTAINERD_DIR)/%
+	ln -sf $(<:$(TESTBIN)/%=%) $@
 
 HELM_K8S_VERSION = $(shell cd test/tools/helm && $(GO) list -m -f '{{.Version}}' k8s.io/client-go)
 $(TESTBIN)/helm: | test/tools/helm/go.mod
@@ -103,8 +123,12 @@ apt_install = missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}\n' $$p 2
 	fi
 
 .PHONY: deps
-deps: ## Install the Debian packages the tests need (ruby), when missing
-	@$(call apt_install,ruby)
+# ruby renders templates; the test cluster's node needs runc, the CNI
+# plugins, iptables, conntrack and nftables (kube-proxy), iproute2 and
+# util-linux (its network namespace).
+NODE_PACKAGES := runc containernetworking-plugins iptables conntrack nftables iproute2 util-linux
+deps: ## Install the Debian packages the tests need (ruby, the node's runc, CNI plugins, iptables, conntrack, nftables), when missing
+	@$(call apt_install,ruby $(NODE_PACKAGES))
 
 # Real containers for the end-to-end tests: podman with runc, and a Debian
 # base image made by debootstrap (no registry is reachable).
@@ -163,17 +187,18 @@ $(STATICCHECK):
 e2e: deps testbin image ## The end-to-end test: an injected pod running under podman
 	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) test $(GO_TEST_FLAGS) -v ./test/e2e
 
+# The walkthrough runs on a local cluster of one real node (test/cluster).
 # With MANIFEST and RELEASES (and OPS) the demo runs that deployment
-# instead, in a sandbox (test/sandbox); KEEP=1 leaves it up for kubectl
+# instead, in a sandbox (test/sandbox). KEEP=1 leaves either up for kubectl
 # until `make demo-down`.
 SANDBOX_ARGS = $(if $(MANIFEST),--manifest $(abspath $(MANIFEST)) $(foreach r,$(RELEASES),--release $(abspath $(r))) \
-	$(foreach o,$(OPS),--ops-file $(abspath $(o))) $(if $(filter 1 yes true,$(KEEP)),--keep))
+	$(foreach o,$(OPS),--ops-file $(abspath $(o)))) $(if $(filter 1 yes true,$(KEEP)),--keep)
 
 .PHONY: demo demo-down
-demo: deps testbin image build ## The walkthrough; or your deployment: make demo MANIFEST=m.yml RELEASES="a.tgz b.tgz" [OPS="o.yml"] [KEEP=1]
+demo: deps testbin image build ## The walkthrough on a local one-node cluster [KEEP=1]; or your deployment: make demo MANIFEST=m.yml RELEASES="a.tgz b.tgz" [OPS="o.yml"] [KEEP=1]
 	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) run ./test/demo --binary $(BIN_DIR)/bosh-injector $(SANDBOX_ARGS)
 
-demo-down: ## Stop the sandbox `make demo … KEEP=1` left up
+demo-down: ## Stop the cluster or sandbox `make demo … KEEP=1` left up
 	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) run ./test/demo --down
 
 # The same walkthrough on a real cluster that has cert-manager: the images

@@ -2,7 +2,6 @@ package charts_test
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -22,7 +21,6 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
-	"github.com/bosh-injector/bosh-injector/test/podman"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 	"github.com/bosh-injector/bosh-injector/webhook"
 )
@@ -100,30 +98,9 @@ var _ = Describe("the chart's webhook with cert-manager's certificate", func() {
 			return indexes, err
 		}).WithTimeout(30 * time.Second).Should(ConsistOf("0", "1"))
 
-		By("helm test: the chart's test pod, run under podman, checks that the webhook answers")
-		Expect(podman.Check(walkthrough.BaseImage)).To(Succeed())
-		tested := make(chan error, 1)
-		go func() {
-			_, err := helmErr("test", "hooked", "--namespace", ns, "--timeout", "2m")
-			tested <- err
-		}()
-		var testPod corev1.Pod
-		Eventually(func() error {
-			return cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hooked-bosh-injector-test-webhook"}, &testPod)
-		}).WithTimeout(30 * time.Second).Should(Succeed())
-		kubelet := &podman.Kubelet{Client: cp.Client, Dir: GinkgoT().TempDir(), Prefix: fmt.Sprintf("chart%d-", os.Getpid())}
-		// The kubeconfig gives the pod host networking, where the webhook
-		// of this process listens.
-		run, err := kubelet.Start(ctx, &testPod, kubeconfig)
-		if run != nil {
-			DeferCleanup(run.Remove)
-		}
-		Expect(err).NotTo(HaveOccurred())
-		results, err := run.Wait(ctx, time.Minute)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(run.Report(ctx, cp.Client, results)).To(Succeed())
-		Expect(results).To(ContainElement(And(HaveField("Name", "check-webhook"), HaveField("ExitCode", 0))), "%+v", results)
-		Eventually(tested).WithTimeout(time.Minute).Should(Receive(BeNil()))
+		// `helm test` runs on a real node in the end-to-end walkthrough
+		// (test/e2e), where its pod reaches the webhook through the
+		// chart's Service.
 		helm("uninstall", "hooked", "--namespace", ns)
 	})
 })

@@ -99,6 +99,8 @@ type record struct {
 	Completed []corev1.Container `json:"completed,omitempty"`
 	Secrets   []string           `json:"secrets"`
 	DNS       *dnsRecord         `json:"dns,omitempty"`
+	// Placeholder is the placeholder container the injection removed.
+	Placeholder *placeholder `json:"placeholder,omitempty"`
 	// GracePeriod and HostPID are the pod's own values where the injection
 	// changed them.
 	GracePeriod *int64 `json:"terminationGracePeriodSeconds,omitempty"`
@@ -208,6 +210,7 @@ func Mutate(pod *corev1.Pod, plan Plan) error {
 		rec.InitContainers = append(rec.InitContainers, c.Name)
 	}
 	pod.Spec.InitContainers = append(inits, pod.Spec.InitContainers...)
+	rec.Placeholder = removePlaceholder(pod, containers)
 	for _, c := range containers {
 		if i := slices.IndexFunc(pod.Spec.Containers, func(u corev1.Container) bool { return u.Name == c.Name }); i >= 0 {
 			rec.Completed = append(rec.Completed, pod.Spec.Containers[i])
@@ -251,7 +254,8 @@ func Mutate(pod *corev1.Pod, plan Plan) error {
 }
 
 // Strip removes what an earlier injection added, restoring the user's
-// containers it completed. A pod without the annotation is left as it is.
+// containers it completed or removed. A pod without the annotation is left
+// as it is.
 func Strip(pod *corev1.Pod) error {
 	raw, ok := pod.Annotations[names.AnnotationInjected]
 	if !ok {
@@ -267,6 +271,13 @@ func Strip(pod *corev1.Pod) error {
 		if i := slices.IndexFunc(pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == orig.Name }); i >= 0 {
 			pod.Spec.Containers[i] = orig
 		}
+	}
+	if p := rec.Placeholder; p != nil {
+		// Back where it was among the user's containers, which the deletion
+		// above left in their order; clamped, as anyone can write the
+		// annotation.
+		i := min(max(p.Index, 0), len(pod.Spec.Containers))
+		pod.Spec.Containers = slices.Insert(pod.Spec.Containers, i, p.Container)
 	}
 	pod.Spec.Volumes = slices.DeleteFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return slices.Contains(rec.Volumes, v.Name) })
 	restoreDNS(pod, rec.DNS)
@@ -284,6 +295,32 @@ func Strip(pod *corev1.Pod) error {
 	delete(pod.Labels, names.LabelAZ)
 	maps.DeleteFunc(pod.Labels, func(k, _ string) bool { return strings.HasPrefix(k, names.LabelAliasPrefix) })
 	return nil
+}
+
+// placeholder is a removed placeholder container and its index among the
+// user's containers.
+type placeholder struct {
+	Index     int              `json:"index"`
+	Container corev1.Container `json:"container"`
+}
+
+// removePlaceholder removes the container the pod's placeholder annotation
+// names when no injected container has its name: left in the pod, it would
+// run its image's own command beside the process containers, and exit and
+// restart forever. A pod needs a container, so without any injected
+// container it stays.
+func removePlaceholder(pod *corev1.Pod, injected []corev1.Container) *placeholder {
+	name, ok := pod.Annotations[names.AnnotationPlaceholderContainer]
+	if !ok || len(injected) == 0 || slices.ContainsFunc(injected, func(c corev1.Container) bool { return c.Name == name }) {
+		return nil
+	}
+	i := slices.IndexFunc(pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == name })
+	if i < 0 {
+		return nil
+	}
+	p := &placeholder{Index: i, Container: pod.Spec.Containers[i]}
+	pod.Spec.Containers = slices.Delete(pod.Spec.Containers, i, i+1)
+	return p
 }
 
 // renderContainer renders the jobs, installs the launcher and writes the

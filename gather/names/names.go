@@ -67,6 +67,11 @@ const (
 	AnnotationStatus = Prefix + "status"
 	// AnnotationVariable keeps a variable Secret's original variable name.
 	AnnotationVariable = Prefix + "variable"
+	// AnnotationPlaceholderContainer in a pod template names the container
+	// that stands in for the instance's process containers, whose names
+	// depend on bpm.yml: the webhook completes it when a process container
+	// has its name and removes it otherwise.
+	AnnotationPlaceholderContainer = Prefix + "placeholder-container"
 )
 
 // Secret kinds, the values of LabelSecretKind.

@@ -48,7 +48,8 @@ type Options struct {
 	DiskSizes map[string]resource.Quantity
 	// Containers gives, per instance group, the pod template's container;
 	// by default the first job's `<job>-<job>`, the container the webhook
-	// makes of a job's process named like the job.
+	// makes of a job's process named like the job. Either way it is marked
+	// a placeholder, which the webhook removes when no process has its name.
 	Containers map[string]Container
 }
 
@@ -208,7 +209,10 @@ func (b *builder) job(name string, t corev1.PodTemplateSpec, n int) client.Objec
 }
 
 // podTemplate is the labels and the one container the webhook completes, in
-// its job's release image.
+// its job's release image. Process container names come from bpm.yml, which
+// the manifest does not hold, so the template marks the container a
+// placeholder: where no process has its name the webhook removes it, which
+// would otherwise run the image's own command beside the processes.
 func (b *builder) podTemplate(g *manifest.InstanceGroup) (corev1.PodTemplateSpec, error) {
 	c, ok := b.opts.Containers[g.Name]
 	if !ok {
@@ -223,10 +227,13 @@ func (b *builder) podTemplate(g *manifest.InstanceGroup) (corev1.PodTemplateSpec
 		return corev1.PodTemplateSpec{}, fmt.Errorf("instance group '%s', job '%s': %w", g.Name, c.Job, err)
 	}
 	t := corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
-			names.LabelDeployment:    names.LabelValue(b.m.Name),
-			names.LabelInstanceGroup: names.LabelValue(g.Name),
-		}},
+		ObjectMeta: metav1.ObjectMeta{
+			Labels: map[string]string{
+				names.LabelDeployment:    names.LabelValue(b.m.Name),
+				names.LabelInstanceGroup: names.LabelValue(g.Name),
+			},
+			Annotations: map[string]string{names.AnnotationPlaceholderContainer: c.Name},
+		},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: c.Name, Image: image}}},
 	}
 	t.Spec.Resources, err = b.resources(g)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
@@ -217,5 +219,39 @@ func TestErrors(t *testing.T) {
 				t.Fatalf("error %v, want it to contain %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestTemplatesMarkThePlaceholder: every template names its one container
+// as the placeholder, the default `<job>-<job>` and one Options.Containers
+// gives alike, so the webhook removes it when no process has that name.
+func TestTemplatesMarkThePlaceholder(t *testing.T) {
+	m := "name: cf\nreleases: [{name: nats, version: '56', image: img}]\ninstance_groups:\n" +
+		"- {name: nats, instances: 1, jobs: [{name: nats-tls, release: nats}]}\n" +
+		"- {name: named, instances: 1, jobs: [{name: nats, release: nats}]}\n" +
+		"- {name: smoke, instances: 1, lifecycle: errand, jobs: [{name: smoke-tests, release: nats}]}\n"
+	res, err := objects.Build([]byte(m), nil, objects.Options{Containers: map[string]objects.Container{"named": {Job: "nats", Name: "nats-nats-wrapper"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"cf-nats": "nats-tls-nats-tls", "cf-named": "nats-nats-wrapper", "cf-smoke": "smoke-tests-smoke-tests"}
+	got := map[string]string{}
+	for _, o := range res.Objects[1:] {
+		var tmpl corev1.PodTemplateSpec
+		switch w := o.(type) {
+		case *appsv1.StatefulSet:
+			tmpl = w.Spec.Template
+		case *batchv1.Job:
+			tmpl = w.Spec.Template
+		default:
+			t.Fatalf("unexpected %T %s", o, o.GetName())
+		}
+		if len(tmpl.Spec.Containers) != 1 || tmpl.Spec.Containers[0].Name != tmpl.Annotations[names.AnnotationPlaceholderContainer] {
+			t.Errorf("%s: containers %v, placeholder annotation %q", o.GetName(), tmpl.Spec.Containers, tmpl.Annotations[names.AnnotationPlaceholderContainer])
+		}
+		got[o.GetName()] = tmpl.Annotations[names.AnnotationPlaceholderContainer]
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("placeholders %v, want %v", got, want)
 	}
 }

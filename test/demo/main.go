@@ -1,8 +1,9 @@
 // Command demo walks a newcomer through bosh-injector on this machine (`make
-// demo`): a local control plane with cert-manager, the chart, the operator
-// from the built binary, the example shop deployment gathered, an injected
-// pod running with real containers under podman, what a template mistake
-// looks like, and the Events. It stops everything it started.
+// demo`): a local cluster of one real node (test/cluster) with cert-manager,
+// the chart installed with helm, the example shop deployment gathered, an
+// injected pod run by the kubelet, what a template mistake looks like, and
+// the Events. It stops everything it started, unless --keep leaves the
+// cluster up for kubectl (`make demo KEEP=1`, then `make demo-down`).
 //
 // With --kubeconfig and --registry (`make demo-cluster`) the same flow runs
 // on a real cluster with cert-manager: the images are pushed to the
@@ -26,8 +27,8 @@ import (
 	"time"
 
 	"github.com/bosh-injector/bosh-injector/gather/runner"
+	"github.com/bosh-injector/bosh-injector/test/cluster"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
-	"github.com/bosh-injector/bosh-injector/test/podman"
 	"github.com/bosh-injector/bosh-injector/test/sandbox"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 )
@@ -36,18 +37,28 @@ func main() {
 	var opts walkthrough.Options
 	// Its own flag set: controller-runtime registers --kubeconfig globally.
 	flags := flag.NewFlagSet("demo", flag.ExitOnError)
-	flags.StringVar(&opts.Binary, "binary", "bin/bosh-injector", "the bosh-injector binary the operator runs from (local control plane)")
+	var sb sandbox.Config
+	flags.StringVar(&sb.Binary, "binary", "bin/bosh-injector", "with --manifest: the bosh-injector binary that builds the release images and the objects")
 	flags.StringVar(&opts.Kubeconfig, "kubeconfig", "", "run on this real cluster (with cert-manager) instead of a local control plane")
 	flags.StringVar(&opts.Registry, "registry", "", "with --kubeconfig: registry prefix the cluster pulls from, e.g. registry.example.com/me")
-	flags.BoolVar(&opts.Keep, "keep", false, "with --kubeconfig: leave the chart and the demo namespaces installed; with --manifest: leave the sandbox up in the background")
-	var sb sandbox.Config
+	flags.BoolVar(&opts.Keep, "keep", false, "leave the local cluster up (until --down); with --kubeconfig: leave the chart and the demo namespaces installed; with --manifest: leave the sandbox up in the background")
 	flags.StringVar(&sb.Manifest, "manifest", "", "run this deployment manifest in a sandbox instead of the walkthrough")
 	flags.Func("release", "with --manifest: a release tarball, source or compiled (repeatable)", appendTo(&sb.Releases))
 	flags.Func("ops-file", "with --manifest: an ops file (repeatable)", appendTo(&sb.OpsFiles))
 	stateDir := flags.String("state-dir", sandbox.DefaultDir(), "where a kept sandbox keeps its state")
-	down := flags.Bool("down", false, "stop the sandbox --keep left up")
+	down := flags.Bool("down", false, "stop the cluster or sandbox --keep left up")
 	daemon := flags.Bool("daemon", false, "be the kept sandbox's own process (--keep starts it)")
 	_ = flags.Parse(os.Args[1:])
+	if *down {
+		downed, err := cluster.Down()
+		for _, d := range downed {
+			fmt.Println("stopped", d)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "demo-down failed:", err)
+			os.Exit(1)
+		}
+	}
 	if *down || sb.Manifest != "" {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
@@ -71,44 +82,20 @@ func main() {
 }
 
 func run(ctx context.Context, opts walkthrough.Options) (err error) {
-	if opts.Binary, err = filepath.Abs(opts.Binary); err != nil {
-		return err
-	}
 	if opts.Dir, err = os.MkdirTemp("", "bosh-injector-demo-"); err != nil {
 		return err
 	}
 	defer os.RemoveAll(opts.Dir)
 	out := opts.Out
 
-	where := "a local control plane"
+	where := "a local cluster of one real node"
 	if opts.Kubeconfig != "" {
 		where = "your cluster"
 	}
 	fmt.Fprintln(out, "bosh-injector runs BOSH releases on Kubernetes without a director. This walkthrough")
 	fmt.Fprintf(out, "installs it on %s and deploys the example `shop` deployment\n", where)
 	fmt.Fprintln(out, "(test/fixtures/deployments/shop.yml: a message bus, a database, a web tier).")
-	releaseURL := opts.Registry + "/bosh-injector-fixtures"
-	fmt.Fprintln(out, "\nBuilding the example release images from their BOSH release tarballs with")
-	fmt.Fprintln(out, "`bosh-injector release-image --push`, packages compiled on the stemcell image (here")
-	if opts.Registry == "" {
-		// The node pulls them from a registry started for the run, as a
-		// cluster's kubelets pull from its registry.
-		fmt.Fprintf(out, "%s) into a registry on this machine...\n", walkthrough.BaseImage)
-		regDir := filepath.Join(opts.Dir, "registry")
-		if err := os.MkdirAll(regDir, 0o755); err != nil {
-			return err
-		}
-		reg, url, err := fixtures.ServeImages(ctx, walkthrough.BaseImage, regDir)
-		if err != nil {
-			return err
-		}
-		defer reg.Stop()
-		opts.RegistriesConf, releaseURL = reg.RegistriesConf, url
-	} else {
-		fmt.Fprintf(out, "%s) into %s...\n", walkthrough.BaseImage, releaseURL)
-		if err := fixtures.BuildImages(ctx, walkthrough.BaseImage, releaseURL); err != nil {
-			return err
-		}
+	if opts.Registry != "" {
 		if err := push(ctx, out, walkthrough.OperatorImage, opts.Registry+"/bosh-injector:dev"); err != nil {
 			return err
 		}
@@ -116,12 +103,25 @@ func run(ctx context.Context, opts walkthrough.Options) (err error) {
 
 	w, err := walkthrough.Start(ctx, opts)
 	defer func() {
+		if opts.Keep && w.Cluster != nil && err == nil {
+			w.Step("The cluster stays up: `make demo-down` stops it")
+			fmt.Fprintf(out, "\nKUBECONFIG=%s\n", w.Kubeconfig)
+			return
+		}
 		w.Step("Removing what the walkthrough started")
 		if serr := w.Stop(); serr != nil && err == nil {
 			err = serr
 		}
 	}()
 	if err != nil {
+		return err
+	}
+	// The cluster's node pulls the release images from its registry, as a
+	// cluster's kubelets pull from the registry the releases' url names.
+	releaseURL := w.Registry() + "/bosh-injector-fixtures"
+	w.Step("The example release images, built from their BOSH release tarballs with `bosh-injector release-image --push` "+
+		"(packages compiled on the stemcell image %s) into %s", walkthrough.BaseImage, releaseURL)
+	if err := fixtures.BuildImages(ctx, walkthrough.BaseImage, releaseURL); err != nil {
 		return err
 	}
 
@@ -171,12 +171,11 @@ func runSandbox(ctx context.Context, cfg sandbox.Config, opts walkthrough.Option
 		return sandbox.Down(os.Stdout, stateDir)
 	}
 	cfg.Out = os.Stdout
-	for _, p := range append([]*string{&cfg.Manifest, &opts.Binary}, pointers(cfg.Releases, cfg.OpsFiles)...) {
+	for _, p := range append([]*string{&cfg.Manifest, &cfg.Binary}, pointers(cfg.Releases, cfg.OpsFiles)...) {
 		if *p, err = filepath.Abs(*p); err != nil {
 			return err
 		}
 	}
-	cfg.Binary = opts.Binary
 	switch {
 	case opts.Keep && !daemon:
 		args := []string{"--daemon", "--keep", "--state-dir", stateDir, "--binary", cfg.Binary, "--manifest", cfg.Manifest}
@@ -233,7 +232,7 @@ func deploy(ctx context.Context, w *walkthrough.Walkthrough, ns, releaseURL stri
 func push(ctx context.Context, out io.Writer, image, ref string) error {
 	fmt.Fprintf(out, "pushing %s\n", ref)
 	for _, args := range [][]string{{"tag", image, ref}, {"push", "-q", ref}} {
-		if out, err := podman.Command(ctx, args...).CombinedOutput(); err != nil {
+		if out, err := fixtures.Podman(ctx, args...).CombinedOutput(); err != nil {
 			return fmt.Errorf("podman %s: %w: %s", strings.Join(args, " "), err, out)
 		}
 	}

@@ -9,25 +9,20 @@ import (
 	"time"
 
 	"github.com/bosh-injector/bosh-injector/gather/runner"
-	"github.com/bosh-injector/bosh-injector/test/dnsserver"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 )
 
-// TestAddressesUnderPodman runs two deployments of one namespace with
-// real containers on the stand-in's pod network: echo servers (deployment
-// backend, and group pong of deployment frontend) and a client of
-// frontend that connects over TCP to a `*` alias of pong, to each pong
+// TestAddresses runs two deployments of one namespace on the node: echo
+// servers (deployment backend, and group pong of deployment frontend) and
+// a client of frontend that connects over TCP to a `*` alias of pong, to each pong
 // instance by its `_` alias name <instance id>.<alias>, and to the address
 // of the link it consumes from backend. Every name resolves through the
 // chart's CoreDNS (the gathered zone) and the cluster DNS (the Services'
 // EndpointSlices); the servers' answers prove which instance the bytes
 // reached.
-func TestAddressesUnderPodman(t *testing.T) {
+func TestAddresses(t *testing.T) {
 	ctx := context.Background()
-	if _, err := dnsserver.Binary(); err != nil {
-		t.Fatal(err)
-	}
 	w, releaseURL, _ := startWalkthrough(t, "echo", "dns")
 
 	const ns = "addresses"
@@ -42,15 +37,13 @@ func TestAddressesUnderPodman(t *testing.T) {
 	}
 
 	image := fixtures.Image(releaseURL, "echo")
-	start := func(deployment, group string, az int, container, wait string) walkthrough.Pod {
+	start := func(deployment, group string, az int, container, wait string) *walkthrough.Pod {
 		t.Helper()
 		p, err := w.StartInstance(ctx, ns, walkthrough.Instance{Deployment: deployment, Group: group, AZIndex: az, Container: container, Image: image})
 		if err != nil {
 			t.Fatal(err)
 		}
 		logs, err := p.WaitForLog(ctx, container, wait, 3*time.Minute)
-		// The reported status carries the pod's address into the
-		// Services' EndpointSlices.
 		results, rerr := w.Report(ctx, p)
 		if err != nil || rerr != nil {
 			t.Fatalf("%s/%s: %v %v\n%s\ncontainers: %+v", deployment, group, err, rerr, logs, results)

@@ -1,7 +1,9 @@
 // Package e2e_test runs bosh-injector end to end with real containers: the
-// walkthrough of `make demo` (control plane, cert-manager, the chart, the
-// operator binary), with the gathering Job's pod and the injected pods run
-// under podman, and checks what each step produced.
+// walkthrough of `make demo` on a local cluster of one real node (kubelet,
+// containerd, kube-proxy, cluster DNS; cert-manager; the chart installed
+// with helm, its operator and CoreDNS as pods), with the gathering Job's
+// pod and the injected pods run by the kubelet, and checks what each step
+// produced.
 package e2e_test
 
 import (
@@ -20,9 +22,8 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/rendering"
 	"github.com/bosh-injector/bosh-injector/gather/ruby"
 	"github.com/bosh-injector/bosh-injector/gather/runner"
-	"github.com/bosh-injector/bosh-injector/test/controlplane"
+	"github.com/bosh-injector/bosh-injector/test/cluster"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
-	"github.com/bosh-injector/bosh-injector/test/podman"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 )
 
@@ -46,40 +47,30 @@ func (w logWriter) String() string {
 	return w.said.String()
 }
 
-// startWalkthrough starts the walkthrough with the fixture releases named
-// (all when none) built into images under releaseURL, and stops it when the
-// test ends; said is its narration.
+// startWalkthrough starts the walkthrough on a local cluster of one real
+// node, with the fixture releases named (all when none) built into images
+// in the cluster's registry under releaseURL, and stops it when the test
+// ends; said is its narration.
 func startWalkthrough(t *testing.T, releases ...string) (w *walkthrough.Walkthrough, releaseURL string, said logWriter) {
 	ctx := context.Background()
-	if _, err := controlplane.BinDir(); err != nil {
-		t.Fatal(err)
-	}
-	work := t.TempDir()
-	binary, err := walkthrough.BuildBinary(work)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The release images are pushed to a registry the node pulls them
-	// from, as a cluster's would.
-	reg, releaseURL, err := fixtures.ServeImages(ctx, walkthrough.BaseImage, t.TempDir(), releases...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(reg.Stop)
-
 	said = logWriter{t: t, mu: &sync.Mutex{}, said: &strings.Builder{}}
-	w, err = walkthrough.Start(ctx, walkthrough.Options{Out: said, Binary: binary, Dir: work, RegistriesConf: reg.RegistriesConf})
+	w, err := walkthrough.Start(ctx, walkthrough.Options{Out: said, Dir: t.TempDir()})
 	t.Cleanup(func() {
-		if t.Failed() && w.CP != nil {
-			w.CP.Logs(os.Stderr, 40)
-			data, _ := os.ReadFile(w.OperatorLog)
-			t.Logf("operator log:\n%s", data)
+		if t.Failed() && w.Cluster != nil {
+			w.Cluster.Logs(os.Stderr, 40)
+			t.Logf("operator logs:\n%s", w.OperatorLogs(ctx))
 		}
 		if err := w.Stop(); err != nil {
 			t.Error(err)
 		}
 	})
 	if err != nil {
+		t.Fatal(err)
+	}
+	// The release images are pushed to the cluster's registry, which its
+	// node pulls them from.
+	releaseURL = w.Registry() + "/bosh-injector-fixtures"
+	if err := fixtures.BuildImages(ctx, walkthrough.BaseImage, releaseURL, releases...); err != nil {
 		t.Fatal(err)
 	}
 	return w, releaseURL, said
@@ -120,7 +111,7 @@ func TestWalkthrough(t *testing.T) {
 		}
 		// Its jobs started once its own address resolved to its IP, as on
 		// a VM whose DNS record exists before its jobs start.
-		if i := slices.IndexFunc(results, func(r podman.ContainerResult) bool { return r.Name == "render" }); i < 0 || !strings.Contains(results[i].Logs, rendering.AddressResolved) {
+		if i := slices.IndexFunc(results, func(r cluster.Container) bool { return r.Name == "render" }); i < 0 || !strings.Contains(results[i].Logs, rendering.AddressResolved) {
 			t.Errorf("render did not say %q: %+v", rendering.AddressResolved, results)
 		}
 		for _, want := range []string{

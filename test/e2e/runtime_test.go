@@ -11,34 +11,47 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
 	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/monit"
+	"github.com/bosh-injector/bosh-injector/test/cluster"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
-	"github.com/bosh-injector/bosh-injector/test/podman"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 )
 
-// TestRuntimeUnderPodman runs the process container inject makes for the
-// lifecycle fixture job with real containers: the lifecycle release's image
-// built by release-image and pulled from a registry, the launcher from a
-// freshly built bosh-injector, BPM's limits, user and capabilities, the BPM log
-// files, post-start gating readiness, and a deletion through the preStop
-// hook (pre-stop, dynamic drain), the shutdown signal and post-stop; and the
-// fixture job without bpm.yml, run through its monit file's programs. The
-// copy and render init containers are what the walkthrough test covers;
-// here the job's files (plain, the fixture's templates use no ERB) are laid
-// out on the host and mounted where render would write them.
-func TestRuntimeUnderPodman(t *testing.T) {
+// TestRuntime runs the process container inject makes for the lifecycle
+// fixture job on the node: the lifecycle release's image built by
+// release-image and pulled from the cluster's registry, the launcher from a
+// freshly built bosh-injector, BPM's limits, user and capabilities, the BPM
+// log files, post-start gating readiness (the kubelet's probe), and a
+// deletion through the preStop hook (pre-stop, dynamic drain), the shutdown
+// signal and post-stop within the grace period; and the fixture job without
+// bpm.yml, run through its monit file's programs. The copy and render init
+// containers are what the walkthrough test covers; here the job's files
+// (plain, the fixture's templates use no ERB) are laid out on this machine
+// and mounted where render would write them, so that the lifecycle's log
+// outlives the pod.
+func TestRuntime(t *testing.T) {
 	ctx := context.Background()
-	if err := podman.Check(walkthrough.BaseImage); err != nil {
+	c, err := cluster.Start(ctx, cluster.Options{})
+	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.Logs(os.Stderr, 30)
+		}
+		if err := c.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
 	work := t.TempDir()
 	for _, d := range []string{filepath.Dir(work), work} {
 		if err := os.Chmod(d, 0o755); err != nil {
@@ -52,15 +65,15 @@ func TestRuntimeUnderPodman(t *testing.T) {
 	if _, err := walkthrough.BuildBinary(bin); err != nil {
 		t.Fatal(err)
 	}
-	// The lifecycle release's image, pulled from a registry as a kubelet
-	// would: its lifecycled package is the fixture program.
-	reg, releaseURL, err := fixtures.ServeImages(ctx, walkthrough.BaseImage, t.TempDir())
-	if err != nil {
+	// The lifecycle release's image, pulled from the cluster's registry:
+	// its lifecycled package is the fixture program.
+	releaseURL := c.Registry + "/bosh-injector-fixtures"
+	if err := fixtures.BuildImages(ctx, walkthrough.BaseImage, releaseURL, "lifecycle"); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(reg.Stop)
+	const ns = "default"
 
-	run := func(t *testing.T, name string, failPostStart bool) (*podman.Run, string) {
+	run := func(t *testing.T, name string, failPostStart bool) (client.ObjectKey, string) {
 		root := filepath.Join(work, name)
 		jobs := filepath.Join(root, "jobs")
 		layoutJob(t, jobs, "lifecycled")
@@ -83,13 +96,12 @@ func TestRuntimeUnderPodman(t *testing.T) {
 			Jobs: []bpm.Job{{Name: "lifecycled", Release: "lifecycle", Scripts: []string{"post-start", "pre-stop", "drain", "post-stop"}},
 				{Name: "legacyd", Release: "lifecycle", MonitProcesses: monit.Processes(legacyMonit)}},
 			BPM: []bpm.InstanceBPM{{Indexes: []int{0}, Jobs: map[string]bpm.Config{"lifecycled": cfg}}}}
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "lifecycled-0", Namespace: "e2e"}}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "lifecycled-" + name, Namespace: ns}}
 		if err := inject.Mutate(pod, inject.Plan{Info: info, Instance: inject.Instance{Bootstrap: true}}); err != nil {
 			t.Fatal(err)
 		}
-		// The job laid out on the host, and the instance's plan written
-		// from the render container's environment, stand in for copy and
-		// render.
+		// The job laid out here, and the instance's plan written from the
+		// render container's environment, stand in for copy and render.
 		for _, c := range pod.Spec.InitContainers {
 			for _, e := range c.Env {
 				if e.Name == contract.EnvInstance {
@@ -104,57 +116,58 @@ func TestRuntimeUnderPodman(t *testing.T) {
 		hostVolume(t, pod, inject.VolumeSys, filepath.Join(root, "sys"))
 		hostVolume(t, pod, contract.BinVolume, bin)
 		hostVolume(t, pod, inject.VolumeResolved, "")
-
-		r, err := podman.Adapt(pod, podman.Env{PodIP: "127.0.0.1", Dir: root, RegistriesConf: reg.RegistriesConf, Prefix: fmt.Sprintf("rt%d-", time.Now().UnixNano()%1e6)})
-		if err != nil {
+		if err := c.Client.Create(ctx, pod); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() {
-			if err := r.Remove(); err != nil {
-				t.Error(err)
-			}
-		})
-		if err := r.Play(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return r, root
+		return client.ObjectKeyFromObject(pod), root
 	}
-	// waitProbe polls the container's readiness probe until cond holds for
-	// its result.
-	waitProbe := func(t *testing.T, r *podman.Run, cond func(podman.ContainerResult) bool) podman.ContainerResult {
-		var last podman.ContainerResult
-		err := wait.PollUntilContextTimeout(ctx, time.Second, 90*time.Second, true, func(context.Context) (bool, error) {
-			for _, res := range r.Results() {
-				if res.Name == "lifecycled-lifecycled" {
-					last = res
+	// waitReady polls the process container's readiness, as the kubelet's
+	// probe reports it, until it is want; a probe's failure output is in
+	// the pod's Unhealthy events.
+	waitReady := func(t *testing.T, key client.ObjectKey, want bool, output string) {
+		var ready bool
+		var said []string
+		err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 90*time.Second, true, func(context.Context) (bool, error) {
+			var pod corev1.Pod
+			if err := c.Client.Get(ctx, key, &pod); err != nil {
+				return false, err
+			}
+			for _, s := range pod.Status.ContainerStatuses {
+				if s.Name == "lifecycled-lifecycled" {
+					ready = s.Ready && s.State.Running != nil
 				}
 			}
-			return cond(last), nil
+			var events corev1.EventList
+			if err := c.Client.List(ctx, &events, client.InNamespace(ns)); err != nil {
+				return false, err
+			}
+			said = said[:0]
+			for _, e := range events.Items {
+				if e.InvolvedObject.Name == key.Name && e.Reason == "Unhealthy" {
+					said = append(said, e.Message)
+				}
+			}
+			return ready == want && (output == "" || strings.Contains(strings.Join(said, "\n"), output)), nil
 		})
 		if err != nil {
-			t.Fatalf("%v: %+v", err, last)
+			t.Fatalf("%v: ready=%v, want %v with %q; probe said:\n%s", err, ready, want, output, strings.Join(said, "\n"))
 		}
-		return last
 	}
 
 	t.Run("a failing post-start keeps the pod not ready, naming the job and showing its output", func(t *testing.T) {
-		r, _ := run(t, "failing", true)
-		res := waitProbe(t, r, func(res podman.ContainerResult) bool {
-			return res.Running && strings.Contains(res.ProbeOutput, "post-start of job") && !strings.Contains(res.ProbeOutput, "not finished")
-		})
-		if res.Ready || !strings.Contains(res.ProbeOutput, "post-start of job 'lifecycled' failed: exit status 1: post-start: cannot reach the database") {
-			t.Errorf("readiness: ready=%v output %q", res.Ready, res.ProbeOutput)
-		}
+		key, _ := run(t, "failing", true)
+		waitReady(t, key, false, "post-start of job 'lifecycled' failed: exit status 1: post-start: cannot reach the database")
 	})
 
 	t.Run("BPM's limits, user and capabilities, logs, the lifecycle in BOSH's order, a monit-only job", func(t *testing.T) {
-		r, root := run(t, "serving", false)
-		waitProbe(t, r, func(res podman.ContainerResult) bool { return res.Ready })
+		key, root := run(t, "serving", false)
 		// Readiness follows post-start, not the process's first lines.
-		logs, err := r.WaitForLog(ctx, "lifecycled-lifecycled", "==> listen", time.Minute)
+		waitReady(t, key, true, "")
+		data, err := c.Clientset.CoreV1().Pods(ns).GetLogs(key.Name, &corev1.PodLogOptions{Container: "lifecycled-lifecycled"}).DoRaw(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
+		logs := string(data)
 		stdoutLog, err := os.ReadFile(filepath.Join(root, "sys", "log", "lifecycled", "lifecycled.stdout.log"))
 		if err != nil {
 			t.Fatal(err)
@@ -166,16 +179,23 @@ func TestRuntimeUnderPodman(t *testing.T) {
 			"==> /var/vcap/jobs/lifecycled/config/bpm.yml <==",
 		} {
 			if !strings.Contains(logs, want) {
-				t.Errorf("podman logs lack %q:\n%s", want, logs)
+				t.Errorf("kubectl logs lack %q:\n%s", want, logs)
 			}
 			if !strings.Contains(string(stdoutLog), want) {
 				t.Errorf("/var/vcap/sys/log/lifecycled/lifecycled.stdout.log lacks %q:\n%s", want, stdoutLog)
 			}
 		}
 
-		hooks, err := r.Delete(ctx)
-		if err != nil {
-			t.Fatalf("%v: %v", err, hooks)
+		// Deleted as a StatefulSet's scale-down deletes it: the kubelet
+		// runs the preStop hook, then signals, within the grace period.
+		if err := c.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: ns}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+			err := c.Client.Get(ctx, key, &corev1.Pod{})
+			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+		}); err != nil {
+			t.Fatalf("the pod did not go: %v", err)
 		}
 		lifecycle, err := os.ReadFile(filepath.Join(root, "sys", "log", "lifecycled", "lifecycle.log"))
 		if err != nil {
@@ -190,7 +210,7 @@ process stopped by signal
 post-stop
 `
 		if string(lifecycle) != want {
-			t.Errorf("lifecycle.log:\n%s\nwant:\n%s\nhooks: %v\ncontainers: %+v", lifecycle, want, hooks, r.Results())
+			t.Errorf("lifecycle.log:\n%s\nwant:\n%s", lifecycle, want)
 		}
 		// The job without bpm.yml ran and stopped through its monit file.
 		legacy, err := os.ReadFile(filepath.Join(root, "sys", "log", "legacyd", "legacyd.log"))

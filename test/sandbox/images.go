@@ -15,7 +15,7 @@ import (
 
 // buildImages builds the deployment's release images as a user would, with
 // `bosh-injector release-image --manifest` on the release tarballs: on the
-// base image from podman's storage as the stemcell, pushed to the sandbox's
+// base image from podman's storage as the stemcell, pushed to the cluster's
 // registry, with compiled packages cached where the command caches them.
 // Pods pull them from there. It returns the ops file release-image printed,
 // which pins the manifest's releases to the images by digest, written into
@@ -28,7 +28,7 @@ func (s *Sandbox) buildImages(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	args := append([]string{"release-image", "--manifest", manifest, "--repository", s.registry.Addr + "/releases",
+	args := append([]string{"release-image", "--manifest", manifest, "--repository", s.w.Registry() + "/releases",
 		"--stemcell-image", releaseimage.TransportStorage + walkthrough.BaseImage, "--insecure", "--push"}, s.cfg.Releases...)
 	cmd := exec.CommandContext(ctx, s.cfg.Binary, args...)
 	cmd.Stderr = s.cfg.Out

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,14 +14,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bosh-injector/bosh-injector/test/cluster"
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
-	"github.com/bosh-injector/bosh-injector/test/podman"
 )
 
 // A kept sandbox (`make demo … KEEP=1`) runs in a process of its own,
 // detached from the terminal, and leaves its state in a directory that
-// `make demo-down` reads: the process holds the control plane, operator,
-// registry and kubelet stand-in, and stops them all on SIGTERM.
+// `make demo-down` reads: the process holds the cluster, and stops it on
+// SIGTERM.
 
 const (
 	stateFile = "state.json"
@@ -66,7 +65,7 @@ func Background(out io.Writer, dir string, args []string) error {
 	}
 	// Down finds the process from here on, even if it fails before it
 	// is ready.
-	if err := writeState(dir, State{Pid: cmd.Process.Pid, Prefix: Prefix(cmd.Process.Pid), StartTime: startTime(cmd.Process.Pid)}); err != nil {
+	if err := writeState(dir, State{Pid: cmd.Process.Pid, StartTime: startTime(cmd.Process.Pid)}); err != nil {
 		_ = cmd.Process.Kill()
 		return err
 	}
@@ -103,7 +102,7 @@ func Keep(dir string, out io.Writer) func(State) error {
 		fmt.Fprintf(out, "\nThe sandbox stays up in the background (pid %d). Use it with kubectl:\n", st.Pid)
 		fmt.Fprintf(out, "   export KUBECONFIG=%s\n", st.Kubeconfig)
 		fmt.Fprintf(out, "   %s get pods --namespace %s   # the kubectl `make testbin` built; any kubectl works\n", filepath.Join(bin, "kubectl"), st.Namespace)
-		fmt.Fprintln(out, "Pods you create or change there run under podman too. Processes' ports are reached as the report says.")
+		fmt.Fprintln(out, "Pods you create or change there run on its node too. Processes' ports are reached as the report says.")
 		fmt.Fprintf(out, "Stop it with `make demo-down` (state in %s, log in %s).\n", dir, filepath.Join(dir, logFile))
 		st.StartTime = startTime(st.Pid)
 		return writeState(dir, st)
@@ -111,7 +110,7 @@ func Keep(dir string, out io.Writer) func(State) error {
 }
 
 // Down stops the kept sandbox of state directory dir and removes what it
-// left: its processes, its podman pods and volumes, its directories.
+// left: its processes, its cluster, its directories.
 func Down(out io.Writer, dir string) error {
 	st, err := readState(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -122,8 +121,8 @@ func Down(out io.Writer, dir string) error {
 		return err
 	}
 	if alive(st) {
-		// Its children die with it (the control plane's by pdeathsig);
-		// any that would not are killed after.
+		// Its children die with it (the cluster's by pdeathsig); any
+		// that would not are killed after.
 		family := descendants(st.Pid)
 		fmt.Fprintf(out, "stopping the sandbox (pid %d)\n", st.Pid)
 		_ = syscall.Kill(st.Pid, syscall.SIGTERM)
@@ -137,7 +136,12 @@ func Down(out io.Writer, dir string) error {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
-	errs := []error{removeLeftovers(out, st.Prefix)}
+	// A cluster whose process was killed before it could stop it.
+	downed, err := cluster.Down()
+	for _, d := range downed {
+		fmt.Fprintf(out, "removed %s\n", d)
+	}
+	errs := []error{err}
 	if st.Dir != "" {
 		errs = append(errs, os.RemoveAll(st.Dir))
 	}
@@ -147,29 +151,6 @@ func Down(out io.Writer, dir string) error {
 	}
 	fmt.Fprintln(out, "the sandbox is down")
 	return nil
-}
-
-// removeLeftovers removes the podman pods and volumes whose names start
-// with prefix: what a sandbox killed before it could stop left.
-func removeLeftovers(out io.Writer, prefix string) error {
-	var errs []error
-	for _, kind := range []string{"pod", "volume"} {
-		list, err := podman.Command(context.Background(), kind, "ls", "--format", "{{.Name}}").Output()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("podman %s ls: %w", kind, err))
-			continue
-		}
-		for name := range strings.FieldsSeq(string(list)) {
-			if !strings.HasPrefix(name, prefix) {
-				continue
-			}
-			fmt.Fprintf(out, "removing podman %s %s\n", kind, name)
-			if rm, err := podman.Command(context.Background(), kind, "rm", "--force", name).CombinedOutput(); err != nil {
-				errs = append(errs, fmt.Errorf("podman %s rm %s: %w: %s", kind, name, err, rm))
-			}
-		}
-	}
-	return errors.Join(errs...)
 }
 
 func writeState(dir string, st State) error {

@@ -9,12 +9,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/bosh-injector/bosh-injector/test/podman"
 )
 
 // Where a container's processes listen, read from the host's /proc (this
-// runs as root, as podman does): the release image needs no tools for it.
+// runs as root, as the node does): the release image needs no tools for it.
 
 // listener is a TCP port processes listen on.
 type listener struct {
@@ -24,62 +22,28 @@ type listener struct {
 	Loopback bool
 }
 
-// address is how the host reaches a pod whose container has host pid pid:
-// 127.0.0.1 under host networking, else the pod's own IPv4 address; "" for
-// a pod without a network (loopback only).
-func address(pid int) string {
-	own, err1 := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid))
-	host, err2 := os.Readlink("/proc/self/ns/net")
-	if err1 == nil && err2 == nil && own == host {
-		return "127.0.0.1"
-	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/fib_trie", pid))
+// listeners are the TCP ports the processes of the node's container id
+// listen on: its processes as containerd lists them, their sockets among
+// those of the pod's network namespace.
+func (s *Sandbox) listeners(ctx context.Context, id string) ([]listener, error) {
+	out, err := s.w.Cluster.Ctr(ctx, "task", "ps", id)
 	if err != nil {
-		return ""
+		return nil, fmt.Errorf("ctr task ps %s: %w: %s", id, err, out)
 	}
-	return localAddress(string(data))
-}
-
-// localAddress is the first non-loopback local IPv4 address of a
-// /proc/net/fib_trie: a "|-- <ip>" leaf followed by "/32 host LOCAL".
-func localAddress(fibTrie string) string {
-	var leaf string
-	for line := range strings.Lines(fibTrie) {
-		f := strings.Fields(line)
-		switch {
-		case len(f) == 2 && f[0] == "|--":
-			leaf = f[1]
-		case len(f) == 3 && f[0] == "/32" && f[1] == "host" && f[2] == "LOCAL":
-			if leaf != "" && !strings.HasPrefix(leaf, "127.") {
-				return leaf
-			}
+	var pids []string
+	for _, line := range strings.Split(string(out), "\n")[1:] {
+		if f := strings.Fields(line); len(f) > 0 {
+			pids = append(pids, f[0])
 		}
 	}
-	return ""
-}
-
-// containerPid is the host pid of a podman container's first process.
-func containerPid(ctx context.Context, container string) (int, error) {
-	out, err := podman.Command(ctx, "inspect", "--format", "{{.State.Pid}}", container).Output()
-	if err != nil {
-		return 0, fmt.Errorf("podman inspect %s: %w", container, err)
-	}
-	return strconv.Atoi(strings.TrimSpace(string(out)))
-}
-
-// listeners are the TCP ports the processes of a podman container listen
-// on, whose first process has host pid pid.
-func listeners(ctx context.Context, container string, pid int) ([]listener, error) {
-	out, err := podman.Command(ctx, "top", container, "hpid").Output()
-	if err != nil {
-		return nil, fmt.Errorf("podman top %s: %w", container, err)
+	if len(pids) == 0 {
+		return nil, fmt.Errorf("container %s has no process", id)
 	}
 	sockets := map[string]bool{}
-	for _, line := range strings.Split(string(out), "\n")[1:] {
-		hpid := strings.TrimSpace(line)
-		fds, _ := os.ReadDir(filepath.Join("/proc", hpid, "fd"))
+	for _, pid := range pids {
+		fds, _ := os.ReadDir(filepath.Join("/proc", pid, "fd"))
 		for _, fd := range fds {
-			target, err := os.Readlink(filepath.Join("/proc", hpid, "fd", fd.Name()))
+			target, err := os.Readlink(filepath.Join("/proc", pid, "fd", fd.Name()))
 			if inode, ok := strings.CutPrefix(target, "socket:["); err == nil && ok {
 				sockets[strings.TrimSuffix(inode, "]")] = true
 			}
@@ -87,7 +51,7 @@ func listeners(ctx context.Context, container string, pid int) ([]listener, erro
 	}
 	var found []listener
 	for _, table := range []string{"tcp", "tcp6"} {
-		f, err := os.Open(fmt.Sprintf("/proc/%d/net/%s", pid, table))
+		f, err := os.Open(fmt.Sprintf("/proc/%s/net/%s", pids[0], table))
 		if err != nil {
 			continue
 		}

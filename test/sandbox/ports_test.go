@@ -7,36 +7,6 @@ import (
 	"testing"
 )
 
-// A pod on podman's bridge: its address is the bridge's, not loopback's.
-func TestLocalAddress(t *testing.T) {
-	fibTrie := `Main:
-  +-- 0.0.0.0/0 3 0 5
-     |-- 0.0.0.0
-        /0 universe UNICAST
-     +-- 10.88.0.0/16 2 0 2
-        +-- 10.88.0.0/28 2 0 2
-           |-- 10.88.0.0
-              /16 link UNICAST
-           |-- 10.88.0.7
-              /32 host LOCAL
-        |-- 10.88.255.255
-           /32 link BROADCAST
-     +-- 127.0.0.0/8 2 0 2
-        +-- 127.0.0.0/31 1 0 0
-           |-- 127.0.0.0
-              /8 host LOCAL
-           |-- 127.0.0.1
-              /32 host LOCAL
-`
-	if got := localAddress(fibTrie); got != "10.88.0.7" {
-		t.Errorf("localAddress = %q, want 10.88.0.7", got)
-	}
-	loopbackOnly := "Local:\n  +-- 127.0.0.0/8 2 0 2\n     |-- 127.0.0.1\n        /32 host LOCAL\n"
-	if got := localAddress(loopbackOnly); got != "" {
-		t.Errorf("localAddress of a pod without network = %q, want none", got)
-	}
-}
-
 // Sockets in LISTEN (0A) only, with their port and whether they are bound
 // to loopback, from /proc/net/tcp and tcp6.
 func TestListening(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/test/podman"
+	"github.com/bosh-injector/bosh-injector/test/cluster"
 )
 
 // workload is a StatefulSet or an errand's Job that `objects` printed, and
@@ -59,7 +59,8 @@ type instanceReport struct {
 	Failure string
 	// Settled: nothing will change without a change to the objects.
 	Settled bool
-	// Ports by running container, and the address reaching them.
+	// Ports by running container, and the pod's address reaching them
+	// from this machine.
 	Ports      map[string][]listener
 	Address    string
 	PortErrors []string
@@ -143,27 +144,19 @@ func (s *Sandbox) describe(ctx context.Context, pod *corev1.Pod, r *instanceRepo
 		r.Failure, r.Settled = "not injected by the webhook (are the pod template's labels right?)", true
 		return
 	}
-	results, startErr, seen := s.node.state(pod.UID)
-	if startErr != nil {
-		r.Failure, r.Settled = "podman could not start the pod: "+startErr.Error(), true
-		return
-	}
-	if !seen {
-		return
-	}
-	inits := len(pod.Spec.InitContainers)
+	results, _ := cluster.Containers(pod)
 	r.Rendered = true
 	allEnded := true
-	for i, res := range results {
+	for _, res := range results {
 		switch {
 		case res.Ran && res.ExitCode != 0:
 			what := "process"
-			if i < inits {
+			if res.Init {
 				what, r.Rendered = "init container", false
 			}
 			r.Failure = fmt.Sprintf("%s %s exited %d", what, res.Name, res.ExitCode)
 			if res.Restarting {
-				r.Failure += fmt.Sprintf(" (started again %d times, as a kubelet restarts it)", res.Restarts)
+				r.Failure += fmt.Sprintf(" (the kubelet started it again %d times)", res.Restarts)
 			}
 			if msg := strings.TrimSpace(res.TerminationMessage); msg != "" {
 				r.Failure += ":\n" + msg
@@ -172,10 +165,14 @@ func (s *Sandbox) describe(ctx context.Context, pod *corev1.Pod, r *instanceRepo
 			// resolving late, say): the report waits for a few restarts.
 			r.Settled = !res.Restarting || res.Restarts >= settledRestarts
 			return
-		case i < inits && !res.Ran:
+		case unstartable(res.Waiting):
+			r.Failure, r.Settled = fmt.Sprintf("container %s cannot start: %s", res.Name, strings.TrimSpace(res.Waiting)), true
+			r.Rendered = r.Rendered && !res.Init
+			return
+		case res.Init && !res.Ran:
 			r.Rendered = false
 			return
-		case i < inits:
+		case res.Init:
 		case res.Running:
 			r.Running = append(r.Running, res.Name)
 			allEnded = false
@@ -185,23 +182,33 @@ func (s *Sandbox) describe(ctx context.Context, pod *corev1.Pod, r *instanceRepo
 			allEnded = false
 		}
 	}
-	ready := !slices.ContainsFunc(results, func(c podman.ContainerResult) bool { return c.Running && !c.Ready })
+	ready := !slices.ContainsFunc(results, func(c cluster.Container) bool { return c.Running && !c.Ready })
 	r.Settled = allEnded || ready && len(r.Running)+len(r.Ended) == len(pod.Spec.Containers)
 	if ports && len(r.Running) > 0 {
-		r.Ports = map[string][]listener{}
-		run := s.node.runOf(pod.UID)
-		for _, c := range r.Running {
-			name := run.Pod.Name + "-" + c
-			pid, err := containerPid(ctx, name)
-			if err == nil {
-				r.Address = address(pid)
-				r.Ports[c], err = listeners(ctx, name, pid)
+		r.Ports, r.Address = map[string][]listener{}, pod.Status.PodIP
+		for _, st := range pod.Status.ContainerStatuses {
+			if !slices.Contains(r.Running, st.Name) {
+				continue
 			}
+			ls, err := s.listeners(ctx, strings.TrimPrefix(st.ContainerID, "containerd://"))
 			if err != nil {
-				r.PortErrors = append(r.PortErrors, err.Error())
+				r.PortErrors = append(r.PortErrors, fmt.Sprintf("%s: %v", st.Name, err))
+				continue
 			}
+			r.Ports[st.Name] = ls
 		}
 	}
+}
+
+// unstartable says a waiting reason is one the kubelet keeps reporting
+// until the pod or image changes.
+func unstartable(waiting string) bool {
+	for _, reason := range []string{"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError", "CreateContainerError", "RunContainerError"} {
+		if strings.HasPrefix(waiting, reason+" ") {
+			return true
+		}
+	}
+	return false
 }
 
 // printReport writes the report of the instances.

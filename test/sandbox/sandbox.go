@@ -1,12 +1,12 @@
 // Package sandbox runs a user's BOSH deployment on this machine, given only
 // its manifest, ops files and release tarballs (`make demo MANIFEST=…
 // RELEASES=…`): it builds the release images with `bosh-injector
-// release-image`, starts the walkthrough's local control plane, chart and
-// operator, runs every pod the apiserver stores under podman (a kubelet
-// stand-in for as long as the sandbox runs), applies what `bosh-injector
-// objects` prints for the manifest and reports per instance whether it was
-// injected, rendered and runs its processes, or the failure with its
-// message. With Keep it stays up in the background for kubectl until Down.
+// release-image` into the registry of the walkthrough's local cluster of one
+// real node (test/cluster) with the chart installed, applies what
+// `bosh-injector objects` prints for the manifest and reports per instance,
+// as the kubelet reports it, whether it was injected, rendered and runs its
+// processes, or the failure with its message. With Keep it stays up in the
+// background for kubectl until Down.
 package sandbox
 
 import (
@@ -17,7 +17,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -34,7 +33,6 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/runner"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
-	"github.com/bosh-injector/bosh-injector/test/registry"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 )
 
@@ -42,8 +40,7 @@ import (
 type Config struct {
 	// Out receives the narration and the report.
 	Out io.Writer
-	// Binary is the bosh-injector binary: release-image, objects and the
-	// operator.
+	// Binary is the bosh-injector binary: release-image and objects.
 	Binary string
 	// Manifest, OpsFiles and Releases (tarballs, source or compiled) are
 	// the user's deployment.
@@ -65,9 +62,9 @@ type Config struct {
 type State struct {
 	// Pid is the process holding the sandbox.
 	Pid int
-	// Prefix starts the names of the podman pods and volumes it made.
-	Prefix     string
-	Dir        string
+	Dir string
+	// ClusterDir is the directory of the sandbox's cluster.
+	ClusterDir string
 	Kubeconfig string
 	Namespace  string
 	Ready      bool
@@ -79,13 +76,9 @@ type State struct {
 type Sandbox struct {
 	cfg       Config
 	dir       string
-	registry  *registry.Registry
 	w         *walkthrough.Walkthrough
 	client    client.Client
-	node      *node
 	namespace string
-	prefix    string
-	stopNode  func()
 	// gatherFailure is the director-format message of a failed first
 	// gathering: no instance can be injected before one succeeds.
 	gatherFailure string
@@ -101,7 +94,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 5 * time.Minute
 	}
-	s := &Sandbox{cfg: cfg, dir: cfg.Dir, prefix: Prefix(os.Getpid())}
+	s := &Sandbox{cfg: cfg, dir: cfg.Dir}
 	defer func() {
 		if serr := s.stop(); serr != nil && err == nil {
 			err = serr
@@ -120,15 +113,11 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	return nil
 }
 
-// Prefix is the prefix of the podman pods and volumes of the sandbox held
-// by process pid.
-func Prefix(pid int) string { return fmt.Sprintf("sandbox%d-", pid) }
-
 // state is the sandbox's, once it is ready.
 func (s *Sandbox) state() State {
-	st := State{Pid: os.Getpid(), Prefix: s.prefix, Dir: s.dir, Namespace: s.namespace, Ready: true}
+	st := State{Pid: os.Getpid(), Dir: s.dir, Namespace: s.namespace, Ready: true}
 	if s.w != nil {
-		st.Kubeconfig = s.w.Kubeconfig
+		st.Kubeconfig, st.ClusterDir = s.w.Kubeconfig, s.w.Cluster.Dir
 	}
 	return st
 }
@@ -146,33 +135,14 @@ func (s *Sandbox) up(ctx context.Context) error {
 	s.namespace = names.DNS1123Label(head.Name)
 	fmt.Fprintf(out, "A sandbox for deployment %s (%s), in namespace %s.\n", head.Name, s.cfg.Manifest, s.namespace)
 
-	fmt.Fprintln(out, "\nBuilding the release images with `bosh-injector release-image --manifest` from", strings.Join(s.cfg.Releases, ", "))
-	if err := os.MkdirAll(filepath.Join(s.dir, "registry"), 0o755); err != nil {
-		return err
-	}
-	if s.registry, err = registry.Start(filepath.Join(s.dir, "registry")); err != nil {
-		return err
-	}
-	imagesOps, err := s.buildImages(ctx)
-	if err != nil {
-		return err
-	}
-
-	if s.w, err = walkthrough.Start(ctx, walkthrough.Options{Out: out, Binary: s.cfg.Binary, Dir: s.dir, RegistriesConf: s.registry.RegistriesConf}); err != nil {
+	if s.w, err = walkthrough.Start(ctx, walkthrough.Options{Out: out, Dir: s.dir}); err != nil {
 		return err
 	}
 	s.client = s.w.Client
-	s.w.Step("The kubelet stand-in: every pod stored in namespace %s runs under podman, its status reported back", s.namespace)
-	s.node = newNode(s.w.Kubelet(filepath.Join(s.dir, "sandbox-pods"), s.prefix), s.client, s.namespace)
-	nodeCtx, stopNode := context.WithCancel(context.WithoutCancel(ctx))
-	nodeDone := make(chan struct{})
-	go func() {
-		defer close(nodeDone)
-		s.node.run(nodeCtx)
-	}()
-	s.stopNode = func() {
-		stopNode()
-		<-nodeDone
+	s.w.Step("The release images, built with `bosh-injector release-image --manifest` from %s", strings.Join(s.cfg.Releases, ", "))
+	imagesOps, err := s.buildImages(ctx)
+	if err != nil {
+		return err
 	}
 
 	ops := append(append([]string{}, s.cfg.OpsFiles...), imagesOps)
@@ -268,7 +238,7 @@ func (s *Sandbox) apply(ctx context.Context, objs []*unstructured.Unstructured) 
 
 // gathered waits until the gathering of the manifest Secret ended.
 func (s *Sandbox) gathered(ctx context.Context, secret string) (runner.Status, error) {
-	s.w.Step("The job runner gathers the deployment; the stand-in runs its Job's pod")
+	s.w.Step("The job runner gathers the deployment; the kubelet runs its Job's pod")
 	var status runner.Status
 	err := wait.PollUntilContextTimeout(ctx, time.Second, s.cfg.Timeout, true, func(ctx context.Context) (bool, error) {
 		var sec corev1.Secret
@@ -293,20 +263,12 @@ func allSettled(reports []instanceReport) bool {
 	return true
 }
 
-// stop removes the pods, stops the operator, control plane and registry
-// and removes the images it pulled and its files.
+// stop stops the cluster and removes its files.
 func (s *Sandbox) stop() error {
 	var errs []error
 	fmt.Fprintln(s.cfg.Out, "\nStopping the sandbox")
-	if s.stopNode != nil {
-		s.stopNode()
-		s.node.stop()
-	}
 	if s.w != nil {
 		errs = append(errs, s.w.Stop())
-	}
-	if s.registry != nil {
-		s.registry.Stop()
 	}
 	return errors.Join(append(errs, os.RemoveAll(s.dir))...)
 }

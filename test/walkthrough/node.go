@@ -2,165 +2,80 @@ package walkthrough
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/bosh-injector/bosh-injector/test/podman"
+	"github.com/bosh-injector/bosh-injector/test/cluster"
 )
 
-// Pod is a pod of the walkthrough, running on its node.
-type Pod interface {
-	// Key names the pod in the cluster.
-	Key() client.ObjectKey
-	// Wait waits until every container has ended (or a failed init
-	// container stopped the pod) and returns how each did.
-	Wait(ctx context.Context, timeout time.Duration) ([]podman.ContainerResult, error)
-	// WaitForLog waits until a container's log holds text and returns it.
-	WaitForLog(ctx context.Context, container, text string, timeout time.Duration) (string, error)
+// Pod is a pod of the walkthrough, as the kubelet runs it: its state is
+// the pod's status, its logs come through the apiserver as `kubectl logs`.
+type Pod struct {
+	w   *Walkthrough
+	key client.ObjectKey
 }
 
-// node runs the walkthrough's pods: podman on this machine, standing in
-// for a kubelet, or a real cluster's kubelets.
-type node interface {
-	// start runs pod.
-	start(ctx context.Context, pod *corev1.Pod) (Pod, error)
-	// results are the pod's containers now, reported to the pod's status
-	// when no kubelet does.
-	results(ctx context.Context, p Pod) ([]podman.ContainerResult, error)
-	// where says where pods run, for the narration.
-	where() string
-	stop() error
+func (w *Walkthrough) pod(p *corev1.Pod) *Pod { return &Pod{w: w, key: client.ObjectKeyFromObject(p)} }
+
+// Key names the pod in the cluster.
+func (p *Pod) Key() client.ObjectKey { return p.key }
+
+// Logs is a container's log so far.
+func (p *Pod) Logs(ctx context.Context, container string) (string, error) {
+	data, err := p.w.clientset.CoreV1().Pods(p.key.Namespace).GetLogs(p.key.Name, &corev1.PodLogOptions{Container: container}).DoRaw(ctx)
+	return string(data), err
 }
 
-// podmanNode runs pods under podman with test/podman's kubelet stand-in.
-type podmanNode struct {
-	kubelet *podman.Kubelet
-	client  client.Client
-	runs    []*podman.Run
-}
-
-// start runs pod; one that talks to the apiserver does so with its
-// service-account token (see podman.Kubelet.API).
-func (n *podmanNode) start(ctx context.Context, pod *corev1.Pod) (Pod, error) {
-	run, err := n.kubelet.Start(ctx, pod, "")
-	if run != nil {
-		n.runs = append(n.runs, run)
-	}
-	return run, err
-}
-
-func (n *podmanNode) results(ctx context.Context, p Pod) ([]podman.ContainerResult, error) {
-	run := p.(*podman.Run)
-	results := run.Results()
-	if err := run.Report(ctx, n.client, results); err != nil {
-		return results, err
-	}
-	return results, run.ReportProbeFailures(ctx, n.client, results)
-}
-
-func (n *podmanNode) where() string { return "under podman" }
-
-func (n *podmanNode) stop() error {
-	var errs []error
-	for _, r := range n.runs {
-		errs = append(errs, r.Remove())
-	}
-	return errors.Join(errs...)
-}
-
-// clusterNode is a real cluster: its kubelets run the pods and report
-// their status; logs come through the apiserver.
-type clusterNode struct {
-	client    client.Client
-	clientset kubernetes.Interface
-}
-
-type clusterPod struct {
-	node *clusterNode
-	key  client.ObjectKey
-}
-
-func (n *clusterNode) start(_ context.Context, pod *corev1.Pod) (Pod, error) {
-	return &clusterPod{node: n, key: client.ObjectKeyFromObject(pod)}, nil
-}
-
-func (n *clusterNode) results(ctx context.Context, p Pod) ([]podman.ContainerResult, error) {
+// Containers are the containers' states from the pod's status, with the
+// logs of those that started.
+func (p *Pod) Containers(ctx context.Context) ([]cluster.Container, error) {
 	var pod corev1.Pod
-	if err := n.client.Get(ctx, p.Key(), &pod); err != nil {
+	if err := p.w.Client.Get(ctx, p.key, &pod); err != nil {
 		return nil, err
 	}
-	results, _ := resultsOf(&pod)
+	results, _ := cluster.Containers(&pod)
+	for i, r := range results {
+		if r.Ran || r.Running {
+			results[i].Logs, _ = p.Logs(ctx, r.Name)
+		}
+	}
 	return results, nil
 }
 
-func (n *clusterNode) where() string { return "on the cluster" }
-
-func (n *clusterNode) stop() error { return nil }
-
-func (p *clusterPod) Key() client.ObjectKey { return p.key }
-
-func (p *clusterPod) Wait(ctx context.Context, timeout time.Duration) ([]podman.ContainerResult, error) {
-	var results []podman.ContainerResult
+// Wait waits until the pod has ended (every container ended, or an init
+// container failed: the kubelet starts it again, the walkthrough has seen
+// enough) and returns how each container did, narrating the pod's phase
+// as the kubelet reports it.
+func (p *Pod) Wait(ctx context.Context, timeout time.Duration) ([]cluster.Container, error) {
+	var results []cluster.Container
+	phase := ""
 	err := poll(ctx, timeout, "pod "+p.key.String()+" to end", func() (bool, error) {
 		var pod corev1.Pod
-		if err := p.node.client.Get(ctx, p.key, &pod); err != nil {
+		if err := p.w.Client.Get(ctx, p.key, &pod); err != nil {
 			return false, err
 		}
+		if now := string(pod.Status.Phase); now != phase {
+			phase = now
+			p.w.Say("pod %s: %s", p.key.Name, now)
+		}
 		var ended bool
-		results, ended = resultsOf(&pod)
+		results, ended = cluster.Containers(&pod)
 		return ended, nil
 	})
 	return results, err
 }
 
-func (p *clusterPod) WaitForLog(ctx context.Context, container, text string, timeout time.Duration) (string, error) {
+// WaitForLog waits until a container's log holds text and returns it.
+func (p *Pod) WaitForLog(ctx context.Context, container, text string, timeout time.Duration) (string, error) {
 	var logs string
 	err := poll(ctx, timeout, fmt.Sprintf("container %s of pod %s to log %q", container, p.key, text), func() (bool, error) {
-		data, err := p.node.clientset.CoreV1().Pods(p.key.Namespace).GetLogs(p.key.Name, &corev1.PodLogOptions{Container: container}).DoRaw(ctx)
-		logs = string(data)
+		var err error
+		logs, err = p.Logs(ctx, container)
 		return err == nil && strings.Contains(logs, text), nil
 	})
 	return logs, err
-}
-
-// resultsOf reads the containers' results from a pod's status, and whether
-// the pod has ended: every container ended, or an init container failed
-// (the kubelet restarts it, the walkthrough has seen enough).
-func resultsOf(pod *corev1.Pod) ([]podman.ContainerResult, bool) {
-	statuses := map[string]corev1.ContainerStatus{}
-	for _, s := range append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
-		statuses[s.Name] = s
-	}
-	var results []podman.ContainerResult
-	ended, initFailed := true, false
-	for i, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
-		s := statuses[c.Name]
-		res := podman.ContainerResult{Name: c.Name}
-		t := s.State.Terminated
-		if t == nil && s.State.Waiting != nil {
-			t = s.LastTerminationState.Terminated
-		}
-		switch {
-		case s.State.Running != nil:
-			res.Running = true
-			ended = false
-		case t != nil:
-			res.Ran, res.ExitCode, res.TerminationMessage = true, int(t.ExitCode), t.Message
-			initFailed = initFailed || (i < len(pod.Spec.InitContainers) && t.ExitCode != 0)
-		default:
-			if s.State.Waiting != nil {
-				res.Error = s.State.Waiting.Reason + " " + s.State.Waiting.Message
-			}
-			ended = false
-		}
-		results = append(results, res)
-	}
-	terminal := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
-	return results, terminal || initFailed || (ended && len(pod.Status.ContainerStatuses) > 0)
 }

@@ -1,9 +1,10 @@
-// Package walkthrough runs bosh-injector's whole flow on this machine, as a
-// user would on a cluster, narrating each step: a local control plane with
-// cert-manager, the Helm chart's objects, the operator from the built binary
-// serving the webhook with cert-manager's certificate, a deployment's manifest
-// Secret, the gathering Job's pod and the injected instance pods running with
-// real containers under podman (the kubelet's part, see test/podman).
+// Package walkthrough runs bosh-injector's whole flow as a user would on a
+// cluster, narrating each step: a local cluster of one real node
+// (test/cluster) with cert-manager, or the user's; the Helm chart installed
+// with helm, its operator and CoreDNS as pods, the webhook called through
+// its Service with cert-manager's certificate; a deployment's manifest
+// Secret, the gathering Job's pod and the injected instance pods, run by
+// the kubelet.
 //
 // `make demo` narrates it for a newcomer; the end-to-end test runs the same
 // steps and checks their results.
@@ -16,15 +17,12 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -45,9 +43,9 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/ruby"
 	"github.com/bosh-injector/bosh-injector/gather/runner"
 	"github.com/bosh-injector/bosh-injector/inject"
+	"github.com/bosh-injector/bosh-injector/test/cluster"
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
-	"github.com/bosh-injector/bosh-injector/test/podman"
-	"github.com/bosh-injector/bosh-injector/webhook"
+	"github.com/bosh-injector/bosh-injector/test/fixtures"
 )
 
 // OperatorImage is the image `make image` builds: render init containers
@@ -74,42 +72,33 @@ const (
 type Options struct {
 	// Out receives the narration.
 	Out io.Writer
-	// Binary is the bosh-injector binary the operator runs from.
-	Binary string
-	// Dir holds work files (logs, kubeconfigs, pod files); it must exist.
+	// Dir holds work files (helm's); it must exist.
 	Dir string
-	// Kubeconfig, when set, points the walkthrough at a real cluster with
-	// cert-manager: the chart's operator runs there, from
-	// <Registry>/bosh-injector:dev, and the cluster's kubelets run the pods.
+	// Kubeconfig, when set, points the walkthrough at the user's cluster
+	// with cert-manager: the chart's operator runs there, from
+	// <Registry>/bosh-injector:dev. Without it the walkthrough starts a
+	// local cluster.
 	Kubeconfig string
 	Registry   string
-	// Keep leaves the cluster's objects in place when the walkthrough stops.
+	// Keep leaves the local cluster running (until cluster.Down), or the
+	// user's cluster's objects in place, when the walkthrough stops.
 	Keep bool
-	// RegistriesConf is the local node's registries.conf, telling it how to
-	// pull from a registry started for the run (see test/registry).
-	RegistriesConf string
 }
 
 // Walkthrough is a running local installation of bosh-injector.
 type Walkthrough struct {
-	// CP is the local control plane; nil on a real cluster.
-	CP     *controlplane.ControlPlane
-	Client client.Client
-	// Kubeconfig is an admin kubeconfig for the control plane.
+	// Cluster is the local cluster (test/cluster); nil on the user's.
+	Cluster *cluster.Cluster
+	Client  client.Client
+	// Kubeconfig is an admin kubeconfig for the cluster.
 	Kubeconfig string
-	// OperatorLog is the operator's log file.
-	OperatorLog string
 
 	opts       Options
 	step       int
 	began      time.Time
-	node       node
-	operator   *exec.Cmd
-	exited     chan error
+	clientset  kubernetes.Interface
 	namespaces []string
 	installed  bool
-	network    *podman.Network
-	dns        *podDNS
 }
 
 // BuildBinary builds bin/bosh-injector from this repository into dir, for
@@ -128,71 +117,76 @@ func BuildBinary(dir string) (string, error) {
 	return binary, nil
 }
 
-// Start starts the control plane with cert-manager, installs the chart and
-// runs the operator from opts.Binary, serving the chart's webhook
-// configuration with the certificate cert-manager issued. Stop undoes it,
-// also after a failed start.
+// Start starts a local cluster with cert-manager (or connects to the
+// user's) and installs the chart, whose operator serves the webhook with
+// the certificate cert-manager issued. Stop undoes it, also after a failed
+// start.
 func Start(ctx context.Context, opts Options) (*Walkthrough, error) {
 	w := &Walkthrough{opts: opts}
 	if opts.Kubeconfig != "" {
+		w.Step("Your cluster, from %s", w.opts.Kubeconfig)
 		return w, w.startOnCluster(ctx)
 	}
-	if err := podman.Check(BaseImage); err != nil {
-		return w, err
-	}
-	if err := podman.Command(ctx, "image", "exists", OperatorImage).Run(); err != nil {
-		return w, fmt.Errorf("image %s missing: run `make image`", OperatorImage)
-	}
+	return w, w.startLocalCluster(ctx)
+}
 
-	w.Step("A local control plane: etcd, kube-apiserver, kube-controller-manager, cert-manager's controller and cainjector, all built from source by `make testbin`")
-	started := time.Now()
-	cp, err := controlplane.Start(controlplane.Options{ControllerManager: true, CertManager: true})
+// startLocalCluster starts a cluster of one real node on this machine
+// (test/cluster), pushes the operator image `make image` built to its
+// registry and installs the chart there as on any cluster.
+func (w *Walkthrough) startLocalCluster(ctx context.Context) error {
+	if err := fixtures.Podman(ctx, "image", "exists", OperatorImage).Run(); err != nil {
+		return fmt.Errorf("image %s missing: run `make image`", OperatorImage)
+	}
+	w.Step("A local Kubernetes cluster of one node, every part built from source by `make testbin`: etcd, kube-apiserver, " +
+		"kube-controller-manager, kube-scheduler; the node's kubelet, containerd v2 (Debian's runc and CNI plugins) and kube-proxy; " +
+		"CoreDNS as the cluster DNS; an image registry; cert-manager's controller and cainjector")
+	c, err := cluster.Start(ctx, cluster.Options{Keep: w.opts.Keep, Log: sayer{w}, CertManager: true})
 	if err != nil {
-		return w, err
+		return err
 	}
-	w.CP, w.Client = cp, cp.Client
-	if w.Kubeconfig, err = cp.KubeconfigFile("walkthrough"); err != nil {
-		return w, err
+	w.Cluster = c
+	w.opts.Kubeconfig, w.opts.Registry = c.Kubeconfig, c.Registry
+	w.Kubeconfig = c.Kubeconfig
+	nodes, err := w.Kubectl(ctx, "get", "nodes", "-o", "wide")
+	if err != nil {
+		return err
 	}
-	if w.network, err = podman.CreateNetwork(fmt.Sprintf("walkthrough%d", os.Getpid())); err != nil {
-		return w, err
+	w.Say("%s", nodes)
+	ref := c.Registry + "/bosh-injector:dev"
+	w.Say("pushing %s to the cluster's registry as %s", OperatorImage, ref)
+	if out, err := fixtures.Podman(ctx, "push", "-q", "--tls-verify=false", OperatorImage, ref).CombinedOutput(); err != nil {
+		return fmt.Errorf("podman push %s %s: %w: %s", OperatorImage, ref, err, out)
 	}
-	w.node = &podmanNode{client: cp.Client,
-		kubelet: w.Kubelet(filepath.Join(opts.Dir, "pods"), fmt.Sprintf("walkthrough%d-", os.Getpid()))}
-	w.Say("apiserver %s, up in %s", cp.Config.Host, time.Since(started).Round(100*time.Millisecond))
+	i := strings.LastIndex(c.CoreDNSImage, ":")
+	return w.startOnCluster(ctx, "--set", "dns.image.repository="+c.CoreDNSImage[:i], "--set", "dns.image.tag="+c.CoreDNSImage[i+1:])
+}
 
-	// The serving certificate also names localhost: the apiserver reaches
-	// the operator process on this machine, not through the chart's Service.
-	if err := w.installChart(ctx, append(ChartImage(), "--set", "certificate.extraDNSNames={localhost}")...); err != nil {
-		return w, err
-	}
-	w.Say("(no kubelet here runs the chart's Deployment: the operator runs from %s instead, with the same certificate)", opts.Binary)
-	if w.dns, err = w.startDNS(ctx, w.network); err != nil {
-		return w, err
-	}
-	serving, hook, err := w.waitForCertificate(ctx)
-	if err != nil {
-		return w, err
-	}
+// sayer narrates each line written to it.
+type sayer struct{ w *Walkthrough }
 
-	w.Step("The operator: `bosh-injector webhook` (admission webhook and gathering job runner), from the built binary")
-	port, err := w.startOperator(ctx, serving)
+func (s sayer) Write(p []byte) (int, error) {
+	s.w.Say("%s", p)
+	return len(p), nil
+}
+
+// Registry is where the cluster pulls images from: the local cluster's
+// registry, or the user's prefix.
+func (w *Walkthrough) Registry() string { return w.opts.Registry }
+
+// OperatorLogs are the last lines of the operator's logs.
+func (w *Walkthrough) OperatorLogs(ctx context.Context) string {
+	out, err := w.Kubectl(ctx, "logs", "--namespace", Namespace, "--selector", "app.kubernetes.io/instance="+Release,
+		"--all-containers", "--prefix", "--tail", "100")
 	if err != nil {
-		return w, err
+		return err.Error()
 	}
-	hook.Webhooks[0].ClientConfig.Service = nil
-	hook.Webhooks[0].ClientConfig.URL = ptr.To("https://localhost:" + strconv.Itoa(port) + webhook.Path)
-	if err := w.Client.Update(ctx, hook); err != nil {
-		return w, err
-	}
-	w.Say("serving on localhost:%d; the webhook configuration now calls it there (log: %s)", port, w.OperatorLog)
-	return w, nil
+	return out
 }
 
 // startOnCluster installs the chart on the cluster of opts.Kubeconfig,
-// whose kubelets then run the operator and every pod.
-func (w *Walkthrough) startOnCluster(ctx context.Context) error {
-	w.Step("Your cluster, from %s", w.opts.Kubeconfig)
+// whose kubelets then run the operator and every pod; values are more of
+// the chart's.
+func (w *Walkthrough) startOnCluster(ctx context.Context, values ...string) error {
 	w.Kubeconfig = w.opts.Kubeconfig
 	config, err := clientcmd.BuildConfigFromFlags("", w.Kubeconfig)
 	if err != nil {
@@ -201,24 +195,34 @@ func (w *Walkthrough) startOnCluster(ctx context.Context) error {
 	if w.Client, err = client.New(config, client.Options{}); err != nil {
 		return err
 	}
-	clientset, err := kubernetes.NewForConfig(config)
-	if err != nil {
+	if w.clientset, err = kubernetes.NewForConfig(config); err != nil {
 		return err
 	}
-	w.node = &clusterNode{client: w.Client, clientset: clientset}
 	crd := &metav1.PartialObjectMetadata{}
 	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
 	if err := w.Client.Get(ctx, client.ObjectKey{Name: "certificates.cert-manager.io"}, crd); err != nil {
 		return fmt.Errorf("cert-manager's Certificate CRD: %w (install cert-manager first: https://cert-manager.io/docs/installation/)", err)
 	}
 	w.Say("apiserver %s, cert-manager installed", config.Host)
-	if err := w.installChart(ctx, "--set", "image.repository="+w.opts.Registry+"/bosh-injector", "--set", "image.tag=dev", "--wait", "--timeout", "5m"); err != nil {
+	if err := w.installChart(ctx, append([]string{"--set", "image.repository=" + w.opts.Registry + "/bosh-injector", "--set", "image.tag=dev",
+		"--wait", "--timeout", "5m"}, values...)...); err != nil {
 		return err
 	}
 	if _, _, err := w.waitForCertificate(ctx); err != nil {
 		return err
 	}
+	pods, err := w.Kubectl(ctx, "get", "pods", "--namespace", Namespace, "-o", "wide")
+	if err != nil {
+		return err
+	}
+	w.Say("%s", pods)
 	w.Say("the operator runs in Deployment %s/%s (webhook on every replica, the job runner on the elected one)", Namespace, Release)
+	w.Step("`helm test`: the chart's test pod asks the webhook, through its Service, to admit a pod of a deployment never gathered")
+	out, err := w.Helm(ctx, "test", Release, "--namespace", Namespace, "--timeout", "2m")
+	if err != nil {
+		return err
+	}
+	w.Say("%s", strings.TrimSpace(out))
 	return nil
 }
 
@@ -269,57 +273,6 @@ func (w *Walkthrough) waitForCertificate(ctx context.Context) (*corev1.Secret, *
 	return &serving, &hook, nil
 }
 
-// startOperator runs `bosh-injector webhook` with the serving certificate
-// and waits until it is ready; it returns the webhook port.
-func (w *Walkthrough) startOperator(ctx context.Context, serving *corev1.Secret) (int, error) {
-	certDir := filepath.Join(w.opts.Dir, "serving-certs")
-	if err := os.MkdirAll(certDir, 0o700); err != nil {
-		return 0, err
-	}
-	for _, k := range []string{"tls.crt", "tls.key"} {
-		if err := os.WriteFile(filepath.Join(certDir, k), serving.Data[k], 0o600); err != nil {
-			return 0, err
-		}
-	}
-	ports, err := freePorts(2)
-	if err != nil {
-		return 0, err
-	}
-	w.OperatorLog = filepath.Join(w.opts.Dir, "operator.log")
-	logFile, err := os.Create(w.OperatorLog)
-	if err != nil {
-		return 0, err
-	}
-	defer logFile.Close()
-	cmd := exec.Command(w.opts.Binary, "webhook", "--kubeconfig="+w.Kubeconfig, "--namespace="+Namespace,
-		"--operator-image="+OperatorImage, "--cert-dir="+certDir, "--host=127.0.0.1",
-		"--port="+strconv.Itoa(ports[0]), "--health-port="+strconv.Itoa(ports[1]), "--metrics-port=0", "--dns-service="+DNSService)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// Dies with this process, as the control plane's children do.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return 0, err
-	}
-	w.operator, w.exited = cmd, make(chan error, 1)
-	go func() { w.exited <- cmd.Wait() }()
-	ready := "http://127.0.0.1:" + strconv.Itoa(ports[1]) + "/readyz"
-	err = poll(ctx, 30*time.Second, "the operator's /readyz", func() (bool, error) {
-		select {
-		case err := <-w.exited:
-			w.exited <- err
-			return false, fmt.Errorf("the operator exited: %v\n%s", err, tail(w.OperatorLog, 20))
-		default:
-		}
-		resp, err := http.Get(ready)
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
-	return ports[0], err
-}
-
 // Deploy applies a deployment's manifest Secret (made by apply) in namespace
 // ns, runs the gathering Job's pod the job runner creates and returns the
 // manifest Secret's status once gathering ended.
@@ -332,24 +285,28 @@ func (w *Walkthrough) Deploy(ctx context.Context, ns string, apply func(context.
 		}
 		w.namespaces = append(w.namespaces, ns)
 	}
+	gatherings := client.MatchingLabels{runner.LabelComponent: runner.ComponentGather}
+	earlier, err := w.podNames(ctx, ns, gatherings)
+	if err != nil {
+		return runner.Status{}, err
+	}
 	manifest, err := apply(ctx, w.Client, ns)
 	if err != nil {
 		return runner.Status{}, err
 	}
 	w.Say("Secret %s: %s", manifest.Name, strings.Join(slices.Sorted(maps.Keys(manifest.Data)), ", "))
 
-	w.Step("The job runner starts a gathering Job; its pod runs %s", w.node.where())
+	w.Step("The job runner starts a gathering Job; the kubelet runs its pod")
 	var pod corev1.Pod
 	if err := poll(ctx, time.Minute, "the gathering Job's pod", func() (bool, error) {
 		var pods corev1.PodList
-		err := w.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{runner.LabelComponent: runner.ComponentGather,
-			names.LabelDeployment: names.LabelValue(manifest.Labels[names.LabelDeployment])})
-		if err != nil {
+		if err := w.Client.List(ctx, &pods, client.InNamespace(ns), gatherings,
+			client.MatchingLabels{names.LabelDeployment: names.LabelValue(manifest.Labels[names.LabelDeployment])}); err != nil {
 			return false, err
 		}
-		// The one not run yet: an earlier gathering's pod has ended.
+		// The one this manifest started: a kubelet may have run it already.
 		for _, p := range pods.Items {
-			if p.Status.Phase == "" || p.Status.Phase == corev1.PodPending {
+			if !earlier[p.Name] {
 				pod = p
 				return true, nil
 			}
@@ -360,17 +317,14 @@ func (w *Walkthrough) Deploy(ctx context.Context, ns string, apply func(context.
 	}
 	w.Say("Job %s, pod %s:", pod.Labels[batchv1.JobNameLabel], pod.Name)
 	w.describeContainers(&pod)
-	run, err := w.node.start(ctx, &pod)
-	if err != nil {
-		return runner.Status{}, err
-	}
+	run := w.pod(&pod)
 	if _, err := run.Wait(ctx, 3*time.Minute); err != nil {
 		return runner.Status{}, err
 	}
 	if _, err := w.Report(ctx, run); err != nil {
 		return runner.Status{}, err
 	}
-	w.sayConfinement(run)
+	w.sayConfinement(ctx, run)
 
 	w.Step("The Job controller sees the pod's reported status; the job runner records the outcome on the manifest Secret")
 	var status runner.Status
@@ -401,14 +355,23 @@ func (w *Walkthrough) Deploy(ctx context.Context, ns string, apply func(context.
 	return status, nil
 }
 
-// sayConfinement narrates whether the gathering's templates rendered
-// without its API token, from the gather container's log (under podman).
-func (w *Walkthrough) sayConfinement(run Pod) {
-	r, ok := run.(*podman.Run)
-	if !ok {
-		return
+// podNames are the names of the pods in ns with labels.
+func (w *Walkthrough) podNames(ctx context.Context, ns string, labels client.MatchingLabels) (map[string]bool, error) {
+	var pods corev1.PodList
+	if err := w.Client.List(ctx, &pods, client.InNamespace(ns), labels); err != nil {
+		return nil, err
 	}
-	logs, _ := r.Logs("gather")
+	out := map[string]bool{}
+	for _, p := range pods.Items {
+		out[p.Name] = true
+	}
+	return out, nil
+}
+
+// sayConfinement narrates whether the gathering's templates rendered
+// without its API token, from the gather container's log.
+func (w *Walkthrough) sayConfinement(ctx context.Context, run *Pod) {
+	logs, _ := run.Logs(ctx, "gather")
 	for _, line := range strings.Split(logs, "\n") {
 		for _, said := range []string{ruby.Confined, ruby.Unconfined} {
 			if strings.Contains(line, said) {
@@ -435,7 +398,7 @@ type Instance struct {
 // StartInstance creates a StatefulSet of one instance in namespace ns,
 // labelled for bosh-injector, and runs the injected pod the apiserver
 // stored.
-func (w *Walkthrough) StartInstance(ctx context.Context, ns string, in Instance) (Pod, error) {
+func (w *Walkthrough) StartInstance(ctx context.Context, ns string, in Instance) (*Pod, error) {
 	name := fmt.Sprintf("%s-z%d", in.Group, in.AZIndex)
 	w.Step("A plain StatefulSet %s, its pod template labelled with deployment, instance group and AZ", name)
 	deployment := cmp.Or(in.Deployment, "shop")
@@ -470,14 +433,14 @@ func (w *Walkthrough) StartInstance(ctx context.Context, ns string, in Instance)
 	for _, v := range pod.Spec.Volumes {
 		w.Say("  volume %-22s %s", v.Name, volumeKind(v))
 	}
-	w.Step("Pod %s runs %s: copy, render, then the BPM processes", pod.Name, w.node.where())
-	return w.node.start(ctx, &pod)
+	w.Step("The kubelet runs pod %s: copy, render, then the BPM processes", pod.Name)
+	return w.pod(&pod), nil
 }
 
-// Report narrates how the pod's containers are doing now; under podman it
-// also writes that into the pod's status, as a kubelet would.
-func (w *Walkthrough) Report(ctx context.Context, p Pod) ([]podman.ContainerResult, error) {
-	results, err := w.node.results(ctx, p)
+// Report narrates how the pod's containers are doing now, as the kubelet
+// reports them, and returns that with each container's log.
+func (w *Walkthrough) Report(ctx context.Context, p *Pod) ([]cluster.Container, error) {
+	results, err := p.Containers(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -510,10 +473,7 @@ func eventTime(e corev1.Event) time.Time {
 // and removes their files.
 func (w *Walkthrough) Stop() error {
 	var errs []error
-	if w.node != nil {
-		errs = append(errs, w.node.stop())
-	}
-	if w.CP == nil && !w.opts.Keep {
+	if w.Cluster == nil && !w.opts.Keep {
 		// A real cluster: remove what the walkthrough created there.
 		for _, ns := range w.namespaces {
 			errs = append(errs, client.IgnoreNotFound(w.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
@@ -523,17 +483,9 @@ func (w *Walkthrough) Stop() error {
 			errs = append(errs, err)
 		}
 	}
-	if w.operator != nil {
-		terminate(w.operator.Process, w.exited, 15*time.Second)
-	}
-	if w.dns != nil {
-		errs = append(errs, w.dns.stop())
-	}
-	if w.network != nil {
-		errs = append(errs, w.network.Remove())
-	}
-	if w.CP != nil {
-		errs = append(errs, w.CP.Stop(), w.CP.Cleanup())
+	if w.Cluster != nil {
+		// A kept cluster stays up for `make demo-down`.
+		errs = append(errs, w.Cluster.Stop())
 	}
 	return errors.Join(errs...)
 }
@@ -565,15 +517,6 @@ func (w *Walkthrough) tool(ctx context.Context, name string, args []string, env 
 	return string(out), err
 }
 
-// Kubelet returns a kubelet stand-in of this machine's node: on the
-// walkthrough's pod network, pulling with its registries.conf, serving
-// service-account tokens of the control plane, keeping pod files under dir
-// and naming podman objects with prefix.
-func (w *Walkthrough) Kubelet(dir, prefix string) *podman.Kubelet {
-	return &podman.Kubelet{Client: w.Client, Dir: dir, Prefix: prefix, RegistriesConf: w.opts.RegistriesConf, Network: w.network,
-		API: &podman.APIServer{URL: w.CP.Config.Host, CA: w.CP.Config.CAData}}
-}
-
 // Step starts a numbered step of the narration.
 func (w *Walkthrough) Step(format string, args ...any) {
 	if w.began.IsZero() {
@@ -599,21 +542,28 @@ func (w *Walkthrough) describeContainers(pod *corev1.Pod) {
 	}
 }
 
-func (w *Walkthrough) sayResults(results []podman.ContainerResult) {
+func (w *Walkthrough) sayResults(results []cluster.Container) {
 	for _, r := range results {
 		switch {
 		case r.Running:
-			w.Say("  %-22s running", r.Name)
+			w.Say("  %-22s running%s", r.Name, yes(r.Ready, ", ready", ""))
 		case !r.Ran:
-			w.Say("  %-22s not started %s", r.Name, r.Error)
+			w.Say("  %-22s waiting %s", r.Name, r.Waiting)
 		default:
-			w.Say("  %-22s exited %d", r.Name, r.ExitCode)
+			w.Say("  %-22s exited %d%s", r.Name, r.ExitCode, yes(r.Restarting, fmt.Sprintf(" (restarted %d times)", r.Restarts), ""))
 			if r.ExitCode != 0 && r.TerminationMessage != "" {
 				w.Say("  %-22s termination message:", "")
 				w.Say("%s", indent(strings.TrimSpace(r.TerminationMessage), 6))
 			}
 		}
 	}
+}
+
+func yes(ok bool, y, n string) string {
+	if ok {
+		return y
+	}
+	return n
 }
 
 func indent(text string, n int) string {
@@ -662,25 +612,6 @@ func poll(ctx context.Context, timeout time.Duration, what string, done func() (
 		return fmt.Errorf("waiting for %s: not there after %s", what, timeout)
 	}
 	return err
-}
-
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
-func tail(path string, lines int) string {
-	data, _ := os.ReadFile(path)
-	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	return strings.Join(all[max(0, len(all)-lines):], "\n")
 }
 
 // Status is the job runner's status on manifest Secret name in ns.

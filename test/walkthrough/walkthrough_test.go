@@ -6,59 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
-	"github.com/bosh-injector/bosh-injector/test/podman"
 )
-
-// On a real cluster the kubelet's status is all there is: a pod has ended
-// when every container ended, or when an init container failed (the
-// kubelet restarts it, its last termination says why).
-func TestResultsOf(t *testing.T) {
-	spec := corev1.PodSpec{InitContainers: []corev1.Container{{Name: "copy"}, {Name: "render"}}, Containers: []corev1.Container{{Name: "web"}}}
-	terminated := func(code int32, msg string) corev1.ContainerState {
-		return corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Message: msg}}
-	}
-	waiting := func(reason string) corev1.ContainerState {
-		return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}}
-	}
-	for _, tc := range []struct {
-		name   string
-		status corev1.PodStatus
-		ended  bool
-		render podman.ContainerResult
-	}{
-		{"pending", corev1.PodStatus{Phase: corev1.PodPending}, false, podman.ContainerResult{Name: "render"}},
-		{"rendering", corev1.PodStatus{Phase: corev1.PodPending,
-			InitContainerStatuses: []corev1.ContainerStatus{{Name: "copy", State: terminated(0, "")}, {Name: "render", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}},
-			ContainerStatuses:     []corev1.ContainerStatus{{Name: "web", State: waiting("PodInitializing")}}},
-			false, podman.ContainerResult{Name: "render", Running: true}},
-		{"render failed, restarting", corev1.PodStatus{Phase: corev1.PodPending,
-			InitContainerStatuses: []corev1.ContainerStatus{{Name: "copy", State: terminated(0, "")},
-				{Name: "render", State: waiting("CrashLoopBackOff"), LastTerminationState: terminated(1, "Error filling in template")}},
-			ContainerStatuses: []corev1.ContainerStatus{{Name: "web", State: waiting("PodInitializing")}}},
-			true, podman.ContainerResult{Name: "render", Ran: true, ExitCode: 1, TerminationMessage: "Error filling in template"}},
-		{"running", corev1.PodStatus{Phase: corev1.PodRunning,
-			InitContainerStatuses: []corev1.ContainerStatus{{Name: "copy", State: terminated(0, "")}, {Name: "render", State: terminated(0, "")}},
-			ContainerStatuses:     []corev1.ContainerStatus{{Name: "web", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}},
-			false, podman.ContainerResult{Name: "render", Ran: true}},
-		{"succeeded", corev1.PodStatus{Phase: corev1.PodSucceeded,
-			InitContainerStatuses: []corev1.ContainerStatus{{Name: "copy", State: terminated(0, "")}, {Name: "render", State: terminated(0, "")}},
-			ContainerStatuses:     []corev1.ContainerStatus{{Name: "web", State: terminated(0, "")}}},
-			true, podman.ContainerResult{Name: "render", Ran: true}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			results, ended := resultsOf(&corev1.Pod{Spec: spec, Status: tc.status})
-			if ended != tc.ended {
-				t.Errorf("ended %v, want %v", ended, tc.ended)
-			}
-			if len(results) != 3 || results[1] != tc.render {
-				t.Errorf("render result %+v, want %+v", results, tc.render)
-			}
-		})
-	}
-}
 
 // Pointed at a cluster without cert-manager, the walkthrough stops before
 // installing anything and says what to do.

@@ -1,0 +1,212 @@
+package cluster
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bosh-injector/bosh-injector/test/controlplane"
+	"github.com/bosh-injector/bosh-injector/test/dnsserver"
+)
+
+var metav1GetOptions = metav1.GetOptions{}
+
+// buildImages builds the pod sandbox image (pause, from this repository)
+// and a CoreDNS image (the binary `make testbin` built) and pushes them to
+// the cluster's registry: no registry outside this machine is reachable.
+func (c *Cluster) buildImages(ctx context.Context, _ *proc) error {
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		return err
+	}
+	pause := filepath.Join(c.Dir, "images", "pause")
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", pause, "./test/cluster/pause")
+	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("building the pause image's program: %v: %s", err, out)
+	}
+	coredns, err := dnsserver.Binary()
+	if err != nil {
+		return err
+	}
+	c.PauseImage = c.Registry + "/bosh-injector/pause:3.10"
+	// `make coredns` keys its directory by the version: coredns-<version>.
+	c.CoreDNSImage = c.Registry + "/bosh-injector/coredns:" + strings.TrimPrefix(filepath.Base(filepath.Dir(coredns)), "coredns-")
+	if err := PushBinary(ctx, c.PauseImage, pause, "/pause"); err != nil {
+		return err
+	}
+	return PushBinary(ctx, c.CoreDNSImage, coredns, "/coredns")
+}
+
+// PushBinary pushes an image holding only the static binary at path, as
+// the image's entrypoint at dest, to ref (a plain-HTTP registry of a test
+// cluster).
+func PushBinary(ctx context.Context, ref, path, dest string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var layer bytes.Buffer
+	tw := tar.NewWriter(&layer)
+	if err := tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(dest, "/"), Mode: 0o755, Size: int64(len(data))}); err != nil {
+		return err
+	}
+	if _, err := tw.Write(data); err != nil {
+		return err
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(layer.Bytes())), nil })
+	if err != nil {
+		return err
+	}
+	img, err := mutate.AppendLayers(empty.Image, l)
+	if err != nil {
+		return err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return err
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", runtime.GOARCH
+	cf.Config = v1.Config{Entrypoint: []string{dest}, Env: []string{"PATH=/"}}
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		return err
+	}
+	r, err := name.ParseReference(ref, name.Insecure)
+	if err != nil {
+		return err
+	}
+	if err := remote.Write(r, img, remote.WithContext(ctx)); err != nil {
+		return fmt.Errorf("pushing %s: %w", ref, err)
+	}
+	return nil
+}
+
+const corefile = `.:53 {
+    errors
+    health :8080
+    ready :8181
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }
+    cache 30
+    loop
+    reload
+}
+`
+
+// startAddons creates what a cluster's installer adds: a default
+// StorageClass of the host-path provisioner and CoreDNS as kube-dns; and
+// waits for them and for the default namespace's ServiceAccount (pods
+// created before it exists are refused).
+func (c *Cluster) startAddons(ctx context.Context) error {
+	const ns = "kube-system"
+	labels := map[string]string{"k8s-app": "kube-dns"}
+	objects := []client.Object{
+		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "standard",
+			Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}},
+			Provisioner: "kubernetes.io/host-path", ReclaimPolicy: ptr.To(corev1.PersistentVolumeReclaimDelete)},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "coredns", Namespace: ns}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "system:coredns"}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"endpoints", "services", "pods", "namespaces"}, Verbs: []string{"list", "watch"}},
+			{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"list", "watch"}},
+		}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "system:coredns"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:coredns"},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "coredns", Namespace: ns}}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "coredns", Namespace: ns}, Data: map[string]string{"Corefile": corefile}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "kube-dns", Namespace: ns, Labels: labels},
+			Spec: corev1.ServiceSpec{ClusterIP: DNSServiceIP, Selector: labels, Ports: []corev1.ServicePort{
+				{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromInt32(53)},
+				{Name: "dns-tcp", Port: 53, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(53)},
+			}}},
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "coredns", Namespace: ns, Labels: labels},
+			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+					ServiceAccountName: "coredns", DNSPolicy: corev1.DNSDefault, PriorityClassName: "system-cluster-critical",
+					Containers: []corev1.Container{{Name: "coredns", Image: c.CoreDNSImage, Args: []string{"-conf", "/etc/coredns/Corefile"},
+						Ports: []corev1.ContainerPort{{Name: "dns", ContainerPort: 53, Protocol: corev1.ProtocolUDP}, {Name: "dns-tcp", ContainerPort: 53}},
+						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromInt32(8181)}},
+							PeriodSeconds: 1},
+						VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: "/etc/coredns", ReadOnly: true}}}},
+					Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+						LocalObjectReference: corev1.LocalObjectReference{Name: "coredns"}}}}},
+				}}}},
+	}
+	for _, o := range objects {
+		if err := c.Client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
+		}
+	}
+	if err := until(ctx, nil, "the default namespace's ServiceAccount", time.Minute, func() bool {
+		return c.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "default"}, &corev1.ServiceAccount{}) == nil
+	}); err != nil {
+		return err
+	}
+	return until(ctx, nil, "CoreDNS (kube-system/coredns) to be Ready", 2*time.Minute, func() bool {
+		var d appsv1.Deployment
+		return c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "coredns"}, &d) == nil && d.Status.ReadyReplicas == 1
+	})
+}
+
+// removeVolumes removes the host directories of the PersistentVolumes the
+// host-path provisioner made: they live under /tmp, outside the cluster's
+// directory.
+func (c *Cluster) removeVolumes() error {
+	var pvs corev1.PersistentVolumeList
+	if err := c.Client.List(context.Background(), &pvs); err != nil {
+		return fmt.Errorf("listing PersistentVolumes to remove their directories: %w", err)
+	}
+	var errs []error
+	for _, pv := range pvs.Items {
+		if hp := pv.Spec.HostPath; hp != nil && strings.HasPrefix(hp.Path, "/tmp/") {
+			errs = append(errs, os.RemoveAll(hp.Path))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// startCertManager installs cert-manager's CRDs (server-side: two exceed
+// the client-side apply annotation's limit) and runs its controller and
+// cainjector, built by `make testbin`, with the admin kubeconfig.
+func (c *Cluster) startCertManager(ctx context.Context) error {
+	crds := filepath.Join(c.BinDir, "cert-manager-crds")
+	if out, err := exec.CommandContext(ctx, filepath.Join(c.BinDir, "kubectl"), "--kubeconfig="+c.Kubeconfig,
+		"apply", "--server-side", "-f", crds).CombinedOutput(); err != nil {
+		return fmt.Errorf("installing cert-manager's CRDs from %s: %v: %s", crds, err, out)
+	}
+	if _, err := c.start("cert-manager-controller", "--kubeconfig="+c.Kubeconfig, "--v=2"); err != nil {
+		return err
+	}
+	_, err := c.start("cert-manager-cainjector", "--kubeconfig-path="+c.Kubeconfig, "--v=2")
+	return err
+}

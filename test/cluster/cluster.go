@@ -1,0 +1,555 @@
+// Package cluster runs a real single-node Kubernetes cluster on this
+// machine, for the end-to-end tests, the demo and the sandbox: etcd,
+// kube-apiserver, kube-controller-manager (every controller, the host-path
+// provisioner for PersistentVolumeClaims), kube-scheduler, containerd v2,
+// the kubelet and kube-proxy, all built from their Go modules by `make
+// testbin`, with Debian's runc and CNI plugins; an image registry; CoreDNS
+// as a pod behind the cluster DNS Service, as a cluster's kube-dns.
+//
+// Everything runs inside a network namespace of its own, reached from this
+// machine through a veth pair (Cluster.Kubeconfig works for kubectl and
+// helm here; Cluster.Registry takes pushes from here). Every process is in
+// a cgroup of the cluster's; Stop kills them all and removes every mount,
+// cgroup and the namespace, and puts back the sysctls the kubelet rewrote.
+// A cluster whose process died is torn down by the next Start, or by Down.
+package cluster
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bosh-injector/bosh-injector/test/controlplane"
+)
+
+// Options configure a cluster.
+type Options struct {
+	// Dir holds the cluster's files (certificates, data, logs); a new
+	// temporary directory when empty. It is removed at Stop.
+	Dir string
+	// Keep leaves the cluster running after this process ends, until Down
+	// (`make demo-down`).
+	Keep bool
+	// Log receives a line per component as it comes up; nil for none.
+	Log io.Writer
+	// CertManager installs cert-manager's CRDs and runs its controller
+	// (self-signed and CA issuers) and cainjector beside the control plane.
+	CertManager bool
+}
+
+// Cluster is a running cluster.
+type Cluster struct {
+	// Config is an admin (system:masters) REST config, Client and
+	// Clientset clients from it.
+	Config    *rest.Config
+	Client    client.Client
+	Clientset kubernetes.Interface
+	// Kubeconfig is the file of Config, for kubectl and helm.
+	Kubeconfig string
+	// Registry is host:port of the cluster's image registry: this machine
+	// pushes to it, the node pulls from it (plain HTTP).
+	Registry string
+	// NodeName is the one node's name.
+	NodeName string
+	// PauseImage and CoreDNSImage are images the cluster built and pushed
+	// to its registry: the pod sandbox, and CoreDNS with the plugins the
+	// chart's Corefile uses.
+	PauseImage, CoreDNSImage string
+	// Dir holds the cluster's files, LogDir one log per process.
+	Dir, LogDir string
+	// BinDir holds the binaries `make testbin` built.
+	BinDir string
+
+	opts     Options
+	rec      *record
+	lock     *os.File
+	pki      *pki
+	procs    []*proc
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// proc is a process the cluster started in its namespace.
+type proc struct {
+	name   string
+	cmd    *exec.Cmd
+	exited chan error
+}
+
+// Start starts a cluster and returns once its node is Ready, CoreDNS
+// answers and the default namespace's ServiceAccount exists. On error
+// everything already started is torn down again.
+func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
+	binDir, err := controlplane.TestbinDir()
+	if err != nil {
+		return nil, err
+	}
+	if err := preflight(binDir); err != nil {
+		return nil, err
+	}
+	rec, lock, err := claimSlot()
+	if err != nil {
+		return nil, err
+	}
+	dir := opts.Dir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "bosh-injector-cluster-"); err != nil {
+			lock.Close()
+			return nil, err
+		}
+	}
+	rec.Dir, rec.Keep = dir, opts.Keep
+	c = &Cluster{opts: opts, rec: rec, lock: lock, Dir: dir, LogDir: filepath.Join(dir, "logs"), BinDir: binDir,
+		NodeName: "bosh-injector-node", Registry: rec.innerIP() + ":5000"}
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("%w%s", err, c.logTails(30))
+			c.opts.Keep = false
+			_ = c.Stop()
+			c = nil
+		}
+	}()
+	if err := rec.save(); err != nil {
+		return c, err
+	}
+	if err := os.MkdirAll(c.LogDir, 0o755); err != nil {
+		return c, err
+	}
+	if err := rec.createNetwork(); err != nil {
+		return c, err
+	}
+	if err := rec.createCgroups(); err != nil {
+		return c, err
+	}
+	began := time.Now()
+	if err := c.startControlPlane(ctx); err != nil {
+		return c, err
+	}
+	c.say("control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) at %s in %s; files in %s", c.Config.Host, since(began), c.Dir)
+	if err := c.startNode(ctx); err != nil {
+		return c, err
+	}
+	c.say("node %s Ready (kubelet, containerd, kube-proxy) in %s", c.NodeName, since(began))
+	if err := c.startAddons(ctx); err != nil {
+		return c, err
+	}
+	c.say("cluster DNS (CoreDNS at %s) and the default StorageClass in %s", DNSServiceIP, since(began))
+	if opts.CertManager {
+		if err := c.startCertManager(ctx); err != nil {
+			return c, err
+		}
+		c.say("cert-manager's controller and cainjector in %s", since(began))
+	}
+	return c, nil
+}
+
+func since(t time.Time) time.Duration { return time.Since(t).Round(100 * time.Millisecond) }
+
+func (c *Cluster) say(format string, args ...any) {
+	if c.opts.Log != nil {
+		fmt.Fprintf(c.opts.Log, format+"\n", args...)
+	}
+}
+
+// preflight names what the node lacks and how to get it.
+func preflight(binDir string) error {
+	if os.Geteuid() != 0 {
+		return errors.New("the test cluster's node runs as root (network namespace, cgroups, mounts): run as root")
+	}
+	var missing []string
+	for _, tool := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy",
+		"containerd", "containerd-shim-runc-v2", "kubectl", "registry"} {
+		if _, err := os.Stat(filepath.Join(binDir, tool)); err != nil {
+			missing = append(missing, tool)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("the test cluster needs %s in %s: run `make testbin` (it builds them from their Go modules)", strings.Join(missing, ", "), binDir)
+	}
+	packages := map[string]string{
+		"/usr/sbin/runc": "runc", "/usr/lib/cni/bridge": "containernetworking-plugins", "/usr/lib/cni/host-local": "containernetworking-plugins",
+		"/usr/lib/cni/loopback": "containernetworking-plugins", "/usr/lib/cni/portmap": "containernetworking-plugins",
+		"/usr/sbin/iptables": "iptables", "/usr/sbin/conntrack": "conntrack", "/usr/sbin/nft": "nftables",
+		"/usr/sbin/ip": "iproute2", "/usr/bin/nsenter": "util-linux", "/usr/bin/setpriv": "util-linux",
+	}
+	for path, pkg := range packages {
+		if _, err := os.Stat(path); err != nil {
+			missing = append(missing, fmt.Sprintf("%s (Debian package %s)", path, pkg))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("the test cluster's node needs %s: run `make deps`", strings.Join(missing, ", "))
+	}
+	if _, err := cgroupHierarchies(); err != nil {
+		return fmt.Errorf("the kubelet needs cgroups: %w", err)
+	}
+	return nil
+}
+
+// start runs a binary of BinDir inside the namespace, with its output in
+// LogDir and its process in the cluster's cgroup. Unless the cluster is
+// kept it dies with this process.
+func (c *Cluster) start(name string, args ...string) (*proc, error) {
+	return c.startWith(name, nil, filepath.Join(c.BinDir, name), args...)
+}
+
+func (c *Cluster) startWith(name string, env []string, bin string, args ...string) (*proc, error) {
+	log, err := os.Create(filepath.Join(c.LogDir, name+".log"))
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	wrapper := []string{"--net=" + c.rec.netnsPath(), "--"}
+	if !c.opts.Keep {
+		wrapper = append(wrapper, "setpriv", "--pdeathsig", "KILL", "--")
+	}
+	cmd := exec.Command("nsenter", append(append(wrapper, bin), args...)...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, exited: make(chan error, 1)}
+	c.procs = append(c.procs, p)
+	go func() { p.exited <- cmd.Wait() }()
+	if err := c.rec.joinCgroup(cmd.Process.Pid); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+// until polls ready every 100 ms until it is true, p exits or timeout
+// passes.
+func until(ctx context.Context, p *proc, what string, timeout time.Duration, ready func() bool) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		if p != nil {
+			select {
+			case err := <-p.exited:
+				p.exited <- err
+				return fmt.Errorf("%s exited while waiting for %s: %v", p.name, what, err)
+			default:
+			}
+		}
+		if ready() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: not there after %s", what, timeout)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Cluster) startControlPlane(ctx context.Context) error {
+	var err error
+	if c.pki, err = newPKI(filepath.Join(c.Dir, "pki")); err != nil {
+		return err
+	}
+	p := c.pki
+	apiCert, apiKey, err := p.issue("kube-apiserver", "kube-apiserver", nil,
+		nodeIP, c.rec.innerIP(), APIServiceIP, "127.0.0.1", "localhost",
+		"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local")
+	if err != nil {
+		return err
+	}
+	kubeletClientCert, kubeletClientKey, err := p.issue("apiserver-kubelet-client", "kube-apiserver-kubelet-client", []string{"system:masters"})
+	if err != nil {
+		return err
+	}
+	saPub, saKey, err := p.serviceAccountKey()
+	if err != nil {
+		return err
+	}
+	inside := "https://" + nodeIP + ":6443"
+	kubeconfigs := map[string]string{}
+	for _, u := range []struct{ name, cn, org, server string }{
+		{"admin", "bosh-injector-admin", "system:masters", "https://" + c.rec.innerIP() + ":6443"},
+		{"kube-controller-manager", "system:kube-controller-manager", "", inside},
+		{"kube-scheduler", "system:kube-scheduler", "", inside},
+		{"kube-proxy", "system:kube-proxy", "", inside},
+		{"kubelet", "system:node:" + c.NodeName, "system:nodes", inside},
+	} {
+		var orgs []string
+		if u.org != "" {
+			orgs = []string{u.org}
+		}
+		cert, key, err := p.issue(u.name+"-client", u.cn, orgs)
+		if err != nil {
+			return err
+		}
+		kubeconfigs[u.name] = filepath.Join(c.Dir, u.name+".kubeconfig")
+		if err := kubeconfig(kubeconfigs[u.name], u.server, p.CA(), cert, key); err != nil {
+			return err
+		}
+	}
+	c.Kubeconfig = kubeconfigs["admin"]
+	c.rec.Kubeconfig = c.Kubeconfig
+	if err := c.rec.save(); err != nil {
+		return err
+	}
+
+	etcd, err := c.start("etcd", "--data-dir="+filepath.Join(c.Dir, "etcd"), "--name=bosh-injector",
+		"--listen-client-urls=http://127.0.0.1:2379", "--advertise-client-urls=http://127.0.0.1:2379",
+		"--listen-peer-urls=http://127.0.0.1:2380", "--initial-advertise-peer-urls=http://127.0.0.1:2380",
+		"--initial-cluster=bosh-injector=http://127.0.0.1:2380", "--unsafe-no-fsync", "--log-level=warn")
+	if err != nil {
+		return err
+	}
+	api, err := c.start("kube-apiserver",
+		"--etcd-servers=http://127.0.0.1:2379", "--bind-address=0.0.0.0", "--secure-port=6443",
+		"--advertise-address="+nodeIP, "--service-cluster-ip-range="+serviceNet,
+		"--tls-cert-file="+apiCert, "--tls-private-key-file="+apiKey, "--client-ca-file="+p.CA(),
+		"--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
+		"--service-account-key-file="+saPub, "--service-account-signing-key-file="+saKey,
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--kubelet-client-certificate="+kubeletClientCert, "--kubelet-client-key="+kubeletClientKey,
+		"--kubelet-certificate-authority="+p.CA(), "--kubelet-preferred-address-types=InternalIP",
+		"--allow-privileged=true", "--profiling=false", "--v=1")
+	if err != nil {
+		return err
+	}
+	_ = etcd
+	if c.Config, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err != nil {
+		return err
+	}
+	c.Config.QPS, c.Config.Burst = 200, 400
+	if c.Clientset, err = kubernetes.NewForConfig(c.Config); err != nil {
+		return err
+	}
+	if err := until(ctx, api, "kube-apiserver's /readyz", time.Minute, func() bool {
+		return c.Clientset.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error() == nil
+	}); err != nil {
+		return err
+	}
+	if c.Client, err = client.New(c.Config, client.Options{}); err != nil {
+		return err
+	}
+	if _, err := c.start("kube-controller-manager",
+		"--kubeconfig="+kubeconfigs["kube-controller-manager"],
+		"--authentication-kubeconfig="+kubeconfigs["kube-controller-manager"],
+		"--authorization-kubeconfig="+kubeconfigs["kube-controller-manager"],
+		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=10257",
+		"--cert-dir="+filepath.Join(c.Dir, "kube-controller-manager"),
+		"--controllers=*", "--use-service-account-credentials=true",
+		"--service-account-private-key-file="+saKey, "--root-ca-file="+p.CA(),
+		"--cluster-signing-cert-file="+p.CA(), "--cluster-signing-key-file="+filepath.Join(p.dir, "ca.key"),
+		// PersistentVolumeClaims get host-path volumes (under /tmp).
+		"--enable-hostpath-provisioner",
+		"--kube-api-qps=500", "--kube-api-burst=1000", "--concurrent-statefulset-syncs=10"); err != nil {
+		return err
+	}
+	_, err = c.start("kube-scheduler",
+		"--kubeconfig="+kubeconfigs["kube-scheduler"],
+		"--authentication-kubeconfig="+kubeconfigs["kube-scheduler"],
+		"--authorization-kubeconfig="+kubeconfigs["kube-scheduler"],
+		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=10259")
+	return err
+}
+
+func (c *Cluster) startNode(ctx context.Context) error {
+	registry, err := c.startRegistry(ctx)
+	if err != nil {
+		return err
+	}
+	if err := c.buildImages(ctx, registry); err != nil {
+		return err
+	}
+	if err := c.writeCNIConfig(); err != nil {
+		return err
+	}
+	config, err := c.writeContainerdConfig()
+	if err != nil {
+		return err
+	}
+	containerd, err := c.startWith("containerd", []string{"PATH=" + c.BinDir + ":" + os.Getenv("PATH")},
+		filepath.Join(c.BinDir, "containerd"), "--config="+config)
+	if err != nil {
+		return err
+	}
+	if err := until(ctx, containerd, "containerd's socket", 30*time.Second, func() bool {
+		_, err := os.Stat(c.containerdSocket())
+		return err == nil
+	}); err != nil {
+		return err
+	}
+
+	cert, key, err := c.pki.issue("kubelet-serving", "system:node:"+c.NodeName, []string{"system:nodes"}, nodeIP, c.NodeName)
+	if err != nil {
+		return err
+	}
+	kubeletConfig, err := c.writeKubeletConfig(cert, key)
+	if err != nil {
+		return err
+	}
+	// The kubelet rewrites machine-wide sysctls as it starts: saved
+	// before, put back once the node is Ready, with no other cluster's
+	// kubelet starting in between.
+	unlock, err := lockSysctls()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if c.rec.Sysctls, err = saveSysctls(); err != nil {
+		return err
+	}
+	if err := c.rec.save(); err != nil {
+		return err
+	}
+	kubelet, err := c.start("kubelet", "--config="+kubeletConfig, "--kubeconfig="+filepath.Join(c.Dir, "kubelet.kubeconfig"),
+		"--root-dir="+filepath.Join(c.Dir, "kubelet", "root"), "--cert-dir="+filepath.Join(c.Dir, "kubelet", "pki"),
+		"--hostname-override="+c.NodeName, "--node-ip="+nodeIP, "--v=1")
+	if err != nil {
+		return err
+	}
+	err = until(ctx, kubelet, "node "+c.NodeName+" to be Ready", time.Minute, func() bool {
+		node, err := c.Clientset.CoreV1().Nodes().Get(ctx, c.NodeName, metav1GetOptions)
+		if err != nil {
+			return false
+		}
+		for _, cond := range node.Status.Conditions {
+			if cond.Type == corev1.NodeReady {
+				return cond.Status == corev1.ConditionTrue
+			}
+		}
+		return false
+	})
+	if werr := writeSysctls(c.rec.Sysctls); werr != nil {
+		return errors.Join(err, werr)
+	}
+	if err != nil {
+		return err
+	}
+	proxyConfig, err := c.writeKubeProxyConfig(filepath.Join(c.Dir, "kube-proxy.kubeconfig"))
+	if err != nil {
+		return err
+	}
+	// kube-proxy exits when its Node is not registered yet: started now.
+	_, err = c.start("kube-proxy", "--config="+proxyConfig, "--v=1")
+	return err
+}
+
+func (c *Cluster) startRegistry(ctx context.Context) (*proc, error) {
+	config := fmt.Sprintf(`version: 0.1
+log: {level: error, accesslog: {disabled: true}}
+storage: {filesystem: {rootdirectory: %s}, delete: {enabled: true}}
+http: {addr: "0.0.0.0:5000"}
+`, filepath.Join(c.Dir, "registry"))
+	path := filepath.Join(c.Dir, "registry.yml")
+	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
+		return nil, err
+	}
+	p, err := c.start("registry", "serve", path)
+	if err != nil {
+		return nil, err
+	}
+	return p, until(ctx, p, "the registry at "+c.Registry, 20*time.Second, func() bool {
+		resp, err := http.Get("http://" + c.Registry + "/v2/")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	})
+}
+
+// CA is the PEM of the cluster's CA, which signed the apiserver's serving
+// certificate.
+func (c *Cluster) CA() ([]byte, error) { return os.ReadFile(c.pki.CA()) }
+
+// HTTPClient trusts the cluster's CA.
+func (c *Cluster) HTTPClient() (*http.Client, error) {
+	ca, err := c.CA()
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}, nil
+}
+
+// Exec runs a command inside the cluster's network namespace (crictl-like
+// checks, curl to a Service address) and returns its combined output.
+func (c *Cluster) Exec(ctx context.Context, name string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, "nsenter", append([]string{"--net=" + c.rec.netnsPath(), "--", name}, args...)...)
+	return cmd.CombinedOutput()
+}
+
+// Ctr runs containerd's ctr against the node's containerd, in the
+// Kubernetes namespace.
+func (c *Cluster) Ctr(ctx context.Context, args ...string) ([]byte, error) {
+	return exec.CommandContext(ctx, filepath.Join(c.BinDir, "ctr"),
+		append([]string{"--address", c.containerdSocket(), "--namespace", "k8s.io"}, args...)...).CombinedOutput()
+}
+
+// Stop tears the cluster down: PersistentVolumes' host directories, every
+// process, mount and cgroup, the namespace, the files; and puts the
+// sysctls back. A kept cluster (Options.Keep) is left running instead,
+// for Down. Safe to call more than once.
+func (c *Cluster) Stop() error {
+	c.stopOnce.Do(func() {
+		if c.opts.Keep {
+			c.lock.Close()
+			return
+		}
+		var errs []error
+		if c.Clientset != nil {
+			errs = append(errs, c.removeVolumes())
+		}
+		// The apiserver before etcd (the other order hangs), then the
+		// rest: the cgroup holds them all.
+		for _, name := range []string{"kube-apiserver", "etcd"} {
+			for _, p := range c.procs {
+				if p.name == name {
+					_ = p.cmd.Process.Signal(syscall.SIGTERM)
+					select {
+					case err := <-p.exited:
+						p.exited <- err
+					case <-time.After(5 * time.Second):
+					}
+				}
+			}
+		}
+		errs = append(errs, c.rec.teardown())
+		c.lock.Close()
+		c.stopErr = errors.Join(errs...)
+	})
+	return c.stopErr
+}
+
+// Logs writes the last lines of each process's log to w.
+func (c *Cluster) Logs(w io.Writer, lines int) { fmt.Fprint(w, c.logTails(lines)) }
+
+func (c *Cluster) logTails(lines int) string {
+	var b strings.Builder
+	entries, _ := os.ReadDir(c.LogDir)
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(c.LogDir, e.Name()))
+		if err != nil || len(data) == 0 {
+			continue
+		}
+		all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		all = all[max(0, len(all)-lines):]
+		fmt.Fprintf(&b, "\n--- last %d lines of %s ---\n%s\n", len(all), e.Name(), strings.Join(all, "\n"))
+	}
+	return b.String()
+}

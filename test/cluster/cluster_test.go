@@ -1,0 +1,152 @@
+package cluster_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bosh-injector/bosh-injector/test/cluster"
+)
+
+// TestCluster starts the node and checks what pods rely on from a kubelet:
+// images from the cluster's registry, Secret volumes and downward-API env,
+// cluster DNS through the kube-dns Service (kube-proxy's rules), a
+// provisioned PersistentVolumeClaim, logs and exec through the apiserver;
+// then that teardown leaves nothing behind.
+func TestCluster(t *testing.T) {
+	ctx := context.Background()
+	before, err := sysctls()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	c, err := cluster.Start(ctx, cluster.Options{Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(log.String())
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			if t.Failed() {
+				c.Logs(os.Stderr, 30)
+			}
+			_ = c.Stop()
+		}
+	})
+	// Put back as soon as the node was Ready, not only at teardown.
+	if now, _ := sysctls(); now != before {
+		t.Errorf("sysctls while the node runs:\n%s\nbefore:\n%s", now, before)
+	}
+
+	node, err := c.Clientset.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, rt := node.Status.NodeInfo.KubeletVersion, node.Status.NodeInfo.ContainerRuntimeVersion; v != "v1.37.2" || !strings.HasPrefix(rt, "containerd://2.") {
+		t.Errorf("node runs kubelet %s on %s", v, rt)
+	}
+
+	image := c.Registry + "/debian:bookworm-slim"
+	if out, err := exec.Command("podman", "push", "-q", "--tls-verify=false", "docker.io/library/debian:bookworm-slim", image).CombinedOutput(); err != nil {
+		t.Fatalf("pushing the base image (make base-image): %v: %s", err, out)
+	}
+	const ns = "default"
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: ns}, StringData: map[string]string{"k": "from-a-secret"}}
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "disk", Namespace: ns}, Spec: corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "checks", Namespace: ns}, Spec: corev1.PodSpec{
+		TerminationGracePeriodSeconds: ptr.To[int64](1),
+		Containers: []corev1.Container{{Name: "main", Image: image, Command: []string{"bash", "-c", `
+			echo "secret: $(cat /secret/k)"; echo "env: $POD_IP $NODE $NS $FROM_SECRET"
+			getent hosts kubernetes.default.svc.cluster.local kube-dns.kube-system.svc.cluster.local
+			echo written > /disk/file && echo "disk: $(cat /disk/file)"
+			exec sleep infinity`},
+			Env: []corev1.EnvVar{
+				{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+				{Name: "NODE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
+				{Name: "NS", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+				{Name: "FROM_SECRET", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+					LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k"}}},
+			},
+			VolumeMounts: []corev1.VolumeMount{{Name: "secret", MountPath: "/secret"}, {Name: "disk", MountPath: "/disk"}}}},
+		Volumes: []corev1.Volume{
+			{Name: "secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "s"}}},
+			{Name: "disk", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "disk"}}},
+		}}}
+	for _, o := range []client.Object{secret, claim, pod} {
+		if err := c.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	created := time.Now()
+	var logs string
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		data, err := c.Clientset.CoreV1().Pods(ns).GetLogs("checks", &corev1.PodLogOptions{}).DoRaw(ctx)
+		logs = string(data)
+		return err == nil && strings.Contains(logs, "disk:"), nil
+	}); err != nil {
+		var p corev1.Pod
+		_ = c.Client.Get(ctx, client.ObjectKeyFromObject(pod), &p)
+		t.Fatalf("the pod's log: %s\nstatus: %+v", logs, p.Status)
+	}
+	t.Logf("pod created to its checks done in %s:\n%s", time.Since(created).Round(time.Millisecond), logs)
+	for _, want := range []string{"secret: from-a-secret", "env: 10.244.", " " + c.NodeName + " default from-a-secret",
+		cluster.APIServiceIP + " ", cluster.DNSServiceIP + " ", "disk: written"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the pod's log lacks %q", want)
+		}
+	}
+	kubectl := exec.Command(filepath.Join(c.BinDir, "kubectl"), "exec", "checks", "--", "cat", "/secret/k")
+	kubectl.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
+	if out, err := kubectl.CombinedOutput(); err != nil || string(out) != "from-a-secret" {
+		t.Errorf("kubectl exec: %v: %s", err, out)
+	}
+	var pv corev1.PersistentVolumeClaim
+	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(claim), &pv); err != nil || pv.Status.Phase != corev1.ClaimBound {
+		t.Errorf("claim: %v %s", err, pv.Status.Phase)
+	}
+
+	dir := c.Dir
+	stopped = true
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("%s remains: %v", dir, err)
+	}
+	mounts, _ := os.ReadFile("/proc/self/mountinfo")
+	if strings.Contains(string(mounts), dir) {
+		t.Errorf("mounts under %s remain", dir)
+	}
+	if out, _ := exec.Command("ip", "netns", "list").Output(); strings.Contains(string(out), "bosh-injector-") {
+		// Another package's cluster may run at the same time: only this
+		// one's directory must be gone from every process.
+		t.Logf("network namespaces now: %s", out)
+	}
+	if now, _ := sysctls(); now != before {
+		t.Errorf("sysctls after teardown:\n%s\nbefore:\n%s", now, before)
+	}
+	out, _ := exec.Command("pgrep", "-af", dir).Output()
+	if len(out) > 0 {
+		t.Errorf("processes of the cluster remain:\n%s", out)
+	}
+}
+
+func sysctls() (string, error) {
+	out, err := exec.Command("sysctl", "vm.overcommit_memory", "vm.panic_on_oom", "kernel.panic", "kernel.panic_on_oops",
+		"kernel.keys.root_maxkeys", "kernel.keys.root_maxbytes").Output()
+	return string(out), err
+}

@@ -1,0 +1,211 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/runner"
+	"github.com/bosh-injector/bosh-injector/test/fixtures"
+	"github.com/bosh-injector/bosh-injector/test/walkthrough"
+)
+
+// startSamples is how many pods of each kind BenchmarkPodStart starts; it
+// prints the median.
+const startSamples = 3
+
+// BenchmarkPodStart prints what injection costs at pod start on the node:
+// the time from the StatefulSet's creation to its pod being Ready, for a
+// plain pod of the release image and for injected instances of a 1-job and
+// a 10-job instance group (each job one BPM process and a pre-start
+// script), with the moment each init container (copy, render, pre-start)
+// ended, as the kubelet reported them.
+func BenchmarkPodStart(b *testing.B) {
+	ctx := context.Background()
+	w, err := walkthrough.Start(ctx, walkthrough.Options{Out: io.Discard, Dir: b.TempDir()})
+	b.Cleanup(func() {
+		if err := w.Stop(); err != nil {
+			b.Error(err)
+		}
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	releaseURL := w.Registry() + "/bosh-injector-bench"
+	dir := b.TempDir()
+	tarball, err := fixtures.SourceTarballFrom(dir, "starter", starterRelease(b, dir, 10))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := fixtures.BuildTarballImages(ctx, walkthrough.BaseImage, releaseURL, tarball); err != nil {
+		b.Fatal(err)
+	}
+	const ns = "starter"
+	status, err := w.Deploy(ctx, ns, func(ctx context.Context, c client.Client, ns string) (*corev1.Secret, error) {
+		return fixtures.Apply(ctx, c, ns, "starter", "starter-manifest", []byte(starterManifest(releaseURL, 10)))
+	})
+	if err != nil || status.State != runner.ReasonGathered {
+		b.Fatalf("gathering: %v %+v", err, status)
+	}
+	image := fixtures.Image(releaseURL, "starter")
+	kinds := []struct {
+		name, group string
+	}{{"plain pod of the release image", ""}, {"1-job group, injected", "one"}, {"10-job group, injected", "ten"}}
+	for range b.N {
+		samples := make([][]podStart, len(kinds))
+		// Interleaved, so that a slower moment of the machine weighs on
+		// every kind alike.
+		for i := range startSamples {
+			for k, kind := range kinds {
+				s, err := startPod(ctx, w.Client, ns, fmt.Sprintf("s%d-%d", k, i), kind.group, image)
+				if err != nil {
+					b.Fatal(err)
+				}
+				samples[k] = append(samples[k], s)
+			}
+		}
+		b.Logf("pod start on the node, StatefulSet created → pod Ready, the median of %d (init containers: when each ended)", startSamples)
+		plain := median(samples[0]).ready
+		for k, kind := range kinds {
+			m := median(samples[k])
+			b.Logf("  %-32s %6.2fs  %5.1f× plain  %s", kind.name, m.ready.Seconds(), m.ready.Seconds()/plain.Seconds(), m.inits)
+			b.ReportMetric(m.ready.Seconds(), strings.ReplaceAll(strings.Fields(kind.name)[0], "-", "")+"-ready-s")
+		}
+	}
+}
+
+// podStart is one pod's start: when it was Ready, and when each init
+// container ended, after the StatefulSet's creation.
+type podStart struct {
+	ready time.Duration
+	inits string
+}
+
+func median(s []podStart) podStart {
+	s = slices.Clone(s)
+	slices.SortFunc(s, func(a, b podStart) int { return int(a.ready - b.ready) })
+	return s[len(s)/2]
+}
+
+// startPod creates a StatefulSet of one pod, of instance group group of
+// deployment starter (no group: a plain pod sleeping in image), polls its
+// pod until Ready and deletes it again.
+func startPod(ctx context.Context, c client.Client, ns, name, group, image string) (podStart, error) {
+	labels := map[string]string{"bench": name}
+	container := corev1.Container{Name: "main", Image: image, Command: []string{"sleep", "infinity"}}
+	if group != "" {
+		labels = map[string]string{names.LabelDeployment: "starter", names.LabelInstanceGroup: group, names.LabelAZIndex: "1"}
+		container = corev1.Container{Name: "job1-job1", Image: image}
+	}
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{TerminationGracePeriodSeconds: ptr.To[int64](1), Containers: []corev1.Container{container}}}}}
+	began := time.Now()
+	if err := c.Create(ctx, sts); err != nil {
+		return podStart{}, err
+	}
+	defer func() {
+		_ = c.Delete(ctx, sts, client.PropagationPolicy(metav1.DeletePropagationForeground))
+		_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-0"}, &corev1.Pod{})), nil
+		})
+	}()
+	var s podStart
+	ended := map[string]bool{}
+	var inits []string
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var pod corev1.Pod
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-0"}, &pod); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		for _, st := range pod.Status.InitContainerStatuses {
+			if t := st.State.Terminated; t != nil && !ended[st.Name] {
+				if t.ExitCode != 0 {
+					return false, fmt.Errorf("init container %s of %s exited %d: %s", st.Name, pod.Name, t.ExitCode, t.Message)
+				}
+				ended[st.Name] = true
+				inits = append(inits, fmt.Sprintf("%s %.2fs", st.Name, time.Since(began).Seconds()))
+			}
+		}
+		for _, cond := range pod.Status.Conditions {
+			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+				s.ready = time.Since(began)
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	s.inits = strings.Join(inits, ", ")
+	return s, err
+}
+
+// starterRelease writes release starter with jobs job1…jobN into dir and
+// returns its directory: each job one BPM process sleeping, and a
+// pre-start script.
+func starterRelease(b *testing.B, dir string, jobs int) string {
+	rel := filepath.Join(dir, "starter-release")
+	for i := 1; i <= jobs; i++ {
+		job := "job" + strconv.Itoa(i)
+		files := map[string]string{
+			"spec": fmt.Sprintf("---\nname: %s\ntemplates:\n  bpm.yml.erb: config/bpm.yml\n  pre-start.erb: bin/pre-start\npackages: []\nproperties: {}\n", job),
+			"monit": "",
+			"templates/bpm.yml.erb": fmt.Sprintf("processes:\n- name: %s\n  executable: /bin/sleep\n  args: [infinity]\n", job),
+			"templates/pre-start.erb": "#!/bin/sh\necho pre-start of <%= name %>\n",
+		}
+		for path, body := range files {
+			p := filepath.Join(rel, "jobs", job, path)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				b.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	return rel
+}
+
+// starterManifest is deployment starter: group one with job1, group ten
+// with job1…jobN.
+func starterManifest(releaseURL string, jobs int) string {
+	var ten strings.Builder
+	for i := 1; i <= jobs; i++ {
+		fmt.Fprintf(&ten, "  - {name: job%d, release: starter}\n", i)
+	}
+	return fmt.Sprintf(`name: starter
+releases:
+- {name: starter, version: %q, url: %s}
+stemcells:
+- {alias: default, os: %s, version: %q}
+update: {canaries: 1, max_in_flight: 1, canary_watch_time: 1000-30000, update_watch_time: 1000-30000}
+instance_groups:
+- name: one
+  azs: [z1]
+  instances: 1
+  networks: [{name: default}]
+  jobs:
+  - {name: job1, release: starter}
+- name: ten
+  azs: [z1]
+  instances: 1
+  networks: [{name: default}]
+  jobs:
+%s`, fixtures.Version, releaseURL, fixtures.StemcellOS, fixtures.StemcellVersion, ten.String())
+}
