@@ -103,12 +103,13 @@ func run(ctx context.Context, opts walkthrough.Options) (err error) {
 
 	w, err := walkthrough.Start(ctx, opts)
 	defer func() {
-		if opts.Keep && w.Cluster != nil && err == nil {
+		if opts.Keep && w.Cluster != nil {
 			w.Step("The cluster stays up: `make demo-down` stops it")
 			fmt.Fprintf(out, "\nKUBECONFIG=%s\n", w.Kubeconfig)
-			return
+		} else {
+			w.Step("Removing what the walkthrough started")
 		}
-		w.Step("Removing what the walkthrough started")
+		// A kept cluster is only let go of.
 		if serr := w.Stop(); serr != nil && err == nil {
 			err = serr
 		}
