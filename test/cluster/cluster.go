@@ -495,10 +495,17 @@ func (c *Cluster) Exec(ctx context.Context, name string, args ...string) ([]byte
 }
 
 // Ctr runs containerd's ctr against the node's containerd, in the
-// Kubernetes namespace.
+// Kubernetes namespace, and returns its standard output.
 func (c *Cluster) Ctr(ctx context.Context, args ...string) ([]byte, error) {
-	return exec.CommandContext(ctx, filepath.Join(c.BinDir, "ctr"),
-		append([]string{"--address", c.containerdSocket(), "--namespace", "k8s.io"}, args...)...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, filepath.Join(c.BinDir, "ctr"),
+		append([]string{"--address", c.containerdSocket(), "--namespace", "k8s.io"}, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("ctr %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return out, nil
 }
 
 // Stop tears the cluster down: PersistentVolumes' host directories, every

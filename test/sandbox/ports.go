@@ -28,12 +28,15 @@ type listener struct {
 func (s *Sandbox) listeners(ctx context.Context, id string) ([]listener, error) {
 	out, err := s.w.Cluster.Ctr(ctx, "task", "ps", id)
 	if err != nil {
-		return nil, fmt.Errorf("ctr task ps %s: %w: %s", id, err, out)
+		return nil, err
 	}
+	// PID INFO, then a line per process.
 	var pids []string
-	for _, line := range strings.Split(string(out), "\n")[1:] {
+	for line := range strings.Lines(string(out)) {
 		if f := strings.Fields(line); len(f) > 0 {
-			pids = append(pids, f[0])
+			if _, err := strconv.Atoi(f[0]); err == nil {
+				pids = append(pids, f[0])
+			}
 		}
 	}
 	if len(pids) == 0 {
