@@ -164,9 +164,9 @@ func starterRelease(b *testing.B, dir string, jobs int) string {
 	for i := 1; i <= jobs; i++ {
 		job := "job" + strconv.Itoa(i)
 		files := map[string]string{
-			"spec": fmt.Sprintf("---\nname: %s\ntemplates:\n  bpm.yml.erb: config/bpm.yml\n  pre-start.erb: bin/pre-start\npackages: []\nproperties: {}\n", job),
-			"monit": "",
-			"templates/bpm.yml.erb": fmt.Sprintf("processes:\n- name: %s\n  executable: /bin/sleep\n  args: [infinity]\n", job),
+			"spec":                    fmt.Sprintf("---\nname: %s\ntemplates:\n  bpm.yml.erb: config/bpm.yml\n  pre-start.erb: bin/pre-start\npackages: []\nproperties: {}\n", job),
+			"monit":                   "",
+			"templates/bpm.yml.erb":   fmt.Sprintf("processes:\n- name: %s\n  executable: /bin/sleep\n  args: [infinity]\n", job),
 			"templates/pre-start.erb": "#!/bin/sh\necho pre-start of <%= name %>\n",
 		}
 		for path, body := range files {
