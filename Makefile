@@ -130,8 +130,9 @@ NODE_PACKAGES := runc containernetworking-plugins iptables conntrack nftables ip
 deps: ## Install the Debian packages the tests need (ruby, the node's runc, CNI plugins, iptables, conntrack, nftables), when missing
 	@$(call apt_install,ruby $(NODE_PACKAGES))
 
-# Real containers for the end-to-end tests: podman with runc, and a Debian
-# base image made by debootstrap (no registry is reachable).
+# Images are built with podman (the operator image, release packages
+# compiled on a stemcell image): a Debian base image made by debootstrap
+# stands in for the stemcell, since no registry is reachable.
 E2E_PACKAGES := podman runc catatonit debootstrap
 export CONTAINERS_CONF := $(CURDIR)/test/e2e/containers.conf
 BASE_IMAGE := docker.io/library/debian:bookworm-slim
@@ -184,7 +185,7 @@ $(STATICCHECK):
 	GOBIN=$(@D) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 .PHONY: e2e
-e2e: deps testbin image ## The end-to-end test: an injected pod running under podman
+e2e: deps testbin image ## The end-to-end tests: injected pods on a local cluster of one real node
 	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) test $(GO_TEST_FLAGS) -v ./test/e2e
 
 # The walkthrough runs on a local cluster of one real node (test/cluster).
@@ -217,7 +218,7 @@ lint: $(STATICCHECK) ## gofmt, go vet and staticcheck
 	$(STATICCHECK) -checks inherit,-ST1005 ./...
 
 .PHONY: bench
-bench: deps testbin base-image ## Run every Go benchmark once, each printing its comparison
+bench: deps testbin image ## Run every Go benchmark once, each printing its comparison
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
 
 .PHONY: help

@@ -39,7 +39,7 @@ var metav1GetOptions = metav1.GetOptions{}
 // buildImages builds the pod sandbox image (pause, from this repository)
 // and a CoreDNS image (the binary `make testbin` built) and pushes them to
 // the cluster's registry: no registry outside this machine is reachable.
-func (c *Cluster) buildImages(ctx context.Context, _ *proc) error {
+func (c *Cluster) buildImages(ctx context.Context) error {
 	root, err := controlplane.RepoRoot()
 	if err != nil {
 		return err

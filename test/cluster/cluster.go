@@ -309,11 +309,10 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 		return err
 	}
 
-	etcd, err := c.start("etcd", "--data-dir="+filepath.Join(c.Dir, "etcd"), "--name=bosh-injector",
+	if _, err := c.start("etcd", "--data-dir="+filepath.Join(c.Dir, "etcd"), "--name=bosh-injector",
 		"--listen-client-urls=http://127.0.0.1:2379", "--advertise-client-urls=http://127.0.0.1:2379",
 		"--listen-peer-urls=http://127.0.0.1:2380", "--initial-advertise-peer-urls=http://127.0.0.1:2380",
-		"--initial-cluster=bosh-injector=http://127.0.0.1:2380", "--unsafe-no-fsync", "--log-level=warn")
-	if err != nil {
+		"--initial-cluster=bosh-injector=http://127.0.0.1:2380", "--unsafe-no-fsync", "--log-level=warn"); err != nil {
 		return err
 	}
 	api, err := c.start("kube-apiserver",
@@ -329,7 +328,6 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_ = etcd
 	if c.Config, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err != nil {
 		return err
 	}
@@ -368,11 +366,10 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 }
 
 func (c *Cluster) startNode(ctx context.Context) error {
-	registry, err := c.startRegistry(ctx)
-	if err != nil {
+	if err := c.startRegistry(ctx); err != nil {
 		return err
 	}
-	if err := c.buildImages(ctx, registry); err != nil {
+	if err := c.buildImages(ctx); err != nil {
 		return err
 	}
 	if err := c.writeCNIConfig(); err != nil {
@@ -449,7 +446,7 @@ func (c *Cluster) startNode(ctx context.Context) error {
 	return err
 }
 
-func (c *Cluster) startRegistry(ctx context.Context) (*proc, error) {
+func (c *Cluster) startRegistry(ctx context.Context) error {
 	config := fmt.Sprintf(`version: 0.1
 log: {level: error, accesslog: {disabled: true}}
 storage: {filesystem: {rootdirectory: %s}, delete: {enabled: true}}
@@ -457,13 +454,13 @@ http: {addr: "0.0.0.0:5000"}
 `, filepath.Join(c.Dir, "registry"))
 	path := filepath.Join(c.Dir, "registry.yml")
 	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
-		return nil, err
+		return err
 	}
 	p, err := c.start("registry", "serve", path)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return p, until(ctx, p, "the registry at "+c.Registry, 20*time.Second, func() bool {
+	return until(ctx, p, "the registry at "+c.Registry, 20*time.Second, func() bool {
 		resp, err := http.Get("http://" + c.Registry + "/v2/")
 		if err == nil {
 			resp.Body.Close()
@@ -546,17 +543,4 @@ func (c *Cluster) Stop() error {
 // Logs writes the last lines of each process's log to w.
 func (c *Cluster) Logs(w io.Writer, lines int) { fmt.Fprint(w, c.logTails(lines)) }
 
-func (c *Cluster) logTails(lines int) string {
-	var b strings.Builder
-	entries, _ := os.ReadDir(c.LogDir)
-	for _, e := range entries {
-		data, err := os.ReadFile(filepath.Join(c.LogDir, e.Name()))
-		if err != nil || len(data) == 0 {
-			continue
-		}
-		all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-		all = all[max(0, len(all)-lines):]
-		fmt.Fprintf(&b, "\n--- last %d lines of %s ---\n%s\n", len(all), e.Name(), strings.Join(all, "\n"))
-	}
-	return b.String()
-}
+func (c *Cluster) logTails(lines int) string { return controlplane.LogTails(c.LogDir, lines) }

@@ -50,6 +50,7 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.traci
 
       [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
         BinaryName = '/usr/sbin/runc'
+        Root = %[9]q
         SystemdCgroup = false
 
   [plugins.'io.containerd.cri.v1.runtime'.cni]
@@ -65,7 +66,7 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.traci
   [plugins.'io.containerd.cri.v1.images'.registry]
     config_path = %[8]q
 `, filepath.Join(dir, "root"), filepath.Join(dir, "state"), c.containerdSocket(), c.containerdSocket()+".ttrpc",
-		filepath.Join(dir, "opt"), filepath.Join(c.Dir, "cni", "net.d"), c.PauseImage, filepath.Join(dir, "certs.d"))
+		filepath.Join(dir, "opt"), filepath.Join(c.Dir, "cni", "net.d"), c.PauseImage, filepath.Join(dir, "certs.d"), filepath.Join(dir, "runc"))
 	path := filepath.Join(dir, "config.toml")
 	return path, os.WriteFile(path, []byte(config), 0o644)
 }
@@ -129,7 +130,7 @@ authorization: {mode: Webhook}
 clusterDNS: [%[5]s]
 clusterDomain: cluster.local
 resolvConf: %[6]q
-podLogsDirectory: %[7]q
+podLogsDir: %[7]q
 tlsCertFile: %[8]q
 tlsPrivateKeyFile: %[9]q
 # The machine's disk is shared: evict nothing for its use by others.

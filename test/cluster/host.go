@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -344,11 +345,36 @@ func unmountUnder(dir string) error {
 	return errors.Join(errs...)
 }
 
+// shimSockets are the sockets of the cluster's containerd shims: they live
+// outside its directory, named by containerd's shim.SocketAddress after its
+// address, namespace and task, and a killed shim leaves its own behind.
+func (r *record) shimSockets() []string {
+	if r.Dir == "" {
+		return nil
+	}
+	address := filepath.Join(r.Dir, "containerd", "containerd.sock")
+	tasks, _ := os.ReadDir(filepath.Join(r.Dir, "containerd", "state", "io.containerd.runtime.v2.task", "k8s.io"))
+	var out []string
+	for _, t := range tasks {
+		for _, suffix := range []string{"", "/debug"} {
+			sum := sha256.Sum256([]byte(filepath.Join(address, "k8s.io", t.Name()) + suffix))
+			out = append(out, fmt.Sprintf("/run/containerd/s/%x", sum))
+		}
+	}
+	return out
+}
+
 // teardown removes everything the record names: processes, mounts, the
 // namespace and veth pair, cgroups and files; and puts the sysctls back.
 func (r *record) teardown() error {
 	var errs []error
+	sockets := r.shimSockets()
 	errs = append(errs, r.killAll())
+	for _, s := range sockets {
+		if err := os.Remove(s); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
 	if r.Dir != "" {
 		errs = append(errs, unmountUnder(r.Dir))
 	}

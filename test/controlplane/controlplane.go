@@ -470,11 +470,15 @@ func (cp *ControlPlane) Logs(w io.Writer, lines int) {
 	fmt.Fprint(w, cp.logTails(lines))
 }
 
-func (cp *ControlPlane) logTails(lines int) string {
+func (cp *ControlPlane) logTails(lines int) string { return LogTails(cp.LogDir, lines) }
+
+// LogTails are the last lines of each log file in dir, each under a
+// heading naming it.
+func LogTails(dir string, lines int) string {
 	var b strings.Builder
-	entries, _ := os.ReadDir(cp.LogDir)
+	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
-		data, err := os.ReadFile(filepath.Join(cp.LogDir, e.Name()))
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		if err != nil || len(data) == 0 {
 			continue
 		}
@@ -482,7 +486,7 @@ func (cp *ControlPlane) logTails(lines int) string {
 		if len(all) > lines {
 			all = all[len(all)-lines:]
 		}
-		fmt.Fprintf(&b, "\n--- last %d lines of %s ---\n%s\n", len(all), filepath.Join(cp.LogDir, e.Name()), strings.Join(all, "\n"))
+		fmt.Fprintf(&b, "\n--- last %d lines of %s ---\n%s\n", len(all), filepath.Join(dir, e.Name()), strings.Join(all, "\n"))
 	}
 	return b.String()
 }

@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"time"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
@@ -11,7 +12,12 @@ import (
 // the suite with the reason (for missing binaries: run `make testbin`), stops
 // every process in the suite's cleanup (Ginkgo runs cleanup on interrupt
 // too), and prints the control plane's logs after any failed spec.
+//
+// It also raises Eventually's default timeout from 1 s to 10 s: the suites
+// share two cores with other packages' clusters, where a controller's
+// second of latency is no failure.
 func StartForSuite(opts Options) *ControlPlane {
+	gomega.SetDefaultEventuallyTimeout(10 * time.Second)
 	cp, err := Start(opts)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "starting the test control plane")
 	ginkgo.GinkgoWriter.Printf("control plane logs in %s\n", cp.LogDir)

@@ -23,7 +23,7 @@ import (
 // reached.
 func TestAddresses(t *testing.T) {
 	ctx := context.Background()
-	w, releaseURL, _ := startWalkthrough(t, "echo", "dns")
+	w, releaseURL, _ := startWalkthrough(t)
 
 	const ns = "addresses"
 	for _, d := range []string{"backend", "frontend"} {

@@ -8,6 +8,7 @@ package e2e_test
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"os"
 	"slices"
@@ -27,58 +28,93 @@ import (
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 )
 
-// logWriter narrates into the test log, and keeps the narration.
-type logWriter struct {
-	t    *testing.T
-	mu   *sync.Mutex
-	said *strings.Builder
+// narration keeps what the walkthrough says.
+type narration struct {
+	mu   sync.Mutex
+	said strings.Builder
 }
 
-func (w logWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.said.Write(p)
+func (n *narration) Write(p []byte) (int, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.said.Write(p)
 }
 
-func (w logWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.said.String()
+func (n *narration) String() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.said.String()
 }
 
-// startWalkthrough starts the walkthrough on a local cluster of one real
-// node, with the fixture releases named (all when none) built into images
-// in the cluster's registry under releaseURL, and stops it when the test
-// ends; said is its narration.
-func startWalkthrough(t *testing.T, releases ...string) (w *walkthrough.Walkthrough, releaseURL string, said logWriter) {
-	ctx := context.Background()
-	said = logWriter{t: t, mu: &sync.Mutex{}, said: &strings.Builder{}}
-	w, err := walkthrough.Start(ctx, walkthrough.Options{Out: said, Dir: t.TempDir()})
-	t.Cleanup(func() {
-		if t.Failed() && w.Cluster != nil {
-			w.Cluster.Logs(os.Stderr, 40)
-			t.Logf("operator logs:\n%s", w.OperatorLogs(ctx))
+// The package's tests share one walkthrough: a cluster with the chart
+// installed and every fixture release's image in its registry, each test
+// in namespaces of its own. TestMain stops it.
+var shared struct {
+	once       sync.Once
+	w          *walkthrough.Walkthrough
+	releaseURL string
+	said       narration
+	dir        string
+	err        error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.w != nil {
+		if err := shared.w.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the walkthrough:", err)
+			code = 1
 		}
-		if err := w.Stop(); err != nil {
-			t.Error(err)
+	}
+	if shared.dir != "" {
+		_ = os.RemoveAll(shared.dir)
+	}
+	os.Exit(code)
+}
+
+// startWalkthrough returns the package's walkthrough on a local cluster of
+// one real node, started by the first test that asks, with the fixture
+// releases built into images in the cluster's registry under releaseURL;
+// said is its narration. A test that fails gets the cluster's and the
+// operator's logs and the narration so far.
+func startWalkthrough(tb testing.TB) (w *walkthrough.Walkthrough, releaseURL string, said *narration) {
+	ctx := context.Background()
+	shared.once.Do(func() {
+		if shared.dir, shared.err = os.MkdirTemp("", "bosh-injector-e2e-"); shared.err != nil {
+			return
+		}
+		shared.w, shared.err = walkthrough.Start(ctx, walkthrough.Options{Out: &shared.said, Dir: shared.dir})
+		if shared.err != nil {
+			return
+		}
+		// The release images are pushed to the cluster's registry, which
+		// its node pulls them from.
+		shared.releaseURL = shared.w.Registry() + "/bosh-injector-fixtures"
+		shared.err = fixtures.BuildImages(ctx, walkthrough.BaseImage, shared.releaseURL, append(fixtures.Releases, "echo", "dns")...)
+	})
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			tb.Logf("narration:\n%s", shared.said.String())
+			if shared.w != nil && shared.w.Cluster != nil {
+				shared.w.Cluster.Logs(os.Stderr, 40)
+				tb.Logf("operator logs:\n%s", shared.w.OperatorLogs(ctx))
+			}
 		}
 	})
-	if err != nil {
-		t.Fatal(err)
+	if shared.err != nil {
+		tb.Fatal(shared.err)
 	}
-	// The release images are pushed to the cluster's registry, which its
-	// node pulls them from.
-	releaseURL = w.Registry() + "/bosh-injector-fixtures"
-	if err := fixtures.BuildImages(ctx, walkthrough.BaseImage, releaseURL, releases...); err != nil {
-		t.Fatal(err)
-	}
-	return w, releaseURL, said
+	return shared.w, shared.releaseURL, &shared.said
 }
 
 func TestWalkthrough(t *testing.T) {
 	ctx := context.Background()
 	w, releaseURL, said := startWalkthrough(t)
+	t.Cleanup(func() {
+		if t.Failed() || testing.Verbose() {
+			t.Logf("narration:\n%s", said.String())
+		}
+	})
 
 	t.Run("the gathered deployment's instance runs its rendered configuration", func(t *testing.T) {
 		const ns = "shop"

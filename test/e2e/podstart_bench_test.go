@@ -3,7 +3,6 @@ package e2e_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -38,15 +37,7 @@ const startSamples = 3
 // ended, as the kubelet reported them.
 func BenchmarkPodStart(b *testing.B) {
 	ctx := context.Background()
-	w, err := walkthrough.Start(ctx, walkthrough.Options{Out: io.Discard, Dir: b.TempDir()})
-	b.Cleanup(func() {
-		if err := w.Stop(); err != nil {
-			b.Error(err)
-		}
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	w, _, _ := startWalkthrough(b)
 	releaseURL := w.Registry() + "/bosh-injector-bench"
 	dir := b.TempDir()
 	tarball, err := fixtures.SourceTarballFrom(dir, "starter", starterRelease(b, dir, 10))

@@ -21,7 +21,6 @@ import (
 	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/monit"
-	"github.com/bosh-injector/bosh-injector/test/cluster"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 )
@@ -40,18 +39,8 @@ import (
 // outlives the pod.
 func TestRuntime(t *testing.T) {
 	ctx := context.Background()
-	c, err := cluster.Start(ctx, cluster.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			c.Logs(os.Stderr, 30)
-		}
-		if err := c.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	w, releaseURL, _ := startWalkthrough(t)
+	c := w.Cluster
 	work := t.TempDir()
 	for _, d := range []string{filepath.Dir(work), work} {
 		if err := os.Chmod(d, 0o755); err != nil {
@@ -65,12 +54,8 @@ func TestRuntime(t *testing.T) {
 	if _, err := walkthrough.BuildBinary(bin); err != nil {
 		t.Fatal(err)
 	}
-	// The lifecycle release's image, pulled from the cluster's registry:
-	// its lifecycled package is the fixture program.
-	releaseURL := c.Registry + "/bosh-injector-fixtures"
-	if err := fixtures.BuildImages(ctx, walkthrough.BaseImage, releaseURL, "lifecycle"); err != nil {
-		t.Fatal(err)
-	}
+	// The lifecycle release's image comes from the cluster's registry: its
+	// lifecycled package is the fixture program.
 	const ns = "default"
 
 	run := func(t *testing.T, name string, failPostStart bool) (client.ObjectKey, string) {
