@@ -395,5 +395,23 @@ func (r *record) teardown() error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return os.Remove(r.path())
+	if err := os.Remove(r.path()); err != nil {
+		return err
+	}
+	removeKubeletSocket()
+	return nil
+}
+
+// removeKubeletSocket removes the one file every kubelet keeps at a fixed
+// path, its device plugins' registration socket, once no cluster is left
+// on this machine; and its directories if they are empty (a real node's
+// are not).
+func removeKubeletSocket() {
+	records, _ := filepath.Glob(filepath.Join(stateRoot, "*.json"))
+	if len(records) > 0 {
+		return
+	}
+	_ = os.Remove("/var/lib/kubelet/device-plugins/kubelet.sock")
+	_ = os.Remove("/var/lib/kubelet/device-plugins")
+	_ = os.Remove("/var/lib/kubelet")
 }
