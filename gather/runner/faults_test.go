@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -44,25 +43,10 @@ import (
 // lockedBuffer collects every log line of a run, the operator's and the
 // gathering's, for the checks that no generated value is ever logged and
 // that nothing panicked.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
+type lockedBuffer struct{ fixtures.SyncBuffer }
 
 func (b *lockedBuffer) log() logr.Logger {
 	return funcr.New(func(prefix, args string) { fmt.Fprintln(b, prefix, args) }, funcr.Options{Verbosity: 10})
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // operatorProcess is the operator as its pod runs it, `bosh-injector

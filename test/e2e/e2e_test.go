@@ -28,24 +28,6 @@ import (
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 )
 
-// narration keeps what the walkthrough says.
-type narration struct {
-	mu   sync.Mutex
-	said strings.Builder
-}
-
-func (n *narration) Write(p []byte) (int, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.said.Write(p)
-}
-
-func (n *narration) String() string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.said.String()
-}
-
 // The package's tests share one walkthrough: a cluster with the chart
 // installed and every fixture release's image in its registry, each test
 // in namespaces of its own. TestMain stops it.
@@ -53,7 +35,7 @@ var shared struct {
 	once       sync.Once
 	w          *walkthrough.Walkthrough
 	releaseURL string
-	said       narration
+	said       fixtures.SyncBuffer
 	dir        string
 	err        error
 }
@@ -77,7 +59,7 @@ func TestMain(m *testing.M) {
 // releases built into images in the cluster's registry under releaseURL;
 // said is its narration. A test that fails gets the cluster's and the
 // operator's logs and the narration so far.
-func startWalkthrough(tb testing.TB) (w *walkthrough.Walkthrough, releaseURL string, said *narration) {
+func startWalkthrough(tb testing.TB) (w *walkthrough.Walkthrough, releaseURL string, said *fixtures.SyncBuffer) {
 	ctx := context.Background()
 	shared.once.Do(func() {
 		if shared.dir, shared.err = os.MkdirTemp("", "bosh-injector-e2e-"); shared.err != nil {

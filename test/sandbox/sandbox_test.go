@@ -28,12 +28,12 @@ import (
 // the Makefile runs them: the shop deployment from its release tarballs
 // only. The report shows every instance running its processes and where
 // they listen, reachable from this machine; real kubectl works with the
-// printed KUBECONFIG; a manifest change that breaks a template then fails
-// the gathering with the director's message while the pods keep running;
-// demo-down leaves no podman pod, container or volume of the run, no
-// process and no directory. A second sandbox with the broken manifest from
-// the start reports every instance with the director's message and, without
-// KEEP, leaves no podman pod, container or volume when it ends.
+// printed KUBECONFIG and sees every instance's pod Ready; a manifest change
+// that breaks a template then fails the gathering with the director's
+// message while the pods keep running; demo-down leaves no process, cluster
+// or directory of the run. A second sandbox with the broken manifest from
+// the start reports every instance with the director's message and,
+// without KEEP, removes its cluster when it ends.
 func TestSandbox(t *testing.T) {
 	bin, err := controlplane.BinDir()
 	if err != nil {

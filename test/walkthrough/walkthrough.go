@@ -326,7 +326,7 @@ func (w *Walkthrough) Deploy(ctx context.Context, ns string, apply func(context.
 	}
 	w.sayConfinement(ctx, run)
 
-	w.Step("The Job controller sees the pod's reported status; the job runner records the outcome on the manifest Secret")
+	w.Step("The Job controller sees the pod's status, as the kubelet reported it; the job runner records the outcome on the manifest Secret")
 	var status runner.Status
 	if err := poll(ctx, time.Minute, "the gathering's outcome", func() (bool, error) {
 		var s corev1.Secret
