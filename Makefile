@@ -110,9 +110,10 @@ $(TESTBIN)/cert-manager-crds: | test/tools/certmanager/go.mod
 	cp $$(cd test/tools/certmanager && $(GO) list -m -f '{{.Dir}}' github.com/cert-manager/cert-manager)/deploy/crds/*.yaml $@/
 	chmod 0644 $@/*.yaml
 
+# Static: the test cluster runs them in pods from images holding only them.
 $(TESTBIN)/cert-manager-%: | test/tools/certmanager/go.mod test/tools/certmanager/%/main.go
 	@mkdir -p $(@D)
-	cd test/tools/certmanager && $(GO) build -ldflags '-s -w' -o $@ ./$*
+	cd test/tools/certmanager && CGO_ENABLED=0 $(GO) build -ldflags '-s -w' -o $@ ./$*
 
 # Debian packages, installed only when missing.
 apt_install = missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \

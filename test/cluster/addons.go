@@ -3,7 +3,9 @@ package cluster
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"context"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
@@ -67,6 +69,9 @@ func (c *Cluster) buildImages(ctx context.Context) error {
 // the image's entrypoint at dest, to ref (a plain-HTTP registry of a test
 // cluster).
 func PushBinary(ctx context.Context, ref, path, dest string) error {
+	if err := static(path); err != nil {
+		return err
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -106,6 +111,22 @@ func PushBinary(ctx context.Context, ref, path, dest string) error {
 	}
 	if err := remote.Write(r, img, remote.WithContext(ctx)); err != nil {
 		return fmt.Errorf("pushing %s: %w", ref, err)
+	}
+	return nil
+}
+
+// static fails for a binary that needs a dynamic loader: the image holds
+// nothing else.
+func static(path string) error {
+	f, err := elf.Open(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("%s is dynamically linked and cannot run alone in an image: remove it and run `make testbin`, which builds it with CGO_ENABLED=0", path)
+		}
 	}
 	return nil
 }
@@ -195,18 +216,56 @@ func (c *Cluster) removeVolumes() error {
 	return errors.Join(errs...)
 }
 
-// startCertManager installs cert-manager's CRDs (server-side: two exceed
-// the client-side apply annotation's limit) and runs its controller and
-// cainjector, built by `make testbin`, with the admin kubeconfig.
+// startCertManager installs cert-manager as a user does, but from the
+// binaries `make testbin` built (its own images are out of reach): its
+// CRDs (server-side: two exceed the client-side apply annotation's limit),
+// then its controller (self-signed and CA issuers) and cainjector as
+// Deployments in namespace cert-manager, from images of those binaries in
+// the cluster's registry, under a ServiceAccount bound to cluster-admin.
 func (c *Cluster) startCertManager(ctx context.Context) error {
 	crds := filepath.Join(c.BinDir, "cert-manager-crds")
 	if out, err := exec.CommandContext(ctx, filepath.Join(c.BinDir, "kubectl"), "--kubeconfig="+c.Kubeconfig,
 		"apply", "--server-side", "-f", crds).CombinedOutput(); err != nil {
 		return fmt.Errorf("installing cert-manager's CRDs from %s: %v: %s", crds, err, out)
 	}
-	if _, err := c.start("cert-manager-controller", "--kubeconfig="+c.Kubeconfig, "--v=2"); err != nil {
-		return err
+	const ns = "cert-manager"
+	// The test bin's directory is keyed by the versions it holds.
+	_, version, _ := strings.Cut(filepath.Base(c.BinDir), "_cert-manager-")
+	objects := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "cert-manager", Namespace: ns}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "cert-manager"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "cert-manager", Namespace: ns}}},
 	}
-	_, err := c.start("cert-manager-cainjector", "--kubeconfig-path="+c.Kubeconfig, "--v=2")
-	return err
+	var deployments []string
+	for _, component := range []string{"controller", "cainjector"} {
+		name := "cert-manager-" + component
+		image := c.Registry + "/bosh-injector/" + name + ":" + cmp.Or(version, "dev")
+		if err := PushBinary(ctx, image, filepath.Join(c.BinDir, name), "/"+name); err != nil {
+			return err
+		}
+		labels := map[string]string{"app.kubernetes.io/name": name}
+		objects = append(objects, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+					ServiceAccountName: "cert-manager",
+					Containers:         []corev1.Container{{Name: component, Image: image, Args: []string{"--v=2"}}},
+				}}}})
+		deployments = append(deployments, name)
+	}
+	for _, o := range objects {
+		if err := c.Client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
+		}
+	}
+	return until(ctx, nil, "cert-manager's controller and cainjector to run", 2*time.Minute, func() bool {
+		for _, name := range deployments {
+			var d appsv1.Deployment
+			if c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &d) != nil || d.Status.ReadyReplicas != 1 {
+				return false
+			}
+		}
+		return true
+	})
 }

@@ -50,7 +50,7 @@ type Options struct {
 	// Log receives a line per component as it comes up; nil for none.
 	Log io.Writer
 	// CertManager installs cert-manager's CRDs and runs its controller
-	// (self-signed and CA issuers) and cainjector beside the control plane.
+	// (self-signed and CA issuers) and cainjector as pods.
 	CertManager bool
 }
 
@@ -155,7 +155,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		if err := c.startCertManager(ctx); err != nil {
 			return c, err
 		}
-		c.say("cert-manager's controller and cainjector in %s", since(began))
+		c.say("cert-manager: its controller and cainjector as pods in namespace cert-manager, in %s", since(began))
 	}
 	return c, nil
 }

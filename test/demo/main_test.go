@@ -74,6 +74,9 @@ func TestDemo(t *testing.T) {
 	if logs := kubectl("logs", "--namespace", "shop", "web-z1-0", "--container", "storefront-storefront"); !strings.Contains(logs, "listen_port: 8080") {
 		t.Errorf("kubectl logs: %s", logs)
 	}
+	if jobs := kubectl("exec", "--namespace", "shop", "web-z1-0", "--container", "storefront-storefront", "--", "ls", "/var/vcap/jobs"); strings.TrimSpace(jobs) != "storefront" {
+		t.Errorf("kubectl exec: %s", jobs)
+	}
 
 	downed, err := cluster.Down()
 	if err != nil || len(downed) != 1 {
