@@ -5,10 +5,10 @@
 //	d, err := deployment.Resolve(deployment.Input{Manifest: m, Specs: specs,
 //	        Variables: vars, Network: instance.Network{Namespace: ns, ClusterDomain: domain}})
 //
-// Load parses the manifest (YAML 1.1 as the BOSH CLI reads it), applies ops
-// files in order, generates missing variables, and interpolates everything
-// except property subtrees, which the director interpolates only after
-// binding. Resolve generates the certificates that consume links (their
+// Load reads the manifest with its ops files applied in order as the
+// director reads it from `bosh deploy` (package boshcli), generates missing
+// variables, and interpolates everything except property subtrees, which
+// the director interpolates only after binding. Resolve generates the certificates that consume links (their
 // names are provider group addresses), then gives, per instance group, the jobs in order with
 // their release, spec (templates and their contents), bound and
 // interpolated properties and consumed links, and every instance with its
@@ -27,21 +27,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bosh-injector/bosh-injector/gather/boshcli"
 	"github.com/bosh-injector/bosh-injector/gather/instance"
 	"github.com/bosh-injector/bosh-injector/gather/jobspec"
 	"github.com/bosh-injector/bosh-injector/gather/links"
 	"github.com/bosh-injector/bosh-injector/gather/manifest"
-	"github.com/bosh-injector/bosh-injector/gather/opsfile"
 	"github.com/bosh-injector/bosh-injector/gather/properties"
 	"github.com/bosh-injector/bosh-injector/gather/variables"
 	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
 )
 
 // OpsFile is a named ops file; the name appears in errors.
-type OpsFile struct {
-	Name string
-	Data []byte
-}
+type OpsFile = boshcli.OpsFile
 
 // ReadOpsFiles reads ops files, named by their paths.
 func ReadOpsFiles(paths []string) ([]OpsFile, error) {
@@ -176,23 +173,10 @@ func (h *heldProperties) into(root *yamlvalue.Map) {
 	}
 }
 
-// Document parses a manifest and applies ops files in order, without
-// interpolating anything.
+// Document is the manifest with its ops files applied in order, as the
+// director reads it from `bosh deploy`, without interpolating anything.
 func Document(manifestYAML []byte, ops []OpsFile) (any, error) {
-	doc, err := yamlvalue.Parse(manifestYAML)
-	if err != nil {
-		return nil, fmt.Errorf("manifest: %w", err)
-	}
-	for _, f := range ops {
-		parsed, err := opsfile.Parse(f.Data)
-		if err != nil {
-			return nil, fmt.Errorf("ops file %s: %w", f.Name, err)
-		}
-		if doc, err = opsfile.Apply(doc, parsed); err != nil {
-			return nil, fmt.Errorf("ops file %s: %w", f.Name, err)
-		}
-	}
-	return doc, nil
+	return boshcli.Document(manifestYAML, ops)
 }
 
 // SpecSource returns the spec of a release's job.

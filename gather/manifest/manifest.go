@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/bosh-injector/bosh-injector/gather/boshcli"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
 )
@@ -122,9 +123,10 @@ type Placement struct {
 // JobRef names a job by name and release in a placement rule.
 type JobRef struct{ Name, Release string }
 
-// Parse reads a manifest from YAML (without ops files or interpolation).
+// Parse reads a manifest as the director reads it from `bosh deploy`
+// (without ops files or interpolation).
 func Parse(data []byte) (*Manifest, error) {
-	doc, err := yamlvalue.Parse(data)
+	doc, err := boshcli.Document(data, nil)
 	if err != nil {
 		return nil, err
 	}

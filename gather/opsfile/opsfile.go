@@ -1,9 +1,11 @@
-// Package opsfile applies BOSH ops files (the CLI's go-patch semantics) to a
-// YAML document held in the yamlvalue model: `replace` and `remove` with
-// paths of `/key`, `/0` (negative counts from the end), `/-` (append),
-// `/name=value` (the one array item whose `name` is the string `value`), a
-// `?` suffix making that segment and all later ones optional, and the array
-// modifiers `:prev`, `:next`, `:before`, `:after`. Error texts are go-patch's.
+// Package opsfile applies BOSH ops files as the BOSH CLI's go-patch does,
+// to what the CLI applies them to: the values go-yaml v2 unmarshals into
+// interface{} (map[interface{}]interface{}, []interface{}, scalars).
+// `replace` and `remove` take paths of `/key`, `/0` (negative counts from
+// the end), `/-` (append), `/name=value` (the one array item whose `name`
+// is the string `value`), a `?` suffix making that segment and all later
+// ones optional, and the array modifiers `:prev`, `:next`, `:before`,
+// `:after`. Error texts are go-patch's.
 package opsfile
 
 import (
@@ -13,7 +15,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
+	"gopkg.in/yaml.v2"
 )
 
 // Op is one operation of an ops file.
@@ -23,53 +25,49 @@ type Op struct {
 	Value any // replace only
 }
 
-// Parse reads an ops file: a YAML list of {type, path, value}. Errors name
-// the op index as the BOSH CLI does.
+// definition is one operation as the CLI unmarshals it (go-patch's
+// OpDefinition): Value is a pointer, so a YAML null reads as missing.
+type definition struct {
+	Type  string  `yaml:"type"`
+	Path  *string `yaml:"path"`
+	Value *any    `yaml:"value"`
+}
+
+// Parse reads an ops file with go-yaml v2, as the CLI does: a YAML list of
+// {type, path, value}. Errors name the op index as the CLI does.
 func Parse(data []byte) ([]Op, error) {
-	doc, err := yamlvalue.Parse(data)
-	if err != nil {
+	var defs []definition
+	if err := yaml.Unmarshal(data, &defs); err != nil {
 		return nil, err
 	}
-	if doc == nil {
-		return nil, nil
-	}
-	list, ok := doc.([]any)
-	if !ok {
-		return nil, fmt.Errorf("expected a list of operations, got %s", yamlvalue.RubyClass(doc))
-	}
-	ops := make([]Op, 0, len(list))
-	for i, item := range list {
-		def, ok := item.(*yamlvalue.Map)
-		if !ok {
-			return nil, fmt.Errorf("operation [%d]: expected a hash, got %s", i, yamlvalue.RubyClass(item))
-		}
-		typ, _ := def.Get("type")
-		path, hasPath := def.Get("path")
-		value, hasValue := def.Get("value")
+	ops := make([]Op, 0, len(defs))
+	for i, def := range defs {
 		kind := "Replace"
-		switch typ {
+		switch def.Type {
 		case "replace":
 		case "remove":
 			kind = "Remove"
 		default:
-			return nil, fmt.Errorf("Unknown operation [%d] with type '%v'", i, typ)
+			return nil, fmt.Errorf("Unknown operation [%d] with type '%s'", i, def.Type)
 		}
-		pathStr, isStr := path.(string)
-		if !hasPath || !isStr {
+		if def.Path == nil {
 			return nil, fmt.Errorf("%s operation [%d]: Missing path", kind, i)
 		}
-		if kind == "Replace" && (!hasValue || value == nil) {
-			// go-patch's Value is a pointer: YAML null reads as missing.
+		if kind == "Replace" && def.Value == nil {
 			return nil, fmt.Errorf("%s operation [%d]: Missing value", kind, i)
 		}
-		if kind == "Remove" && hasValue {
+		if kind == "Remove" && def.Value != nil {
 			return nil, fmt.Errorf("%s operation [%d]: Cannot specify value", kind, i)
 		}
-		ptr, err := NewPointer(pathStr)
+		ptr, err := NewPointer(*def.Path)
 		if err != nil {
 			return nil, fmt.Errorf("%s operation [%d]: Invalid path: %s", kind, i, err)
 		}
-		ops = append(ops, Op{Type: typ.(string), Path: ptr, Value: value})
+		op := Op{Type: def.Type, Path: ptr}
+		if def.Value != nil {
+			op.Value = *def.Value
+		}
+		ops = append(ops, op)
 	}
 	return ops, nil
 }
@@ -77,7 +75,7 @@ func Parse(data []byte) ([]Op, error) {
 // Apply applies ops in order to a copy of doc and returns the result.
 // An error names the failing op's index and path.
 func Apply(doc any, ops []Op) (any, error) {
-	doc = yamlvalue.Clone(doc)
+	doc = clone(doc)
 	for i, op := range ops {
 		var err error
 		switch op.Type {
@@ -220,34 +218,44 @@ func NewPointer(s string) (Pointer, error) {
 	return p, nil
 }
 
-// goType is the Go type go-patch's messages print (%T of a go-yaml v2 value).
-func goType(v any) string {
-	switch v.(type) {
-	case *yamlvalue.Map:
-		return "map[interface {}]interface {}"
+// clone deep-copies a document, so that applying ops leaves the input alone.
+func clone(v any) any {
+	switch t := v.(type) {
+	case map[any]any:
+		out := make(map[any]any, len(t))
+		for k, e := range t {
+			out[k] = clone(e)
+		}
+		return out
 	case []any:
-		return "[]interface {}"
-	case int64:
-		return "int"
-	case nil:
-		return "<nil>"
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = clone(e)
+		}
+		return out
 	default:
-		return fmt.Sprintf("%T", v)
+		return t
 	}
 }
 
 func arrayMismatch(p Pointer, i int, obj any) error {
-	return fmt.Errorf("Expected to find an array at path '%s' but found '%s'", p.prefix(i), goType(obj))
+	return fmt.Errorf("Expected to find an array at path '%s' but found '%T'", p.prefix(i), obj)
 }
 
 func mapMismatch(p Pointer, i int, obj any) error {
-	return fmt.Errorf("Expected to find a map at path '%s' but found '%s'", p.prefix(i), goType(obj))
+	return fmt.Errorf("Expected to find a map at path '%s' but found '%T'", p.prefix(i), obj)
 }
 
-func missingKey(p Pointer, i int, m *yamlvalue.Map) error {
+// missingKey lists the map's string keys, sorted, as go-patch does.
+func missingKey(p Pointer, i int, m map[any]any) error {
 	siblings := "found no other map keys"
-	if m.Len() > 0 {
-		keys := append([]string(nil), m.Keys()...)
+	var keys []string
+	for k := range m {
+		if s, ok := k.(string); ok {
+			keys = append(keys, s)
+		}
+	}
+	if len(keys) > 0 {
 		sort.Strings(keys)
 		siblings = "found map keys: '" + strings.Join(keys, "', '") + "'"
 	}
@@ -293,8 +301,8 @@ func matching(p Pointer, i int, arr []any) ([]int, error) {
 	t := p.tokens[i]
 	var idxs []int
 	for n, item := range arr {
-		if m, ok := item.(*yamlvalue.Map); ok {
-			if v, _ := m.Get(t.key); v == t.value {
+		if m, ok := item.(map[any]any); ok {
+			if m[t.key] == t.value {
 				idxs = append(idxs, n)
 			}
 		}
@@ -315,7 +323,7 @@ func insertAt(arr []any, idx int, v any) []any {
 // replace walks the path, creating optional missing keys, and sets the value.
 func replace(doc any, p Pointer, value any) (any, error) {
 	if len(p.tokens) == 0 {
-		return yamlvalue.Clone(value), nil
+		return clone(value), nil
 	}
 	set := func(v any) { doc = v }
 	obj := doc
@@ -332,7 +340,7 @@ func replace(doc any, p Pointer, value any) (any, error) {
 				if !last {
 					return nil, fmt.Errorf("Expected after last index token to be last in path '%s'", p)
 				}
-				set(append(arr, yamlvalue.Clone(value)))
+				set(append(arr, clone(value)))
 				return doc, nil
 			}
 			if t.kind == tokMatching {
@@ -344,11 +352,10 @@ func replace(doc any, p Pointer, value any) (any, error) {
 					// Optional and absent: append the value, or a new item
 					// carrying the matched key to descend into.
 					if last {
-						set(append(arr, yamlvalue.Clone(value)))
+						set(append(arr, clone(value)))
 						return doc, nil
 					}
-					item := yamlvalue.NewMap()
-					item.Set(t.key, t.value)
+					item := map[any]any{t.key: t.value}
 					arr = append(arr, item)
 					set(arr)
 					obj = item
@@ -362,9 +369,9 @@ func replace(doc any, p Pointer, value any) (any, error) {
 			}
 			if last {
 				if insert {
-					set(insertAt(arr, n, yamlvalue.Clone(value)))
+					set(insertAt(arr, n, clone(value)))
 				} else {
-					arr[n] = yamlvalue.Clone(value)
+					arr[n] = clone(value)
 				}
 				return doc, nil
 			}
@@ -374,16 +381,16 @@ func replace(doc any, p Pointer, value any) (any, error) {
 			obj = arr[n]
 			set = func(v any) { arr[n] = v }
 		case tokKey:
-			m, ok := obj.(*yamlvalue.Map)
+			m, ok := obj.(map[any]any)
 			if !ok {
 				return nil, mapMismatch(p, i, obj)
 			}
-			next, found := m.Get(t.key)
+			next, found := m[t.key]
 			if !found && !t.optional {
 				return nil, missingKey(p, i, m)
 			}
 			if last {
-				m.Set(t.key, yamlvalue.Clone(value))
+				m[t.key] = clone(value)
 				return doc, nil
 			}
 			if !found {
@@ -391,15 +398,15 @@ func replace(doc any, p Pointer, value any) (any, error) {
 				case tokAppend, tokMatching:
 					next = []any{}
 				case tokKey:
-					next = yamlvalue.NewMap()
+					next = map[any]any{}
 				default:
 					return nil, fmt.Errorf("Expected to find key, matching index or after last index token at path '%s'", p.prefix(i+1))
 				}
-				m.Set(t.key, next)
+				m[t.key] = next
 			}
 			obj = next
 			key := t.key
-			set = func(v any) { m.Set(key, v) }
+			set = func(v any) { m[key] = v }
 		}
 	}
 	return doc, nil
@@ -449,11 +456,11 @@ func remove(doc any, p Pointer) (any, error) {
 		case tokAppend:
 			return nil, fmt.Errorf("Expected not to find after last index token in path '%s'", p)
 		case tokKey:
-			m, ok := obj.(*yamlvalue.Map)
+			m, ok := obj.(map[any]any)
 			if !ok {
 				return nil, mapMismatch(p, i, obj)
 			}
-			next, found := m.Get(t.key)
+			next, found := m[t.key]
 			if !found {
 				if t.optional {
 					return doc, nil
@@ -461,12 +468,12 @@ func remove(doc any, p Pointer) (any, error) {
 				return nil, missingKey(p, i, m)
 			}
 			if last {
-				m.Delete(t.key)
+				delete(m, t.key)
 				return doc, nil
 			}
 			obj = next
 			key := t.key
-			set = func(v any) { m.Set(key, v) }
+			set = func(v any) { m[key] = v }
 		}
 	}
 	return doc, nil

@@ -78,6 +78,12 @@ properties:
   m.octal: {}
   m.yy: {}
   m.colon: {}
+  m.dot: {}
+  m.routes: {}
+  m.date: {}
+  m.sexagesimal: {}
+  m.huge: {}
+  m.huger: {}
 `,
 	"jobs/printer/templates/bpm.yml.erb": `processes:
 - name: printer
@@ -97,7 +103,8 @@ end
 -%>
 <% %w[d.one d.zero d.big d.big_hex d.inf d.neg_inf d.nan d.exp d.exp_no_dot d.small d.large d.neg_zero d.hex d.octal d.binary d.commas
       d.sexagesimal d.sexagesimal_float d.symbol d.yes d.off d.y d.float_text
-      m.float m.list m.big m.inf m.nan m.exp m.octal m.yy m.colon].each do |n| -%>
+      m.float m.list m.big m.inf m.nan m.exp m.octal m.yy m.colon
+      m.dot m.routes m.date m.sexagesimal m.huge m.huger].each do |n| -%>
 <%= show(n, p(n)) -%>
 <% end -%>
 <% %w[l.default_float l.big l.inf l.rate l.list].each do |n| -%>
@@ -106,7 +113,10 @@ end
 `,
 }
 
-// Manifest values are typed as the BOSH CLI (go-yaml v2) reads them.
+// Manifest values are what the director reads after the BOSH CLI's go-yaml
+// v2 round trip (package boshcli): integral floats become Integers, hash
+// keys come sorted at every depth, dates and 1:30 arrive as Strings, an
+// integer beyond 64 bits as the Float go-yaml v2 printed.
 const valuesManifest = `---
 name: vals
 releases: [{name: vals, version: "1"}]
@@ -135,12 +145,21 @@ instance_groups:
         octal: 0777
         yy: y
         colon: ":sym"
+        dot: 5.
+        routes:
+        - {zeta: 1, alpha: 2, stacks: [{z: 1, a: {x: 1, b: 2}}]}
+        - {name: r, b10: ten, b9: nine, B: upper}
+        date: 2024-01-02
+        sexagesimal: 1:30
+        huge: 1000000000000000000000
+        huger: 123456789012345678901234567890
 `
 
 // What the director's templates print (Ruby's Float#to_s and inspect,
 // Integer of any size, Psych's to_yaml, json's refusal of non-finite
 // Floats). The rows d.one, d.zero, m.float, m.list, d.big, d.inf, d.neg_inf
-// and d.nan are issue 19's table, director column. Each line is "name: to_s | inspect | class | to_json | to_yaml".
+// and d.nan are issue 19's table, director column; the m.* rows are Ruby
+// 3.1's YAML.load of go-yaml v2's marshalling of the manifest (issue 26). Each line is "name: to_s | inspect | class | to_json | to_yaml".
 const valuesWant = `d.one: 1.0 | 1.0 | Float | 1.0 | "--- 1.0\n"
 d.zero: 0.0 | 0.0 | Float | 0.0 | "--- 0.0\n"
 d.big: 12345678901234567890 | 12345678901234567890 | Integer | 12345678901234567890 | "--- 12345678901234567890\n"
@@ -164,15 +183,21 @@ d.yes: true | true | TrueClass | true | "--- true\n"
 d.off: false | false | FalseClass | false | "--- false\n"
 d.y: y | "y" | String | "y" | "--- \"y\"\n"
 d.float_text: 1.0 | "1.0" | String | "1.0" | "--- '1.0'\n"
-m.float: 3.0 | 3.0 | Float | 3.0 | "--- 3.0\n"
-m.list: [1.0, 2, "3", 4.25] | [1.0, 2, "3", 4.25] | Array | [1.0,2,"3",4.25] | "---\n- 1.0\n- 2\n- '3'\n- 4.25\n"
+m.float: 3 | 3 | Integer | 3 | "--- 3\n"
+m.list: [1, 2, "3", 4.25] | [1, 2, "3", 4.25] | Array | [1,2,"3",4.25] | "---\n- 1\n- 2\n- '3'\n- 4.25\n"
 m.big: 12345678901234567890 | 12345678901234567890 | Integer | 12345678901234567890 | "--- 12345678901234567890\n"
 m.inf: Infinity | Infinity | Float | JSON::GeneratorError | "--- .inf\n"
 m.nan: NaN | NaN | Float | JSON::GeneratorError | "--- .nan\n"
-m.exp: 1000.0 | 1000.0 | Float | 1000.0 | "--- 1000.0\n"
+m.exp: 1000 | 1000 | Integer | 1000 | "--- 1000\n"
 m.octal: 511 | 511 | Integer | 511 | "--- 511\n"
 m.yy: true | true | TrueClass | true | "--- true\n"
-m.colon: :sym | ":sym" | String | ":sym" | "--- \":sym\"\n"
+m.colon: sym | :sym | Symbol | "sym" | "--- :sym\n"
+m.dot: 5 | 5 | Integer | 5 | "--- 5\n"
+m.routes: [{"alpha"=>2, "stacks"=>[{"a"=>{"b"=>2, "x"=>1}, "z"=>1}], "zeta"=>1}, {"B"=>"upper", "b9"=>"nine", "b10"=>"ten", "name"=>"r"}] | [{"alpha"=>2, "stacks"=>[{"a"=>{"b"=>2, "x"=>1}, "z"=>1}], "zeta"=>1}, {"B"=>"upper", "b9"=>"nine", "b10"=>"ten", "name"=>"r"}] | Array | [{"alpha":2,"stacks":[{"a":{"b":2,"x":1},"z":1}],"zeta":1},{"B":"upper","b9":"nine","b10":"ten","name":"r"}] | "---\n- alpha: 2\n  stacks:\n  - a:\n      b: 2\n      x: 1\n    z: 1\n  zeta: 1\n- B: upper\n  b9: nine\n  b10: ten\n  name: r\n"
+m.date: 2024-01-02 | "2024-01-02" | String | "2024-01-02" | "--- '2024-01-02'\n"
+m.sexagesimal: 1:30 | "1:30" | String | "1:30" | "--- '1:30'\n"
+m.huge: 1e+21 | "1e+21" | String | "1e+21" | "--- 1e+21\n"
+m.huger: 1.2345678901234568e+29 | 1.2345678901234568e+29 | Float | 1.2345678901234568e+29 | "--- 1.2345678901234568e+29\n"
 link l.default_float: 2.0 | 2.0 | Float | 2.0 | "--- 2.0\n"
 link l.big: 98765432109876543210 | 98765432109876543210 | Integer | 98765432109876543210 | "--- 98765432109876543210\n"
 link l.inf: -Infinity | -Infinity | Float | JSON::GeneratorError | "--- -.inf\n"

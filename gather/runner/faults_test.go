@@ -435,9 +435,9 @@ var _ = Describe("the fault table", Ordered, ContinueOnFailure, func() {
 			fmt.Fprintf(GinkgoWriter, "%s\n", status().Message)
 		},
 		Entry("malformed YAML", faultRow{manifest: func(string) string { return "name: shop\ninstance_groups: [\n" }, invalid: true,
-			want: "manifest: yaml: line 3: did not find expected node content"}),
+			want: "manifest: Evaluating manifest: yaml: line 3: did not find expected node content"}),
 		Entry("a YAML bomb", faultRow{manifest: func(string) string { return billionLaughs() }, invalid: true,
-			want: "manifest: line 2: document expands to too many values through aliases"}),
+			want: "manifest: Evaluating manifest: yaml: document contains excessive aliasing"}),
 		Entry("an unknown release", faultRow{manifest: replace("    release: bus\n", "    release: nope\n"),
 			want: "- Unable to process instance group 'bus'. Errors are:\n  - Job 'bus': release 'nope' is not in the manifest's releases"}),
 		Entry("an unknown job", faultRow{manifest: replace("  - name: bus\n    release: bus\n", "  - name: no-such-job\n    release: bus\n"),

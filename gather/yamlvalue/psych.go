@@ -12,10 +12,9 @@ import (
 )
 
 // ParsePsych reads one YAML document the way the director's Ruby (Psych)
-// types it. Job specs reach the director untouched and are read this way;
-// manifests pass through the BOSH CLI's go-yaml v2 first, so Parse is right
-// for them. The two differ on plain scalars: Psych reads `y`/`n` and `1e3`
-// as strings, go-yaml v2 as true/false and 1000.
+// types it: job specs, and manifests as the BOSH CLI printed them. It and
+// Parse differ on plain scalars: Psych reads `y`/`n` and `1e3` as strings,
+// go-yaml v2 as true/false and 1000.
 func ParsePsych(data []byte) (any, error) { return parse(data, resolvePsych, psychTagged) }
 
 // parse walks the YAML node tree (go-yaml v3 keeps order, anchors and

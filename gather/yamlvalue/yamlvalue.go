@@ -3,8 +3,9 @@
 // included), string, Symbol, []any and *Map, one Go type per Ruby class the
 // director's Psych builds. Map keeps insertion order like a Ruby Hash, so
 // the renderer's Hashes have the key order the director's would have.
-// Manifests are typed as the BOSH CLI's go-yaml v2 reads them (Parse), job
-// specs as the director's Psych does (ParsePsych).
+// Variable files are typed as the BOSH CLI's go-yaml v2 reads them (Parse);
+// job specs, and manifests once the CLI has printed them (package boshcli),
+// as the director's Psych does (ParsePsych).
 package yamlvalue
 
 import (
@@ -372,7 +373,7 @@ func ParseJSON(data []byte) (any, error) {
 }
 
 // Parse reads one YAML 1.1 document as the BOSH CLI (go-yaml v2) types it,
-// which is what a director receives for manifests: yes/no/on/off and y/n
+// which is how variable files are read: yes/no/on/off and y/n
 // booleans, ~ and null as nil, 0777 octal, 1e3 a float, the bare word nil
 // a string. An empty document is nil.
 func Parse(data []byte) (any, error) { return parse(data, resolveV2, nil) }
