@@ -52,6 +52,9 @@ func Containers(pod *corev1.Pod) (out []Container, ended bool) {
 			ended = false
 		case t != nil:
 			r.Ran, r.ExitCode, r.TerminationMessage = true, int(t.ExitCode), t.Message
+			// Just ended, it is started again all the same under the pod's
+			// restart policy (the status says so only once it waits).
+			r.Restarting = r.Restarting || restarts(pod, r.Init, t.ExitCode)
 			initFailed = initFailed || (r.Init && t.ExitCode != 0)
 			ended = ended && !r.Restarting
 		default:
@@ -64,4 +67,19 @@ func Containers(pod *corev1.Pod) (out []Container, ended bool) {
 	}
 	final := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 	return out, final || initFailed || ended
+}
+
+// restarts says whether the kubelet starts a container again that ended
+// with code: under restartPolicy Always (the default) every container of
+// the pod that fails and every main container, under OnFailure those that
+// fail.
+func restarts(pod *corev1.Pod, init bool, code int32) bool {
+	switch pod.Spec.RestartPolicy {
+	case corev1.RestartPolicyNever:
+		return false
+	case corev1.RestartPolicyOnFailure:
+		return code != 0
+	default:
+		return code != 0 || !init
+	}
 }

@@ -55,3 +55,18 @@ func TestContainers(t *testing.T) {
 		})
 	}
 }
+
+// A process that just exited counts as restarting before the kubelet says
+// so (CrashLoopBackOff), under the pod's restart policy; a Job's pod that
+// never restarts has ended.
+func TestContainerStartedAgain(t *testing.T) {
+	exited := corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "web",
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}}}}
+	for policy, want := range map[corev1.RestartPolicy]bool{"": true, corev1.RestartPolicyAlways: true, corev1.RestartPolicyOnFailure: true, corev1.RestartPolicyNever: false} {
+		pod := &corev1.Pod{Spec: corev1.PodSpec{RestartPolicy: policy, Containers: []corev1.Container{{Name: "web"}}}, Status: exited}
+		got, ended := cluster.Containers(pod)
+		if got[0].Restarting != want || ended == want {
+			t.Errorf("restartPolicy %q: restarting %v, ended %v; want restarting %v", policy, got[0].Restarting, ended, want)
+		}
+	}
+}
