@@ -36,8 +36,6 @@ import (
 	"github.com/bosh-injector/bosh-injector/test/dnsserver"
 )
 
-var metav1GetOptions = metav1.GetOptions{}
-
 // buildImages builds the pod sandbox image (pause, from this repository)
 // and a CoreDNS image (the binary `make testbin` built) and pushes them to
 // the cluster's registry: no registry outside this machine is reachable.

@@ -16,8 +16,6 @@ package cluster
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -31,6 +29,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -304,10 +303,6 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 		}
 	}
 	c.Kubeconfig = kubeconfigs["admin"]
-	c.rec.Kubeconfig = c.Kubeconfig
-	if err := c.rec.save(); err != nil {
-		return err
-	}
 
 	if _, err := c.start("etcd", "--data-dir="+filepath.Join(c.Dir, "etcd"), "--name=bosh-injector",
 		"--listen-client-urls=http://127.0.0.1:2379", "--advertise-client-urls=http://127.0.0.1:2379",
@@ -420,7 +415,7 @@ func (c *Cluster) startNode(ctx context.Context) error {
 		return err
 	}
 	err = until(ctx, kubelet, "node "+c.NodeName+" to be Ready", time.Minute, func() bool {
-		node, err := c.Clientset.CoreV1().Nodes().Get(ctx, c.NodeName, metav1GetOptions)
+		node, err := c.Clientset.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
 		if err != nil {
 			return false
 		}
@@ -467,28 +462,6 @@ http: {addr: "0.0.0.0:5000"}
 		}
 		return err == nil
 	})
-}
-
-// CA is the PEM of the cluster's CA, which signed the apiserver's serving
-// certificate.
-func (c *Cluster) CA() ([]byte, error) { return os.ReadFile(c.pki.CA()) }
-
-// HTTPClient trusts the cluster's CA.
-func (c *Cluster) HTTPClient() (*http.Client, error) {
-	ca, err := c.CA()
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(ca)
-	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}, nil
-}
-
-// Exec runs a command inside the cluster's network namespace (crictl-like
-// checks, curl to a Service address) and returns its combined output.
-func (c *Cluster) Exec(ctx context.Context, name string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, "nsenter", append([]string{"--net=" + c.rec.netnsPath(), "--", name}, args...)...)
-	return cmd.CombinedOutput()
 }
 
 // Ctr runs containerd's ctr against the node's containerd, in the

@@ -47,8 +47,6 @@ type record struct {
 	// Sysctls are the values the kubelet rewrites, as they were before it
 	// started.
 	Sysctls map[string]string `json:"sysctls,omitempty"`
-	// Kubeconfig is the admin kubeconfig printed for kubectl and helm.
-	Kubeconfig string `json:"kubeconfig,omitempty"`
 }
 
 func (r *record) netns() string     { return "bosh-injector-" + strconv.Itoa(r.Slot) }
@@ -78,16 +76,12 @@ func writeJSON(path string, v any) error {
 // the returned file is open, after tearing down any slot whose cluster was
 // left behind by a process that died.
 func claimSlot() (*record, *os.File, error) {
-	if err := os.MkdirAll(stateRoot, 0o755); err != nil {
-		return nil, nil, err
-	}
 	for slot := range maxSlots {
-		lock, err := os.OpenFile(lockPath(slot), os.O_CREATE|os.O_RDWR, 0o600)
+		lock, err := lockFile(lockPath(slot), false)
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-			lock.Close()
+		if lock == nil {
 			continue
 		}
 		old, err := readRecord(slot)
@@ -105,6 +99,31 @@ func claimSlot() (*record, *os.File, error) {
 		return &record{Slot: slot}, lock, nil
 	}
 	return nil, nil, fmt.Errorf("all %d test cluster slots are in use (see %s)", maxSlots, stateRoot)
+}
+
+// lockFile takes an exclusive lock on the file at path (under stateRoot),
+// held while the returned file is open; without wait, a lock another
+// process holds returns no file and no error.
+func lockFile(path string, wait bool) (*os.File, error) {
+	if err := os.MkdirAll(stateRoot, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	how := syscall.LOCK_EX
+	if !wait {
+		how |= syscall.LOCK_NB
+	}
+	if err := syscall.Flock(int(f.Fd()), how); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return f, nil
 }
 
 func readRecord(slot int) (*record, error) {
@@ -126,14 +145,13 @@ func Down() ([]string, error) {
 		if err != nil {
 			continue
 		}
-		lock, err := os.OpenFile(lockPath(slot), os.O_CREATE|os.O_RDWR, 0o600)
+		lock, err := lockFile(lockPath(slot), false)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		if lock == nil {
 			// A live process runs this one and will tear it down.
-			lock.Close()
 			continue
 		}
 		errs = append(errs, r.teardown())

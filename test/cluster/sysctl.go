@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 )
 
 // kubeletSysctls are the machine-wide settings the kubelet rewrites when it
@@ -67,15 +66,8 @@ func writeSysctls(saved map[string]string) error {
 // another cluster meanwhile would have its rewritten values saved as the
 // machine's.
 func lockSysctls() (unlock func(), err error) {
-	if err := os.MkdirAll(stateRoot, 0o755); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(filepath.Join(stateRoot, "sysctl.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := lockFile(filepath.Join(stateRoot, "sysctl.lock"), true)
 	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
 		return nil, err
 	}
 	return func() { f.Close() }, nil
