@@ -20,7 +20,6 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/rendering"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
 
@@ -335,14 +334,14 @@ func renderContainer(plan Plan, instance contract.Instance) corev1.Container {
 		Image: plan.Settings.OperatorImage,
 		Args:  []string{"render", "--install-launcher", contract.BinDir},
 		Env: []corev1.EnvVar{
-			{Name: rendering.EnvIndex, Value: strconv.Itoa(inst.Index)},
+			{Name: contract.EnvIndex, Value: strconv.Itoa(inst.Index)},
 			{Name: "BOSH_INJECTOR_AZ", Value: inst.AZ},
 			{Name: "BOSH_INJECTOR_BOOTSTRAP", Value: strconv.FormatBool(inst.Bootstrap)},
 			{Name: "BOSH_INJECTOR_DEPLOYMENT", Value: info.Deployment},
 			{Name: "BOSH_INJECTOR_INSTANCE_GROUP", Value: info.InstanceGroup},
-			fieldEnv(rendering.EnvNamespace, "metadata.namespace"),
-			fieldEnv(rendering.EnvPodIP, "status.podIP"),
-			{Name: rendering.EnvResolvedDigest, Value: plan.ResolvedDigest},
+			fieldEnv(contract.EnvNamespace, "metadata.namespace"),
+			fieldEnv(contract.EnvPodIP, "status.podIP"),
+			{Name: contract.EnvResolvedDigest, Value: plan.ResolvedDigest},
 		},
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: VolumeAllReleases, MountPath: AllReleasesDir, ReadOnly: true},

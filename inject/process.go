@@ -3,7 +3,6 @@ package inject
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -294,28 +293,4 @@ func hostPID(configs map[string]bpm.Config) bool {
 		}
 	}
 	return false
-}
-
-// Warnings are the BPM settings of the pod's instance a pod honours only in
-// part, one per job, process and field, for the admission response.
-func Warnings(info *bpm.Info, index int) []string {
-	var out []string
-	configs := info.ForIndex(index)
-	for _, j := range info.Jobs {
-		for _, p := range configs[j.Name].Processes {
-			vols := slices.Clone(p.AdditionalVolumes)
-			if p.Unsafe != nil {
-				vols = append(vols, p.Unsafe.UnrestrictedVolumes...)
-			}
-			for _, v := range vols {
-				if !v.AllowExecutions {
-					out = append(out, fmt.Sprintf("job '%s', process '%s', volume %s: %s", j.Name, p.Name, v.Path, WarnExecutableMount))
-				}
-				if v.Shared {
-					out = append(out, fmt.Sprintf("job '%s', process '%s', volume %s: %s", j.Name, p.Name, v.Path, WarnSharedMount))
-				}
-			}
-		}
-	}
-	return out
 }

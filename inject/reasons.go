@@ -35,13 +35,6 @@ const (
 	ReasonNoPodSpec       Reason = "pod has no spec"
 )
 
-// Warnings: BPM settings a pod honours only in part; the pod is admitted
-// with the warning.
-const (
-	WarnExecutableMount = "allow_executions is false, but Kubernetes volume mounts cannot be noexec: files there are executable"
-	WarnSharedMount     = "shared (mount propagation to the host) is not applied: the mount stays private to the pod"
-)
-
 // Denial is an error that denies a pod's admission, with a message saying
 // what to do.
 type Denial struct {

@@ -141,7 +141,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	requests.WithLabelValues("injected").Inc()
 	log.V(1).Info("injected", "deployment", deployment, "instanceGroup", ig, "index", inst.Index, "resolved", info.ResolvedSecret)
 	resp := patched(patch)
-	resp.Warnings = inject.Warnings(info, inst.Index)
+	resp.Warnings = info.Warnings(inst.Index)
 	return resp
 }
 

@@ -15,9 +15,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
-	"github.com/bosh-injector/bosh-injector/gather/rendering"
 	"github.com/bosh-injector/bosh-injector/gather/trust"
 	"github.com/bosh-injector/bosh-injector/inject"
+	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/webhook"
 )
@@ -67,7 +67,7 @@ var _ = Describe("the admission handler", func() {
 		rec, err := trust.Read(ctx, cp.Client, operatorNamespace, ns, c.Info.Deployment)
 		Expect(err).NotTo(HaveOccurred())
 		render := &pod.Spec.InitContainers[slices.IndexFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == "render" })]
-		digest := &render.Env[slices.IndexFunc(render.Env, func(e corev1.EnvVar) bool { return e.Name == rendering.EnvResolvedDigest })]
+		digest := &render.Env[slices.IndexFunc(render.Env, func(e corev1.EnvVar) bool { return e.Name == contract.EnvResolvedDigest })]
 		Expect(digest.Value).To(Equal(rec.Groups["web"].Latest().Resolved.SHA256))
 		digest.Value = ""
 		got, err := yaml.Marshal(&pod)

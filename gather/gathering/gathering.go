@@ -31,7 +31,6 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/services"
 	"github.com/bosh-injector/bosh-injector/gather/trust"
 	"github.com/bosh-injector/bosh-injector/gather/versions"
-	"github.com/bosh-injector/bosh-injector/inject"
 )
 
 // Config says what to gather.
@@ -89,7 +88,7 @@ func (cfg *Config) warnBPM(manifest *corev1.Secret, info *bpm.Info) {
 	}
 	seen := map[string]bool{}
 	for _, ib := range info.BPM {
-		for _, w := range inject.Warnings(info, ib.Indexes[0]) {
+		for _, w := range info.Warnings(ib.Indexes[0]) {
 			if !seen[w] {
 				seen[w] = true
 				cfg.warn(manifest, ReasonBPMField, fmt.Sprintf("instance group '%s': %s", info.InstanceGroup, w))

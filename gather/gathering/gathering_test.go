@@ -20,7 +20,6 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/resolved"
 	"github.com/bosh-injector/bosh-injector/gather/secretdata"
 	"github.com/bosh-injector/bosh-injector/gather/versions"
-	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 )
 
@@ -347,7 +346,7 @@ addons:
 		}, gathering.NewRenderBPM(ctx))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(events).To(ContainElement(event{corev1.EventTypeWarning, gathering.ReasonBPMField,
-			"instance group 'web': job 'storefront', process 'storefront', volume /var/vcap/data/storefront/cache: " + string(inject.WarnExecutableMount)}))
+			"instance group 'web': job 'storefront', process 'storefront', volume /var/vcap/data/storefront/cache: " + bpm.WarnExecutableMount}))
 		Expect(events).To(ContainElement(HaveField("Reason", gathering.StageRendered)))
 	})
 

@@ -19,17 +19,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/resolved"
 	"github.com/bosh-injector/bosh-injector/gather/ruby"
 	"github.com/bosh-injector/bosh-injector/gather/secretdata"
-)
-
-// Environment variables the webhook sets on the render container.
-const (
-	EnvIndex     = "BOSH_INJECTOR_INSTANCE_INDEX"
-	EnvPodIP     = "POD_IP"
-	EnvNamespace = "POD_NAMESPACE"
-	// EnvResolvedDigest is the digest (secretdata.Digest) of the resolved
-	// Secret the webhook accepted for the pod: a Secret replaced between
-	// admission and mount is refused, not rendered.
-	EnvResolvedDigest = "BOSH_INJECTOR_RESOLVED_SHA256"
+	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
 
 // AddressResolved is what render logs once the instance's address resolves
@@ -62,14 +52,14 @@ type Config struct {
 // ConfigFromEnv fills the instance part of c from the environment the
 // webhook sets.
 func ConfigFromEnv(c Config) (Config, error) {
-	index, err := strconv.Atoi(os.Getenv(EnvIndex))
+	index, err := strconv.Atoi(os.Getenv(contract.EnvIndex))
 	if err != nil {
-		return c, fmt.Errorf("%s must be the instance index, got %q", EnvIndex, os.Getenv(EnvIndex))
+		return c, fmt.Errorf("%s must be the instance index, got %q", contract.EnvIndex, os.Getenv(contract.EnvIndex))
 	}
-	c.Index, c.PodIP, c.Namespace = index, os.Getenv(EnvPodIP), os.Getenv(EnvNamespace)
-	c.ResolvedDigest = os.Getenv(EnvResolvedDigest)
+	c.Index, c.PodIP, c.Namespace = index, os.Getenv(contract.EnvPodIP), os.Getenv(contract.EnvNamespace)
+	c.ResolvedDigest = os.Getenv(contract.EnvResolvedDigest)
 	if c.Namespace == "" {
-		return c, fmt.Errorf("%s is not set", EnvNamespace)
+		return c, fmt.Errorf("%s is not set", contract.EnvNamespace)
 	}
 	return c, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/rendering"
 	"github.com/bosh-injector/bosh-injector/gather/resolved"
+	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
 
 func init() {
@@ -18,7 +19,7 @@ func init() {
 			Use:   "render",
 			Short: "Render the BOSH jobs of this pod's instance (the render init container)",
 			Long: `render takes the pod's instance from the environment the webhook sets
-(` + rendering.EnvIndex + `, ` + rendering.EnvPodIP + `, ` + rendering.EnvNamespace + `), reads the mounted
+(` + contract.EnvIndex + `, ` + contract.EnvPodIP + `, ` + contract.EnvNamespace + `), reads the mounted
 ig-resolved Secret and the jobs copied from the release images, and renders every
 template of every job into /var/vcap/jobs in one Ruby process. It then waits
 (--address-wait) for the instance's address to resolve to the pod's IP, as a VM's

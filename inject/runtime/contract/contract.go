@@ -2,7 +2,8 @@
 // where the launcher binary is, where the instance's lifecycle state lives,
 // and the plan the webhook hands every process container (its own part in
 // its environment, the instance's part once through the render container).
-// inject writes it into the pod; inject/runtime reads it inside the pod.
+// inject writes it into the pod; the render command (gather/rendering) and
+// inject/runtime read it inside the pod.
 package contract
 
 import (
@@ -38,6 +39,16 @@ const (
 	// render command's flag --instance, from the environment).
 	EnvInstance  = "BOSH_INJECTOR_INSTANCE"
 	InstanceFile = "instance.json"
+
+	// The webhook sets these on the render init container: the instance's
+	// index, the pod's IP and namespace, and EnvResolvedDigest, the digest
+	// (secretdata.Digest) of the resolved Secret the webhook accepted for
+	// the pod, so a Secret replaced between admission and mount is refused,
+	// not rendered.
+	EnvIndex          = "BOSH_INJECTOR_INSTANCE_INDEX"
+	EnvPodIP          = "POD_IP"
+	EnvNamespace      = "POD_NAMESPACE"
+	EnvResolvedDigest = "BOSH_INJECTOR_RESOLVED_SHA256"
 
 	// BPMStopTimeout is how long BPM waits for a process after its shutdown
 	// signal before SIGQUIT; BPMQuitGrace is the wait after SIGQUIT before
