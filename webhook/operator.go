@@ -23,6 +23,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/bosh-injector/bosh-injector/gather/deploy"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/runner"
 	"github.com/bosh-injector/bosh-injector/inject"
@@ -49,7 +50,7 @@ type Options struct {
 	// serves the webhook.
 	LeaderElection bool
 	// Webhook serves the admission webhook; Runner runs the gathering job
-	// runner. The operator runs both.
+	// runner and the deploy controller. The operator runs both.
 	Webhook, Runner bool
 	// DNSService names the CoreDNS Service in Namespace that injected pods
 	// resolve names with; empty leaves their DNS as it is.
@@ -142,6 +143,15 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, err
 		}
 		if err := r.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("job runner: %w", err)
+		}
+		d := &deploy.Reconciler{
+			Client:    mgr.GetClient(),
+			APIReader: mgr.GetAPIReader(),
+			Recorder:  mgr.GetEventRecorder("bosh-injector"),
+			Log:       log.WithName("deploy"),
+		}
+		if err := d.SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("deploy controller: %w", err)
 		}
 	}
 	return mgr, nil

@@ -34,6 +34,11 @@ const (
 	// LabelState on a manifest Secret is the state of its last gathering,
 	// for `kubectl get secret -L bosh-injector.io/state`.
 	LabelState = Prefix + "state"
+	// LabelDeployState and LabelDeployStep on a manifest Secret are the
+	// phase of its deploy (Deploying, Deployed, Failed) and the step it is
+	// at ("api.canary.1-of-3"), for `kubectl get secret -L …`.
+	LabelDeployState = Prefix + "deploy-state"
+	LabelDeployStep  = Prefix + "deploy-step"
 	// LabelAliasPrefix starts the label keys the webhook puts on the pods
 	// of every target group of a BOSH DNS alias over several groups; the
 	// alias's Service selects them (value "true").
@@ -65,6 +70,12 @@ const (
 	AnnotationAlias = Prefix + "alias"
 	// AnnotationStatus on a manifest Secret reports the last gathering.
 	AnnotationStatus = Prefix + "status"
+	// AnnotationDeploy on a manifest Secret is the deploy's progress
+	// (JSON), which the deploy controller resumes from.
+	AnnotationDeploy = Prefix + "deploy"
+	// AnnotationRetryDeploy on a manifest Secret, set to a new value,
+	// retries a deploy that stopped at a failed instance.
+	AnnotationRetryDeploy = Prefix + "retry-deploy"
 	// AnnotationVariable keeps a variable Secret's original variable name.
 	AnnotationVariable = Prefix + "variable"
 	// AnnotationPlaceholderContainer in a pod template names the container

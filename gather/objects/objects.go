@@ -26,6 +26,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/instance"
 	"github.com/bosh-injector/bosh-injector/gather/manifest"
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/update"
 	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
 )
 
@@ -83,7 +84,10 @@ func Build(manifestYAML []byte, ops []deployment.OpsFile, opts Options) (Result,
 	}
 	b := builder{m: m, opts: opts}
 	b.res.Objects = append(b.res.Objects, b.secret(manifestYAML, ops))
-	b.deploymentUpdate = b.updateFields(m.Raw, "update")
+	if b.update, err = update.Deployment(m.Raw); err != nil {
+		return Result{}, err
+	}
+	b.warnUnhonoured(m.Raw, "update")
 	for i := range m.InstanceGroups {
 		if err := b.group(&m.InstanceGroups[i]); err != nil {
 			return Result{}, err
@@ -96,9 +100,9 @@ type builder struct {
 	m    *manifest.Manifest
 	opts Options
 	res  Result
-	// deploymentUpdate is the manifest's update block, which groups'
-	// blocks override key by key.
-	deploymentUpdate *yamlvalue.Map
+	// update is the manifest's update block, which groups' blocks
+	// override key by key.
+	update update.Config
 }
 
 func (b *builder) warn(format string, args ...any) {
@@ -151,7 +155,10 @@ func (b *builder) group(g *manifest.InstanceGroup) error {
 	if err != nil {
 		return err
 	}
-	strategy := b.updateStrategy(g)
+	strategy, err := b.updateStrategy(g)
+	if err != nil {
+		return err
+	}
 	replicas := instance.Replicas(g.Instances, len(g.AZs))
 	for a, n := range replicas {
 		raw := b.m.Name + "-" + g.Name
@@ -327,71 +334,51 @@ func (b *builder) store(g *manifest.InstanceGroup) (*corev1.PersistentVolumeClai
 	return claim, nil
 }
 
-// unmappedUpdate are the update keys Kubernetes has no equivalent for, and
-// why.
-var unmappedUpdate = map[string]string{
-	"canaries":                          "a StatefulSet has no canary phase (stage a rollout with rollingUpdate.partition)",
-	"canary_watch_time":                 "Kubernetes waits for readiness, not a fixed time",
-	"update_watch_time":                 "Kubernetes waits for readiness, not a fixed time",
-	"serial":                            "Kubernetes updates all StatefulSets at once",
+// unhonoured are the update keys bosh-injector has no equivalent for, and
+// why. The others (canaries, max_in_flight, watch times, serial) the
+// operator's deploy honours.
+var unhonoured = map[string]string{
 	"vm_strategy":                       "a StatefulSet replaces a pod in place",
-	"initial_deploy_az_update_strategy": "each AZ's StatefulSet rolls on its own",
+	"initial_deploy_az_update_strategy": "a first deploy creates every instance at once",
 }
 
-// updateFields reads an update block's keys, warning once for those
-// without an equivalent. `serial: false` (groups updated in parallel) is
-// what Kubernetes does, so it gets no warning.
-func (b *builder) updateFields(m *yamlvalue.Map, where string) *yamlvalue.Map {
+// warnUnhonoured warns of an update block's keys without an equivalent.
+func (b *builder) warnUnhonoured(m *yamlvalue.Map, where string) {
 	v, _ := m.Get("update")
 	u, _ := v.(*yamlvalue.Map)
 	if u == nil {
-		return nil
+		return
 	}
 	for _, k := range u.Keys() {
-		why, ok := unmappedUpdate[k]
-		if !ok {
-			continue
+		if why, ok := unhonoured[k]; ok {
+			b.warn("%s.%s is not mapped: %s", where, k, why)
 		}
-		if serial, _ := u.Get(k); k == "serial" && serial == false {
-			continue
-		}
-		b.warn("%s.%s is not mapped: %s", where, k, why)
 	}
-	return u
 }
 
 // updateStrategy maps max_in_flight, the group's over the deployment's, to
-// a rolling update's maxUnavailable; nil leaves Kubernetes' default.
-func (b *builder) updateStrategy(g *manifest.InstanceGroup) appsv1.StatefulSetUpdateStrategy {
-	own := b.updateFields(g.Raw, "instance_groups."+g.Name+".update")
-	var mif any
-	for _, u := range []*yamlvalue.Map{b.deploymentUpdate, own} {
-		if u == nil {
-			continue
-		}
-		if v, ok := u.Get("max_in_flight"); ok {
-			mif = v
-		}
+// a rolling update's maxUnavailable, which a deploy's batches of that many
+// instances of an AZ are updated with at once (where the cluster has the
+// MaxUnavailableStatefulSet feature; else one at a time).
+func (b *builder) updateStrategy(g *manifest.InstanceGroup) (appsv1.StatefulSetUpdateStrategy, error) {
+	where := "instance_groups." + g.Name
+	c, err := b.update.Group(g.Raw, where)
+	if err != nil {
+		return appsv1.StatefulSetUpdateStrategy{}, err
 	}
-	var max *intstr.IntOrString
-	switch t := mif.(type) {
-	case int64:
-		max = ptr.To(intstr.FromInt32(int32(t)))
-	case string:
-		// "25%" stays a percentage; "2" is a number as BOSH reads it.
-		if n, err := strconv.Atoi(t); err == nil {
-			max = ptr.To(intstr.FromInt32(int32(n)))
-		} else {
-			max = ptr.To(intstr.FromString(t))
-		}
+	b.warnUnhonoured(g.Raw, where+".update")
+	if g.Lifecycle == "errand" {
+		return appsv1.StatefulSetUpdateStrategy{}, nil
 	}
-	if max == nil || g.Lifecycle == "errand" {
-		return appsv1.StatefulSetUpdateStrategy{}
+	max := intstr.Parse(c.MaxInFlight)
+	if max.Type == intstr.Int && max.IntVal < 1 {
+		// The director updates at least one instance at a time.
+		max = intstr.FromInt32(1)
 	}
 	return appsv1.StatefulSetUpdateStrategy{
 		Type:          appsv1.RollingUpdateStatefulSetStrategyType,
-		RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{MaxUnavailable: max},
-	}
+		RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{MaxUnavailable: &max},
+	}, nil
 }
 
 func intField(m *yamlvalue.Map, key string) (int, bool, error) {

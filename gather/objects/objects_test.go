@@ -25,6 +25,9 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files")
 
+// updateBlock is the update block the director requires of a manifest.
+const updateBlock = "update: {canaries: 1, max_in_flight: 1, canary_watch_time: 1000, update_watch_time: 1000}\n"
+
 var deployments = filepath.Join("..", "..", "test", "fixtures", "deployments")
 
 func read(t *testing.T, path string) []byte {
@@ -78,8 +81,15 @@ func TestGolden(t *testing.T) {
 	if err != nil || len(opsFiles) == 0 {
 		t.Fatalf("no ops fixtures: %v", err)
 	}
+	// An ops file named after a deployment ("rollout-change.yml") is
+	// for it, the others for shop.
 	for _, op := range opsFiles {
-		cases = append(cases, tc{name: "shop+" + strings.TrimSuffix(filepath.Base(op), ".yml"), manifest: filepath.Join(deployments, "shop.yml"), ops: []string{op}})
+		name := strings.TrimSuffix(filepath.Base(op), ".yml")
+		target := "shop"
+		if d, _, ok := strings.Cut(name, "-"); ok && slices.Contains(manifests, filepath.Join(deployments, d+".yml")) {
+			target = d
+		}
+		cases = append(cases, tc{name: target + "+" + name, manifest: filepath.Join(deployments, target+".yml"), ops: []string{op}})
 	}
 	cases = append(cases, tc{name: "features", manifest: filepath.Join("testdata", "features.yml"), opts: objects.Options{
 		StorageClasses: map[string]string{"fast": "ssd"},
@@ -142,7 +152,7 @@ func TestReplicasMatchDirectorPlacement(t *testing.T) {
 		for n := 1; n <= 7; n++ {
 			azs := []string{"z1", "z2", "z3"}[:azCount]
 			t.Run(fmt.Sprintf("%d instances over %d AZs", n, azCount), func(t *testing.T) {
-				m := fmt.Sprintf("name: d\nreleases: [{name: r, version: '1', image: img}]\ninstance_groups:\n- {name: g, azs: [%s], instances: %d, jobs: [{name: j, release: r}]}\n",
+				m := fmt.Sprintf("name: d\nreleases: [{name: r, version: '1', image: img}]\n"+updateBlock+"instance_groups:\n- {name: g, azs: [%s], instances: %d, jobs: [{name: j, release: r}]}\n",
 					strings.Join(azs, ", "), n)
 				res, err := objects.Build([]byte(m), nil, objects.Options{})
 				if err != nil {
@@ -208,9 +218,9 @@ func TestErrors(t *testing.T) {
 	for _, c := range []struct{ name, manifest, want string }{
 		{"no instance groups", "name: d\n", "manifest 'd' has no instance groups"},
 		{"typo", "name: d\ninstance_group: []\n", "is the key spelled 'instance_groups'?"},
-		{"disk type without size", "name: d\nreleases: [{name: r, version: '1', image: i}]\ninstance_groups:\n- {name: g, instances: 1, persistent_disk_type: big, jobs: [{name: j, release: r}]}\n",
+		{"disk type without size", "name: d\nreleases: [{name: r, version: '1', image: i}]\n" + updateBlock + "instance_groups:\n- {name: g, instances: 1, persistent_disk_type: big, jobs: [{name: j, release: r}]}\n",
 			"instance group 'g': persistent_disk_type 'big' is sized by the cloud config, which bosh-injector does not read: give its size with --disk-size big=10Gi"},
-		{"no image", "name: d\nreleases: [{name: r, version: '1'}]\ninstance_groups:\n- {name: g, instances: 1, jobs: [{name: j, release: r}]}\n",
+		{"no image", "name: d\nreleases: [{name: r, version: '1'}]\n" + updateBlock + "instance_groups:\n- {name: g, instances: 1, jobs: [{name: j, release: r}]}\n",
 			"instance group 'g', job 'j': cannot derive the image of release 'r'"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -226,7 +236,7 @@ func TestErrors(t *testing.T) {
 // as the placeholder, the default `<job>-<job>` and one Options.Containers
 // gives alike, so the webhook removes it when no process has that name.
 func TestTemplatesMarkThePlaceholder(t *testing.T) {
-	m := "name: cf\nreleases: [{name: nats, version: '56', image: img}]\ninstance_groups:\n" +
+	m := "name: cf\nreleases: [{name: nats, version: '56', image: img}]\n" + updateBlock + "instance_groups:\n" +
 		"- {name: nats, instances: 1, jobs: [{name: nats-tls, release: nats}]}\n" +
 		"- {name: named, instances: 1, jobs: [{name: nats, release: nats}]}\n" +
 		"- {name: smoke, instances: 1, lifecycle: errand, jobs: [{name: smoke-tests, release: nats}]}\n"

@@ -6,6 +6,7 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/manifest"
+	"github.com/bosh-injector/bosh-injector/gather/update"
 	"github.com/bosh-injector/bosh-injector/gather/variables"
 	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
 )
@@ -54,6 +55,8 @@ func Inspect(data []byte, ops []deployment.OpsFile) (Inputs, error) {
 			in.Variables = append(in.Variables, d.Name)
 		}
 	}
+	in.Plan, err = update.PlanOf(root)
+	errs = append(errs, err)
 	in.Consumes = consumedDeployments(root)
 	in.AliasTargets = aliasTargetDeployments(root)
 	return in, errors.Join(errs...)

@@ -14,6 +14,7 @@ func TestInspectConsumes(t *testing.T) {
 	manifest := []byte(`name: web
 releases: [{name: app, version: "1", url: localhost/x}]
 stemcells: [{alias: default, os: ubuntu-noble, version: "1"}]
+update: {canaries: 1, max_in_flight: 1, canary_watch_time: 1000, update_watch_time: 1000}
 instance_groups:
 - name: app
   jobs:
@@ -45,6 +46,7 @@ func TestInspectAliasTargets(t *testing.T) {
 	manifest := []byte(`name: web
 releases: [{name: app, version: "1", url: localhost/x}]
 stemcells: [{alias: default, os: ubuntu-noble, version: "1"}]
+update: {canaries: 1, max_in_flight: 1, canary_watch_time: 1000, update_watch_time: 1000}
 instance_groups:
 - name: app
   jobs:

@@ -1,8 +1,8 @@
 // Package runner is the operator's job runner: it watches manifest Secrets,
 // starts a gathering Job whenever the deployment's inputs (manifest, ops
 // files, user-provided variable Secrets) change, reports progress as Events
-// and a status annotation on the manifest Secret, and rolls the instance
-// groups whose resolved content got a new version.
+// and a status annotation on the manifest Secret, and records the accepted
+// versions and the update plan there, which package deploy rolls out.
 package runner
 
 import (
@@ -13,13 +13,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
-	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -43,6 +42,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/trust"
+	"github.com/bosh-injector/bosh-injector/gather/update"
 	"github.com/bosh-injector/bosh-injector/gather/versions"
 	"github.com/bosh-injector/bosh-injector/inject"
 )
@@ -53,7 +53,6 @@ const (
 	ReasonGatherStarted   = "GatherStarted"
 	ReasonGathered        = "Gathered"
 	ReasonGatherFailed    = "GatherFailed"
-	ReasonRollingOut      = "RollingOut"
 	// ReasonNotAccepted: a gathering succeeded but did not report the
 	// versions it wrote, so none is accepted (see package trust).
 	ReasonNotAccepted = "VersionsNotAccepted"
@@ -100,6 +99,9 @@ type Inputs struct {
 	// aliases target; their groups' BPM info (instance counts) is part of
 	// the inputs.
 	AliasTargets []string
+	// Plan is how a deploy updates the instance groups: their order and
+	// update blocks.
+	Plan update.Plan
 }
 
 // Config is the runner's configuration.
@@ -137,8 +139,10 @@ type Status struct {
 	Job     string `json:"job,omitempty"`
 	Message string `json:"message,omitempty"`
 	// Versions is the resolved version of each instance group (by its
-	// label value) after a successful gathering.
+	// label value) after a successful gathering: what the deploy
+	// controller (package deploy) rolls out, following Plan.
 	Versions map[string]int `json:"versions,omitempty"`
+	Plan     update.Plan    `json:"plan,omitempty"`
 	// Regenerations counts the gatherings started because a generated
 	// variable Secret was deleted after a successful gathering; it is part
 	// of the digest, so the same inputs gather again and regenerate it.
@@ -158,7 +162,7 @@ var states = map[string]string{
 
 // same is whether a and b differ in nothing but LastChange.
 func (a Status) same(b Status) bool {
-	return a.State == b.State && a.Digest == b.Digest && a.Job == b.Job && a.Message == b.Message && maps.Equal(a.Versions, b.Versions) && a.Regenerations == b.Regenerations
+	return a.State == b.State && a.Digest == b.Digest && a.Job == b.Job && a.Message == b.Message && maps.Equal(a.Versions, b.Versions) && reflect.DeepEqual(a.Plan, b.Plan) && a.Regenerations == b.Regenerations
 }
 
 // SetupWithManager registers the runner with mgr. Controllers are leader
@@ -324,9 +328,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := r.prune(ctx, manifest.Namespace, deployment, rec); err != nil {
 			return reconcile.Result{}, err
 		}
-		latest, err := r.rollout(ctx, &manifest, deployment, rec)
-		if err != nil {
-			return reconcile.Result{}, err
+		latest := map[string]int{}
+		for label, g := range rec.Groups {
+			latest[label] = g.Latest().Resolved.Version
 		}
 		if err := r.removeOldJobs(ctx, &manifest, deployment, jobName); err != nil {
 			return reconcile.Result{}, err
@@ -335,7 +339,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err != nil {
 			return reconcile.Result{}, err
 		}
-		return reconcile.Result{RequeueAfter: next}, r.setStatus(ctx, &manifest, Status{State: ReasonGathered, Digest: digest, Job: jobName, Versions: latest, Regenerations: regenerations})
+		return reconcile.Result{RequeueAfter: next}, r.setStatus(ctx, &manifest, Status{State: ReasonGathered, Digest: digest, Job: jobName, Versions: latest, Plan: inputs.Plan, Regenerations: regenerations})
 	case jobCondition(&job, batchv1.JobFailed):
 		message := r.terminationMessage(ctx, &job)
 		if StatusOf(&manifest).State != ReasonGatherFailed || StatusOf(&manifest).Digest != digest {
@@ -809,7 +813,7 @@ func (r *Reconciler) setStatus(ctx context.Context, manifest *corev1.Secret, st 
 	// The versions in use stay those of the last good gathering until
 	// another one succeeds.
 	if st.Versions == nil {
-		st.Versions = StatusOf(manifest).Versions
+		st.Versions, st.Plan = StatusOf(manifest).Versions, StatusOf(manifest).Plan
 	}
 	if StatusOf(manifest).same(st) && manifest.Labels[names.LabelState] == states[st.State] {
 		return nil
@@ -845,48 +849,4 @@ func (r *Reconciler) removeOldJobs(ctx context.Context, manifest *corev1.Secret,
 		}
 	}
 	return nil
-}
-
-// rollout sets the accepted resolved version of each instance group in the
-// pod template of that group's labelled StatefulSets, so Kubernetes rolls
-// the pods of groups whose content changed and the webhook injects each pod
-// the version its template revision names. A template without the
-// annotation was created against the first version, so version 1 does not
-// roll it. It returns the latest resolved version of every group.
-func (r *Reconciler) rollout(ctx context.Context, manifest *corev1.Secret, deployment string, rec *trust.Record) (map[string]int, error) {
-	latest := map[string]int{}
-	for label, g := range rec.Groups {
-		latest[label] = g.Latest().Resolved.Version
-	}
-	var sets appsv1.StatefulSetList
-	if err := r.Client.List(ctx, &sets, client.InNamespace(manifest.Namespace)); err != nil {
-		return nil, err
-	}
-	for i := range sets.Items {
-		sts := &sets.Items[i]
-		tl := sts.Spec.Template.Labels
-		if names.LabelValue(tl[names.LabelDeployment]) != names.LabelValue(deployment) {
-			continue
-		}
-		version, ok := latest[names.LabelValue(tl[names.LabelInstanceGroup])]
-		if !ok {
-			continue
-		}
-		current, has := sts.Spec.Template.Annotations[names.AnnotationResolvedVersion]
-		want := strconv.Itoa(version)
-		if current == want || (!has && version == 1) {
-			continue
-		}
-		patch := client.MergeFrom(sts.DeepCopy())
-		if sts.Spec.Template.Annotations == nil {
-			sts.Spec.Template.Annotations = map[string]string{}
-		}
-		sts.Spec.Template.Annotations[names.AnnotationResolvedVersion] = want
-		if err := r.Client.Patch(ctx, sts, patch); err != nil {
-			return nil, fmt.Errorf("rolling StatefulSet %s: %w", sts.Name, err)
-		}
-		r.Log.Info("rolling out", "namespace", sts.Namespace, "statefulset", sts.Name, "version", want)
-		r.Recorder.Eventf(sts, manifest, corev1.EventTypeNormal, ReasonRollingOut, "Rollout", "instance group resolved content is now version %s", want)
-	}
-	return latest, nil
 }
