@@ -33,6 +33,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/ruby"
 	"github.com/bosh-injector/bosh-injector/gather/runner"
 	"github.com/bosh-injector/bosh-injector/gather/trust"
 	"github.com/bosh-injector/bosh-injector/inject"
@@ -239,7 +240,7 @@ var _ = Describe("the fault table", Ordered, ContinueOnFailure, func() {
 			plan = jobPlan(job)
 		}
 		res, err := gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: fixtures.ManifestSecret, JobsDir: dir,
-			ClusterDomain: "cluster.local", Progress: gathering.Events(ctx, cp.Client, log), Plan: plan}, gathering.NewRenderBPM(ctx), time.Now())
+			ClusterDomain: "cluster.local", Progress: gathering.Events(ctx, cp.Client, log), Plan: plan}, gathering.NewRenderBPM(ctx, ruby.Renderer{}), time.Now())
 		if err != nil {
 			return trust.Report{}, err
 		}
