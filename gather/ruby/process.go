@@ -56,6 +56,9 @@ func (f *failure) Error() string { return f.message }
 
 // named is f in the director's format, naming the group, job and template.
 func (f *failure) named(jobs []Job) error {
+	if f.job < 0 && f.log == "" {
+		return fmt.Errorf("ruby: %s before rendering any template", f.message)
+	}
 	if f.job < 0 {
 		return fmt.Errorf("ruby: %s before rendering any template: %s", f.message, f.log)
 	}
