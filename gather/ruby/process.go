@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -42,6 +43,10 @@ const logTail = 4 << 10
 // and its process group was killed: a process that left the group may hold
 // the pipes open, and the render does not wait for it.
 const drainWait = time.Second
+
+// noPIDNamespace is set once starting Ruby in a PID namespace of its own
+// failed.
+var noPIDNamespace atomic.Bool
 
 // failure is a render ended before its last result: at the template the
 // last start frame announced (job -1 before the first).
@@ -83,13 +88,33 @@ func run(ctx context.Context, c *Confinement, bin string, input []byte, jobs []J
 	}
 	stdinR, stdinW, resR, resW, logR, logW := pipes[0], pipes[1], pipes[2], pipes[3], pipes[4], pipes[5]
 	defer closeAll([]*os.File{stdinW, resR, logR})
-	// UTF-8 whatever the locale (containers often have none); gems are not
-	// needed, and skipping them halves Ruby's start-up.
-	cmd := exec.Command(bin, "--disable-gems", "-E", "UTF-8:UTF-8", "-e", contextScript, strconv.Itoa(limit))
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, logW, logW
-	cmd.ExtraFiles = []*os.File{resW}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	command := func(isolate bool) *exec.Cmd {
+		// UTF-8 whatever the locale (containers often have none); gems are
+		// not needed, and skipping them halves Ruby's start-up.
+		cmd := exec.Command(bin, "--disable-gems", "-E", "UTF-8:UTF-8", "-e", contextScript, strconv.Itoa(limit))
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, logW, logW
+		cmd.ExtraFiles = []*os.File{resW}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if isolate {
+			// Ruby as the first process of a PID namespace: when it dies,
+			// the kernel kills every process it started, even one that
+			// left its process group. The user namespace that lets a user
+			// make one maps no ID (a confined thread cannot write the
+			// maps): Ruby keeps the user's access to files and sees itself
+			// as nobody.
+			cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID
+		}
+		return cmd
+	}
+	cmd := command(!noPIDNamespace.Load())
 	err := start(cmd, c)
+	if err != nil && !noPIDNamespace.Load() {
+		// Unprivileged user namespaces refused (a container runtime's
+		// seccomp profile, a sysctl): the process group alone, from now on.
+		noPIDNamespace.Store(true)
+		cmd = command(false)
+		err = start(cmd, c)
+	}
 	closeAll([]*os.File{stdinR, resW, logW}) // Ruby's ends
 	if err != nil {
 		return nil, fmt.Errorf("starting ruby: %w", err)
