@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -108,9 +109,10 @@ func run(ctx context.Context, c *Confinement, bin string, input []byte, jobs []J
 	}
 	cmd := command(!noPIDNamespace.Load())
 	err := start(cmd, c)
-	if err != nil && !noPIDNamespace.Load() {
-		// Unprivileged user namespaces refused (a container runtime's
-		// seccomp profile, a sysctl): the process group alone, from now on.
+	if refused := []error{syscall.EPERM, syscall.EACCES, syscall.EINVAL, syscall.ENOSPC, syscall.EUSERS}; err != nil && !noPIDNamespace.Load() &&
+		slices.ContainsFunc(refused, func(e error) bool { return errors.Is(err, e) }) {
+		// User namespaces refused (a container runtime's seccomp profile,
+		// a sysctl): the process group alone, from now on.
 		noPIDNamespace.Store(true)
 		cmd = command(false)
 		err = start(cmd, c)

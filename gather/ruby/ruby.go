@@ -103,7 +103,7 @@ func (r Renderer) Render(ctx context.Context, jobs []Job) ([][]Output, error) {
 	if err != nil {
 		var f *failure
 		if errors.As(err, &f) {
-			if f.timeout {
+			if f.timeout && r.Timeout > 0 {
 				f.message = fmt.Sprintf("rendering did not finish within the render timeout of %s", r.Timeout)
 			}
 			return nil, f.named(jobs)
