@@ -16,6 +16,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/objects"
+	"github.com/bosh-injector/bosh-injector/gather/ruby"
 	"github.com/bosh-injector/bosh-injector/gather/trust"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 )
@@ -98,7 +99,7 @@ func gatherAccepted(ns string, res *objects.Result, jobsDir string) *trust.Recor
 	Expect(err).NotTo(HaveOccurred())
 	gathered, err := gathering.Run(ctx, cp.Client, gathering.Config{
 		Namespace: ns, ManifestSecret: res.Objects[0].GetName(), JobsDir: jobsDir, ClusterDomain: "cluster.local", Plan: plan,
-	}, gathering.NewRenderBPM(ctx), time.Now())
+	}, gathering.NewRenderBPM(ctx, ruby.Renderer{}), time.Now())
 	Expect(err).NotTo(HaveOccurred())
 	rec, refused, err := trust.Accept(ctx, cp.Client, operatorNamespace, ns, "shop", types.UID(ns+"-gathering"), gathered.Written())
 	Expect(err).NotTo(HaveOccurred())

@@ -15,6 +15,7 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/ruby"
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
 )
 
@@ -86,7 +87,7 @@ func BenchmarkGather(b *testing.B) {
 	}
 	cfg := gathering.Config{Namespace: "default", ManifestSecret: "big", JobsDir: dir, ClusterDomain: "cluster.local"}
 	gather := func() time.Duration {
-		_, took, err := gatherTimed(cp.Client, cfg, gathering.NewRenderBPM(ctx))
+		_, took, err := gatherTimed(cp.Client, cfg, gathering.NewRenderBPM(ctx, ruby.Renderer{}))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -211,7 +212,7 @@ func BenchmarkGatherInstances(b *testing.B) {
 			cfg := gathering.Config{Namespace: ns, ManifestSecret: "scale", JobsDir: dir, ClusterDomain: "cluster.local"}
 			gather := func() (phases, int64) {
 				writes.Store(0)
-				_, took, err := gatherTimed(c, cfg, gathering.NewRenderBPM(ctx))
+				_, took, err := gatherTimed(c, cfg, gathering.NewRenderBPM(ctx, ruby.Renderer{}))
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -36,23 +36,23 @@ type Rendered struct {
 // the director does before it touches any instance, so that a broken
 // template fails the gathering instead of the pods one by one; it returns
 // the BPM configurations and drops the rendered files.
-func NewRenderBPM(ctx context.Context) RenderBPM {
+func NewRenderBPM(ctx context.Context, r ruby.Renderer) RenderBPM {
 	return func(d *deployment.Deployment) ([][]bpm.InstanceBPM, error) {
-		r, err := RenderDeployment(ctx, d, GatherIP, nil)
+		rendered, err := RenderDeployment(ctx, r, d, GatherIP, nil)
 		if err != nil {
 			return nil, err
 		}
-		return r.BPM, nil
+		return rendered.BPM, nil
 	}
 }
 
-// RenderDeployment renders, in one Ruby process, every template of every
+// RenderDeployment renders, with r in one Ruby process, every template of every
 // job of the instances keep selects (nil keeps all) with ip as spec.ip, and
 // every instance's bpm.yml as the webhook reads it (without spec.ip, per
 // instance so spec.index and spec.bootstrap work in it), which it parses and
 // validates. The error lists every failed template of every group in the
 // director's format, each failure once however many instances share it.
-func RenderDeployment(ctx context.Context, d *deployment.Deployment, ip string, keep func(group string, index int) bool) (*Rendered, error) {
+func RenderDeployment(ctx context.Context, r ruby.Renderer, d *deployment.Deployment, ip string, keep func(group string, index int) bool) (*Rendered, error) {
 	all := rendering.PrepareDeployment(d, ip, keep)
 	type slot struct {
 		group, inst, job int
@@ -65,7 +65,7 @@ func RenderDeployment(ctx context.Context, d *deployment.Deployment, ip string, 
 			for ji, j := range g.Jobs {
 				for _, t := range j.Spec.Templates {
 					if t.Destination == BPMDestination {
-						bpmJobs = append(bpmJobs, ruby.Job{Spec: inst.Specs[ji], Templates: []ruby.Template{{Name: t.Source, Source: t.Content}}})
+						bpmJobs = append(bpmJobs, ruby.Job{Group: g.Manifest.Name, Name: j.Name, Spec: inst.Specs[ji], Templates: []ruby.Template{{Name: t.Source, Source: t.Content}}})
 						slots = append(slots, slot{gi, ii, ji, t.Source})
 					}
 				}
@@ -76,7 +76,7 @@ func RenderDeployment(ctx context.Context, d *deployment.Deployment, ip string, 
 	var outputs [][]ruby.Output
 	if batch := append(slices.Clip(all.Jobs), bpmJobs...); len(batch) > 0 {
 		var err error
-		if outputs, err = ruby.Render(ctx, batch); err != nil {
+		if outputs, err = r.Render(ctx, batch); err != nil {
 			return nil, err
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/instance"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/resolved"
+	"github.com/bosh-injector/bosh-injector/gather/ruby"
 	"github.com/bosh-injector/bosh-injector/gather/secretdata"
 	"github.com/bosh-injector/bosh-injector/gather/versions"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
@@ -45,7 +46,7 @@ var _ = Describe("gather", func() {
 	gather := func() (*gathering.Result, error) {
 		return gatherAccepted(cp.Client, gathering.Config{
 			Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: jobsDir, ClusterDomain: "cluster.local",
-		}, gathering.NewRenderBPM(ctx))
+		}, gathering.NewRenderBPM(ctx, ruby.Renderer{}))
 	}
 	secretNames := func(labels client.MatchingLabels) []string {
 		GinkgoHelper()
@@ -73,7 +74,7 @@ var _ = Describe("gather", func() {
 		apply([]byte(strings.Replace(string(manifest), "        session_secret: ((session_secret))", "        session_secret: ((session_secret))\n        workers: 9", 1)))
 		_, err = gatherAccepted(cp.Client, gathering.Config{
 			Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: broken, ClusterDomain: "cluster.local",
-		}, gathering.NewRenderBPM(ctx))
+		}, gathering.NewRenderBPM(ctx, ruby.Renderer{}))
 		Expect(secretNames(client.MatchingLabels{names.LabelDeployment: "shop"})).To(ConsistOf(before))
 		return err
 	}
@@ -152,7 +153,7 @@ var _ = Describe("gather", func() {
 		counted, writes := countingClient()
 		again, err := gatherAccepted(counted, gathering.Config{
 			Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: jobsDir, ClusterDomain: "cluster.local",
-		}, gathering.NewRenderBPM(ctx))
+		}, gathering.NewRenderBPM(ctx, ruby.Renderer{}))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(writes.Load()).To(BeZero(), "API writes re-gathering an unchanged deployment")
 		for _, g := range again.Groups {
@@ -192,7 +193,7 @@ addons:
 		_, err := fixtures.Apply(ctx, cp.Client, ns, "report", "report-manifest", []byte(data))
 		Expect(err).NotTo(HaveOccurred())
 		return gatherAccepted(cp.Client, gathering.Config{Namespace: ns, ManifestSecret: "report-manifest", JobsDir: dir, ClusterDomain: "cluster.local", Progress: progress},
-			gathering.NewRenderBPM(ctx))
+			gathering.NewRenderBPM(ctx, ruby.Renderer{}))
 	}
 	records := func(name string) string {
 		GinkgoHelper()
@@ -290,7 +291,7 @@ addons:
 		run := func() *gathering.Result {
 			GinkgoHelper()
 			res, err := gatherAccepted(cp.Client, gathering.Config{Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: dir, ClusterDomain: "cluster.local"},
-				gathering.NewRenderBPM(ctx))
+				gathering.NewRenderBPM(ctx, ruby.Renderer{}))
 			Expect(err).NotTo(HaveOccurred())
 			return res
 		}
@@ -343,7 +344,7 @@ addons:
 			Progress: func(_ *corev1.Secret, eventType, reason, message string) {
 				events = append(events, event{eventType, reason, message})
 			},
-		}, gathering.NewRenderBPM(ctx))
+		}, gathering.NewRenderBPM(ctx, ruby.Renderer{}))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(events).To(ContainElement(event{corev1.EventTypeWarning, gathering.ReasonBPMField,
 			"instance group 'web': job 'storefront', process 'storefront', volume /var/vcap/data/storefront/cache: " + bpm.WarnExecutableMount}))
@@ -371,7 +372,7 @@ addons:
 		gatherFrom := func(dir, build string) {
 			GinkgoHelper()
 			rendered = nil
-			render := gathering.NewRenderBPM(ctx)
+			render := gathering.NewRenderBPM(ctx, ruby.Renderer{})
 			_, err := gatherAccepted(cp.Client, gathering.Config{Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: dir, ClusterDomain: "cluster.local", Build: build},
 				func(d *deployment.Deployment) ([][]bpm.InstanceBPM, error) {
 					for _, g := range d.Groups {

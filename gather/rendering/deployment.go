@@ -43,7 +43,7 @@ func PrepareDeployment(d *deployment.Deployment, ip string, keep func(group stri
 			b.instances = append(b.instances, InstanceJobs{Group: g.Manifest.Name, Index: inst.Index})
 			b.groupJobs = append(b.groupJobs, len(g.Jobs))
 			for ji, j := range g.Jobs {
-				p := Prepare(j.Name, j.Spec, resolved.WithIP(inst.Specs[ji], ip))
+				p := Prepare(g.Manifest.Name, j.Name, j.Spec, resolved.WithIP(inst.Specs[ji], ip))
 				b.prepared = append(b.prepared, p)
 				b.Jobs = append(b.Jobs, p.Job)
 			}

@@ -90,7 +90,7 @@ func Run(ctx context.Context, c Config) error {
 		if err != nil {
 			return fmt.Errorf("job '%s' of release '%s': %w", j.Name, j.Release, err)
 		}
-		prepared[ji] = Prepare(j.Name, spec, specs[ji])
+		prepared[ji] = Prepare(g.InstanceGroup, j.Name, spec, specs[ji])
 		batch[ji] = prepared[ji].Job
 	}
 	outputs, err := ruby.Render(ctx, batch)
@@ -141,9 +141,10 @@ type Prepared struct {
 	monits int
 }
 
-// Prepare lays out job name's templates for rendering against templateSpec.
-func Prepare(name string, spec *jobspec.Spec, templateSpec any) Prepared {
-	p := Prepared{Name: name, Job: ruby.Job{Spec: templateSpec}}
+// Prepare lays out job name's templates (of instance group group) for
+// rendering against templateSpec.
+func Prepare(group, name string, spec *jobspec.Spec, templateSpec any) Prepared {
+	p := Prepared{Name: name, Job: ruby.Job{Group: group, Name: name, Spec: templateSpec}}
 	for _, m := range spec.MonitNames() {
 		p.Job.Templates = append(p.Job.Templates, ruby.Template{Name: m, Source: spec.Monit[m]})
 		p.dests = append(p.dests, m)

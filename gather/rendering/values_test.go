@@ -13,6 +13,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/instance"
 	"github.com/bosh-injector/bosh-injector/gather/rendering"
 	"github.com/bosh-injector/bosh-injector/gather/resolved"
+	"github.com/bosh-injector/bosh-injector/gather/ruby"
 	"github.com/bosh-injector/bosh-injector/gather/secretdata"
 	"github.com/bosh-injector/bosh-injector/gather/variables"
 )
@@ -231,7 +232,7 @@ func TestValuesReachTemplatesAsTheDirectorsRubyObjects(t *testing.T) {
 	}
 
 	t.Run("template", func(t *testing.T) {
-		r, err := gathering.RenderDeployment(context.Background(), d, "10.0.0.1", nil)
+		r, err := gathering.RenderDeployment(context.Background(), ruby.Renderer{}, d, "10.0.0.1", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -245,7 +246,7 @@ func TestValuesReachTemplatesAsTheDirectorsRubyObjects(t *testing.T) {
 	})
 
 	t.Run("BPM in the gathering", func(t *testing.T) {
-		bpms, err := gathering.NewRenderBPM(context.Background())(d)
+		bpms, err := gathering.NewRenderBPM(context.Background(), ruby.Renderer{})(d)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,54 +1,109 @@
 package ruby
 
 import (
+	"debug/elf"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
-// Templates are release code: in the gathering they run beside the API
-// token the gathering writes Secrets with. Confine hides such paths from
-// every later Ruby process of this one with Landlock: the process may read
-// everything but them, and cannot ptrace its way into this process's memory
-// either (Landlock confines ptrace to the same or nested domains). It is a
-// property of the process running release code, so it is set once, by the
-// command that does (gather), rather than passed down to each render.
-func Confine(hidden ...string) error {
-	abi, err := llsys.LandlockGetABIVersion()
+// Confinement is what a render's Ruby process may do, enforced by
+// Landlock: read only what it names (directories with everything below,
+// files), execute only Ruby itself (not a shell: system, backticks and
+// exec fail), write, create or remove no file, connect to no TCP port and
+// signal no process outside the render. Its results travel on the pipes it
+// inherits. The thread that starts Ruby takes the Landlock domain and
+// passes it to the child; it is never given back to the Go scheduler, so
+// nothing else of this process runs confined.
+type Confinement struct {
+	readable []string
+	exec     []string
+	abi      int
+}
+
+// Confine is the gathering's confinement: templates are release code and
+// run beside the API token the gathering writes Secrets with, so the hidden
+// paths are the only ones they cannot read; nor can they ptrace their way
+// into this process's memory (Landlock confines ptrace to the same or
+// nested domains).
+func Confine(hidden ...string) (*Confinement, error) {
+	what := "hiding " + strings.Join(hidden, ", ") + " from templates"
+	c, err := newConfinement()
 	if err != nil {
-		return fmt.Errorf("hiding %s from templates: the kernel offers no Landlock: %w", strings.Join(hidden, ", "), err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	if abi < 1 {
-		return fmt.Errorf("hiding %s from templates: Landlock ABI %d", strings.Join(hidden, ", "), abi)
+	if c.readable, err = readableExcept(hidden); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	readable, err := readableExcept(hidden)
+	return c, nil
+}
+
+// ConfineOffline is the confinement of a render on a user's machine: Ruby
+// reads its own installation, the system's libraries and what readable
+// names (the releases), nothing of the user's.
+func ConfineOffline(readable ...string) (*Confinement, error) {
+	c, err := newConfinement()
 	if err != nil {
-		return fmt.Errorf("hiding %s from templates: %w", strings.Join(hidden, ", "), err)
+		return nil, fmt.Errorf("confining release templates: %w", err)
 	}
-	confinement.Lock()
-	defer confinement.Unlock()
-	confinement.readable = readable
-	return nil
+	system := []string{filepath.Dir(filepath.Dir(c.exec[0])), "/usr", "/lib", "/lib64", "/etc/ld.so.cache", "/etc/ssl", "/etc/localtime", "/dev/null", "/dev/urandom"}
+	for _, p := range append(system, readable...) {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			c.readable = append(c.readable, r)
+		}
+	}
+	return c, nil
 }
 
 // What gather logs of its templates' confinement (the walkthrough narrates
-// it).
+// it), and what template and objects warn without one.
 const (
-	Confined   = "release templates render confined by Landlock: they cannot read the gathering's API token"
-	Unconfined = "warning: release templates render where they can read the gathering's API token"
+	Confined          = "release templates render confined by Landlock: they cannot read the gathering's API token, write files or run programs"
+	Unconfined        = "warning: release templates render where they can read the gathering's API token"
+	OfflineUnconfined = "Warning: release templates render unconfined, with your access to files and programs"
 )
 
-var confinement struct {
-	sync.Mutex
-	readable []string
+// newConfinement checks Landlock and finds Ruby and its ELF interpreter,
+// the only programs a confined render executes.
+func newConfinement() (*Confinement, error) {
+	abi, err := llsys.LandlockGetABIVersion()
+	if err != nil {
+		return nil, fmt.Errorf("the kernel offers no Landlock: %w", err)
+	}
+	if abi < 1 {
+		return nil, fmt.Errorf("the kernel offers Landlock ABI %d", abi)
+	}
+	bin, err := exec.LookPath("ruby")
+	if err != nil {
+		return nil, ErrNoRuby
+	}
+	if bin, err = filepath.EvalSymlinks(bin); err != nil {
+		return nil, err
+	}
+	c := &Confinement{exec: []string{bin}, abi: abi}
+	if f, err := elf.Open(bin); err == nil {
+		for _, p := range f.Progs {
+			if p.Type != elf.PT_INTERP {
+				continue
+			}
+			data, err := io.ReadAll(p.Open())
+			if err == nil {
+				if interp, err := filepath.EvalSymlinks(strings.TrimRight(string(data), "\x00")); err == nil {
+					c.exec = append(c.exec, interp)
+				}
+			}
+		}
+		f.Close()
+	}
+	return c, nil
 }
 
 // readableExcept covers the file system but the hidden paths with rules:
@@ -102,21 +157,37 @@ func readableExcept(hidden []string) ([]string, error) {
 
 const readAccess = llsys.AccessFSReadFile | llsys.AccessFSReadDir
 
-// start starts cmd confined when Confine was called. The thread that forks
-// takes the Landlock domain and passes it to the child; it is never given
-// back to the Go scheduler, so it ends with its goroutine and nothing else
-// of this process runs confined.
-func start(cmd *exec.Cmd) error {
-	confinement.Lock()
-	readable := confinement.readable
-	confinement.Unlock()
-	if readable == nil {
+// handled is every access right of the kernel's Landlock ABI: what no rule
+// grants is denied.
+func (c *Confinement) handled() llsys.RulesetAttr {
+	attr := llsys.RulesetAttr{HandledAccessFS: llsys.AccessFSMakeSym<<1 - 1}
+	if c.abi >= 2 {
+		attr.HandledAccessFS |= llsys.AccessFSRefer
+	}
+	if c.abi >= 3 {
+		attr.HandledAccessFS |= llsys.AccessFSTruncate
+	}
+	if c.abi >= 4 {
+		attr.HandledAccessNet = llsys.AccessNetBindTCP | llsys.AccessNetConnectTCP
+	}
+	if c.abi >= 5 {
+		attr.HandledAccessFS |= llsys.AccessFSIoctlDev
+	}
+	if c.abi >= 6 {
+		attr.Scoped = llsys.ScopeAbstractUnixSocket | llsys.ScopeSignal
+	}
+	return attr
+}
+
+// start starts cmd, confined by c when set.
+func start(cmd *exec.Cmd, c *Confinement) error {
+	if c == nil {
 		return cmd.Start()
 	}
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		if err := restrictThread(readable); err != nil {
+		if err := c.restrictThread(); err != nil {
 			done <- err
 			return
 		}
@@ -125,24 +196,31 @@ func start(cmd *exec.Cmd) error {
 	return <-done
 }
 
-func restrictThread(readable []string) error {
-	ruleset, err := llsys.LandlockCreateRuleset(&llsys.RulesetAttr{HandledAccessFS: readAccess}, 0)
+func (c *Confinement) restrictThread() error {
+	attr := c.handled()
+	ruleset, err := llsys.LandlockCreateRuleset(&attr, 0)
 	if err != nil {
 		return fmt.Errorf("landlock ruleset: %w", err)
 	}
 	defer unix.Close(ruleset)
-	for _, p := range readable {
+	rules := map[string]uint64{}
+	for _, p := range c.readable {
+		rules[p] |= readAccess
+	}
+	for _, p := range c.exec {
+		rules[p] |= llsys.AccessFSExecute | llsys.AccessFSReadFile
+	}
+	for p, access := range rules {
 		fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
 		if err != nil {
 			if errors.Is(err, unix.ENOENT) {
-				continue // gone since Confine
+				continue // gone since the confinement was made
 			}
 			return fmt.Errorf("landlock rule for %s: %w", p, err)
 		}
 		var st unix.Stat_t
-		access := uint64(readAccess)
 		if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
-			access = llsys.AccessFSReadFile // a file takes file rights only
+			access &^= llsys.AccessFSReadDir // a file takes file rights only
 		}
 		err = llsys.LandlockAddPathBeneathRule(ruleset, &llsys.PathBeneathAttr{AllowedAccess: access, ParentFd: fd}, 0)
 		unix.Close(fd)

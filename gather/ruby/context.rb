@@ -4,9 +4,10 @@
 #
 # Protocol: one Marshal document on stdin (written by marshal.go),
 #   [[{...template spec...}, [["<src>", "<erb>"], ...]], ...]
-# and one JSON document on stdout,
-#   {"results": [[{"content": "<base64>"} | {"error": "<message>"}, ...], ...]}
-# in the same order. Everything a template prints itself goes to stderr.
+# and frames on descriptor 3 (read by process.go): before each template
+# 'S', then its output 'C' or its error 'E', in the same order; 'Z' at the
+# end. Everything a template prints itself goes to stderr. The only
+# argument is the limit of a template's output in bytes.
 
 require "json"
 require "yaml"
@@ -20,7 +21,8 @@ require "cgi"
 require "base64"
 require "openssl"
 
-$result_out = STDOUT.dup
+$result_out = IO.for_fd(3, "wb", autoclose: false)
+$result_out.sync = true
 $stdout = STDERR
 
 # ActiveSupport's blank?/present?, which templates use without requiring
@@ -64,6 +66,34 @@ if (JSON::VERSION.split(".").map(&:to_i) <=> [2, 8]).negative?
 end
 
 module BoshInjector
+  OUTPUT_LIMIT = Integer(ARGV.fetch(0))
+
+  class OutputTooLarge < StandardError
+    def initialize
+      size = (OUTPUT_LIMIT % (1 << 20)).zero? ? "#{OUTPUT_LIMIT >> 20} MiB" : "#{OUTPUT_LIMIT} bytes"
+      super("the rendered output exceeds #{size}, the limit per template")
+    end
+  end
+
+  # A template's output buffer: a runaway template fails at the line that
+  # would take it past the limit, before the text is appended.
+  class Output < String
+    def <<(text)
+      text = text.to_s
+      raise OutputTooLarge if bytesize + text.bytesize > OUTPUT_LIMIT
+
+      super(text)
+    end
+  end
+
+  # ERB writing into an Output.
+  class BoundedERB < ERB
+    def set_eoutvar(compiler, eoutvar = "_erbout")
+      super
+      compiler.pre_cmd = ["#{eoutvar} = ::BoshInjector::Output.new"]
+    end
+  end
+
   class UnknownProperty < StandardError
     def initialize(names)
       super("Can't find property '#{names.inspect}'")
@@ -358,11 +388,15 @@ module BoshInjector
     context = EvaluationContext.new(spec)
     ivars.each { |ivar| context.public_send(ivar) }
     content = compiled.is_a?(Symbol) ? context.send(compiled) : compiled.result(context.get_binding)
-    { "content" => Base64.strict_encode64(content.b) }
+    ["C", content]
   rescue Exception => e # rubocop:disable Lint/RescueException -- SyntaxError, NotImplementedError included
     raise if e.is_a?(SystemExit) || e.is_a?(Interrupt)
 
-    { "error" => "Error filling in template '#{name}' (line #{line_of(e, name)}: #{message_of(e, name)})" }
+    ["E", "Error filling in template '#{name}' (line #{line_of(e, name)}: #{message_of(e, name)})"]
+  end
+
+  def self.frame(tag, data = "")
+    $result_out.write(tag, [data.bytesize].pack("Q>"), data)
   end
 
   # Ruby refuses a class definition or a constant assignment in a method
@@ -372,7 +406,7 @@ module BoshInjector
   # source parsed again at each render. A template with a true syntax error
   # fails there with Ruby's message, as it would at the director.
   def self.compile(name, source)
-    erb = ERB.new(source, trim_mode: "-")
+    erb = BoundedERB.new(source, trim_mode: "-")
     method = :"bosh_injector_template_#{ERBS.size}"
     begin
       erb.def_method(EvaluationContext, method, name)
@@ -397,8 +431,10 @@ module BoshInjector
 end
 
 input = Marshal.load($stdin.binmode.read) # rubocop:disable Security/MarshalLoad -- written by bosh-injector itself
-results = input.map do |spec, templates|
-  templates.map { |name, source| BoshInjector.render(name, source, spec) }
+input.each do |spec, templates|
+  templates.each do |name, source|
+    BoshInjector.frame("S")
+    BoshInjector.frame(*BoshInjector.render(name, source, spec))
+  end
 end
-$result_out.write(JSON.generate({ "results" => results }))
-$result_out.flush
+BoshInjector.frame("Z")

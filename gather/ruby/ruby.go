@@ -1,15 +1,14 @@
 // Package ruby renders BOSH job templates (ERB) with real Ruby: one `ruby`
 // process renders a whole batch (every template of an instance group, or
 // every bpm.yml.erb of a deployment) from one Marshal document on stdin (see
-// marshal.go), with the evaluation context of context.rb, embedded here.
+// marshal.go), with the evaluation context of context.rb, embedded here;
+// results come back framed on a descriptor of their own (see process.go).
 package ruby
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 //go:embed context.rb
@@ -32,25 +32,56 @@ type Template struct {
 // Job is a set of templates rendered against one template spec (the
 // director's template spec Hash, a *yamlvalue.Map: its key order is the
 // Hash's, each value arrives as the Ruby class the model stands for).
+// Group and Name name the job in errors of the render as a whole (a
+// deadline, Ruby ending); they are not part of what is rendered.
 type Job struct {
-	Spec      any
-	Templates []Template
+	Group, Name string
+	Spec        any
+	Templates   []Template
 }
 
 // Output is a rendered template, or the director-format error line
 // ("Error filling in template '<src>' (line N: msg)") when it failed.
 type Output struct {
-	Content []byte `json:"content"`
-	Error   string `json:"error"`
+	Content []byte
+	Error   string
 }
 
 // ErrNoRuby is returned when no ruby is on PATH.
 var ErrNoRuby = errors.New("ruby not found on PATH: bosh-injector renders ERB templates with Ruby (the Debian package `ruby`)")
 
-// Render renders every template of every job in one Ruby process and returns
-// the outputs in the same order. The error is for the process itself; a
-// template's failure is in its Output.
+// Bounds of a render the commands default to.
+const (
+	DefaultTimeout = 5 * time.Minute
+	// DefaultMaxOutput is far above any release's rendered file (a few
+	// hundred KiB at most): it only stops a runaway template.
+	DefaultMaxOutput = 64 << 20
+)
+
+// Renderer renders batches of templates, each in one Ruby process.
+type Renderer struct {
+	// Timeout bounds the render of a batch (0: no bound): Ruby and every
+	// process it started are killed then, and the error names the template
+	// being rendered.
+	Timeout time.Duration
+	// MaxOutput bounds each template's rendered output in bytes (0:
+	// DefaultMaxOutput).
+	MaxOutput int
+	// Confinement, when set, confines the Ruby process (see Confinement).
+	Confinement *Confinement
+}
+
+// Render renders jobs with a Renderer of default bounds and no deadline.
 func Render(ctx context.Context, jobs []Job) ([][]Output, error) {
+	return Renderer{}.Render(ctx, jobs)
+}
+
+// Render renders every template of every job in one Ruby process and returns
+// the outputs in the same order. A template's failure is in its Output; the
+// error is for the render as a whole (Ruby ending or killed at the deadline
+// while rendering a template), in the director's format naming the group,
+// job and template.
+func (r Renderer) Render(ctx context.Context, jobs []Job) ([][]Output, error) {
 	bin, err := exec.LookPath("ruby")
 	if err != nil {
 		return nil, ErrNoRuby
@@ -59,29 +90,27 @@ func Render(ctx context.Context, jobs []Job) ([][]Output, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding the templates for Ruby: %w", err)
 	}
-	var stdout, stderr bytes.Buffer
-	// UTF-8 whatever the locale (containers often have none); gems are not
-	// needed, and skipping them halves Ruby's start-up.
-	cmd := exec.CommandContext(ctx, bin, "--disable-gems", "-E", "UTF-8:UTF-8", "-e", contextScript)
-	cmd.Stdin = bytes.NewReader(input)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = start(cmd)
-	if err == nil {
-		err = cmd.Wait()
+	limit := r.MaxOutput
+	if limit <= 0 {
+		limit = DefaultMaxOutput
 	}
+	if r.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.Timeout)
+		defer cancel()
+	}
+	out, err := run(ctx, r.Confinement, bin, input, jobs, limit)
 	if err != nil {
-		return nil, fmt.Errorf("ruby: %w: %s", err, lastLines(stderr.String(), 20))
+		var f *failure
+		if errors.As(err, &f) {
+			if f.timeout && r.Timeout > 0 {
+				f.message = fmt.Sprintf("rendering did not finish within the render timeout of %s", r.Timeout)
+			}
+			return nil, f.named(jobs)
+		}
+		return nil, err
 	}
-	var out struct {
-		Results [][]Output `json:"results"`
-	}
-	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-		return nil, fmt.Errorf("reading Ruby's results: %w", err)
-	}
-	if len(out.Results) != len(jobs) {
-		return nil, fmt.Errorf("ruby returned %d results for %d jobs", len(out.Results), len(jobs))
-	}
-	return out.Results, nil
+	return out, nil
 }
 
 // Digest identifies what Render renders for jobs: the batch, the renderer
@@ -100,11 +129,6 @@ func Digest(jobs []Job, salt string) (string, error) {
 		h.Write(part)
 	}
 	return fmt.Sprintf("sha256:%x", h.Sum(nil)), nil
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // JobErrors are the failed templates of one job.

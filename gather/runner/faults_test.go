@@ -33,6 +33,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/ruby"
 	"github.com/bosh-injector/bosh-injector/gather/runner"
 	"github.com/bosh-injector/bosh-injector/gather/trust"
 	"github.com/bosh-injector/bosh-injector/inject"
@@ -115,6 +116,8 @@ type faultRow struct {
 	// want is the error as the status, the Event and (for a gathering)
 	// the Job's pod show it.
 	want string
+	// render bounds the row's gathering (none when zero).
+	render ruby.Renderer
 }
 
 func replace(old, new string) func(string) string {
@@ -233,13 +236,14 @@ var _ = Describe("the fault table", Ordered, ContinueOnFailure, func() {
 	}
 	// gather does the gathering Job's work here, from the releases' jobs
 	// in dir, with the plan the runner gave job (none without a job).
+	var renderer ruby.Renderer
 	gather := func(ctx context.Context, job *batchv1.Job, dir string) (trust.Report, error) {
 		var plan gathering.Plan
 		if job != nil {
 			plan = jobPlan(job)
 		}
 		res, err := gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: fixtures.ManifestSecret, JobsDir: dir,
-			ClusterDomain: "cluster.local", Progress: gathering.Events(ctx, cp.Client, log), Plan: plan}, gathering.NewRenderBPM(ctx), time.Now())
+			ClusterDomain: "cluster.local", Progress: gathering.Events(ctx, cp.Client, log), Plan: plan}, gathering.NewRenderBPM(ctx, renderer), time.Now())
 		if err != nil {
 			return trust.Report{}, err
 		}
@@ -415,7 +419,9 @@ var _ = Describe("the fault table", Ordered, ContinueOnFailure, func() {
 					row.breakJobs(dir)
 				}
 				job := started()
+				renderer = row.render
 				_, err := gather(ctx, job, dir)
+				renderer = ruby.Renderer{}
 				Expect(err).To(MatchError(ContainSubstring(row.want)))
 				fail(job, err)
 			}
@@ -452,12 +458,35 @@ var _ = Describe("the fault table", Ordered, ContinueOnFailure, func() {
 			want: "- Unable to render jobs for instance group 'web'. Errors are:\n  - Unable to render templates for job 'storefront'. Errors are:\n    - Error filling in template 'storefront.yml.erb' (line 2: no storefront today)"}),
 		Entry("an invalid bpm.yml", faultRow{breakJobs: writeTemplate("shop", "storefront", "bpm.yml.erb", "processes: not-a-list\n"),
 			want: "- Unable to render jobs for instance group 'web'. Errors are:\n  - Unable to render templates for job 'storefront'. Errors are:\n    - Invalid BPM configuration rendered from template 'bpm.yml.erb': failed to parse job configuration: yaml: unmarshal errors:\n  line 1: cannot unmarshal !!str `not-a-list` into []bpm.Process"}),
+		Entry("a template that never ends", faultRow{breakJobs: writeTemplate("shop", "storefront", "storefront.yml.erb", "a\n<% loop {} %>\n"),
+			render: ruby.Renderer{Timeout: 3 * time.Second},
+			want:   "- Unable to render jobs for instance group 'web'. Errors are:\n  - Unable to render templates for job 'storefront'. Errors are:\n    - Error filling in template 'storefront.yml.erb' (rendering did not finish within the render timeout of 3s)"}),
+		Entry("a template that ends Ruby", faultRow{breakJobs: writeTemplate("shop", "storefront", "storefront.yml.erb", "<% exit!(7) %>\n"),
+			want: "- Unable to render jobs for instance group 'web'. Errors are:\n  - Unable to render templates for job 'storefront'. Errors are:\n    - Error filling in template 'storefront.yml.erb' (Ruby ended while rendering it: exit status 7)"}),
+		Entry("a template flooding its output", faultRow{breakJobs: writeTemplate("shop", "storefront", "storefront.yml.erb", "a\n<% 2000.times do %><%= 'x' * 1000 %><% end %>\n"),
+			render: ruby.Renderer{MaxOutput: 1 << 20},
+			want:   "- Unable to render jobs for instance group 'web'. Errors are:\n  - Unable to render templates for job 'storefront'. Errors are:\n    - Error filling in template 'storefront.yml.erb' (line 2: the rendered output exceeds 1 MiB, the limit per template)"}),
 		Entry("an unknown variable type", faultRow{manifest: replace("- name: db_password\n  type: password\n", "- name: db_password\n  type: vault-token\n"),
 			want: "variable 'db_password': unsupported type 'vault-token' (supported: password, certificate, rsa, ssh)"}),
 		Entry("an unknown link", faultRow{manifest: replace("        session_secret: ((session_secret))\n", "        session_secret: ((session_secret))\n    consumes: {database: {from: nowhere}}\n"),
 			want: "Failed to resolve links from deployment 'shop'. See errors below:\n  - Failed to resolve link 'database' with alias 'nowhere' and type 'pgsql' from job 'storefront' in instance group 'web'. Details below:\n    - No link providers found"}),
 		Entry("duplicate instance groups", faultRow{manifest: replace("- name: db\n", "- name: bus\n"), want: "Duplicate instance group name 'bus'"}),
 	)
+
+	It("reports a gathering Job stopped at its deadline; the last good version stays in use", func() {
+		apply(good + "# deadline\n")
+		job := started()
+		Expect(job.Spec.ActiveDeadlineSeconds).To(HaveValue(Equal(int64(runner.DefaultGatherDeadline.Seconds()))))
+		now := metav1.Now()
+		job.Status.StartTime, job.Status.Failed = &now, 1
+		job.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: batchv1.JobReasonDeadlineExceeded},
+			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: batchv1.JobReasonDeadlineExceeded},
+		}
+		Expect(cp.Client.Status().Update(ctx, job)).To(Succeed())
+		Eventually(func() runner.Status { return status() }).Should(And(HaveField("State", runner.ReasonGatherFailed),
+			HaveField("Message", fmt.Sprintf("gathering Job %s exceeded its deadline of 30m0s (activeDeadlineSeconds) and was stopped", job.Name))))
+	})
 
 	It("refuses an oversized manifest at the API server; the manifest Secret stays as it was", func() {
 		before := manifestSecret()

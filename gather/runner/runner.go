@@ -6,6 +6,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	_ "embed"
@@ -113,6 +114,10 @@ type Config struct {
 	JobTTL time.Duration
 	// BackoffLimit is how often a failed gathering is retried.
 	BackoffLimit int32
+	// Deadline bounds a gathering Job, retries included (0:
+	// DefaultGatherDeadline): the job controller stops it then, and the
+	// deployment's status says so.
+	Deadline time.Duration
 	// TrustNamespace is the operator's namespace, where the runner records
 	// the versions each successful gathering wrote (package trust): the
 	// webhook injects only those.
@@ -525,6 +530,10 @@ func (r *Reconciler) labels(deployment string) map[string]string {
 	}
 }
 
+// DefaultGatherDeadline is far above a gathering's render timeout
+// (ruby.DefaultTimeout) and its image pulls.
+const DefaultGatherDeadline = 30 * time.Minute
+
 // gatherJob is the gathering Job: one init container per release copies its
 // jobs out of the release image, then gather runs in the operator image.
 func (r *Reconciler) gatherJob(manifest *corev1.Secret, deployment, name, digest string, inputs Inputs, plan gathering.Plan) *batchv1.Job {
@@ -541,7 +550,8 @@ func (r *Reconciler) gatherJob(manifest *corev1.Secret, deployment, name, digest
 			Annotations: map[string]string{names.AnnotationDeploymentName: deployment, annotationDigest: digest},
 		},
 		Spec: batchv1.JobSpec{
-			BackoffLimit: ptr.To(r.Config.BackoffLimit),
+			BackoffLimit:          ptr.To(r.Config.BackoffLimit),
+			ActiveDeadlineSeconds: ptr.To(int64(cmp.Or(r.Config.Deadline, DefaultGatherDeadline).Seconds())),
 			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
 				Action: batchv1.PodFailurePolicyActionFailJob,
 				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
@@ -625,9 +635,15 @@ func jobCondition(job *batchv1.Job, t batchv1.JobConditionType) bool {
 	return false
 }
 
-// terminationMessage returns the gather container's termination message (the
-// director-format error list) of the Job's last failed pod.
+// terminationMessage returns why job failed: its deadline, or the gather
+// container's termination message (the director-format error list) of the
+// Job's last failed pod.
 func (r *Reconciler) terminationMessage(ctx context.Context, job *batchv1.Job) string {
+	for _, c := range job.Status.Conditions {
+		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue && c.Reason == batchv1.JobReasonDeadlineExceeded && job.Spec.ActiveDeadlineSeconds != nil {
+			return fmt.Sprintf("gathering Job %s exceeded its deadline of %s (activeDeadlineSeconds) and was stopped", job.Name, time.Duration(*job.Spec.ActiveDeadlineSeconds)*time.Second)
+		}
+	}
 	var pods corev1.PodList
 	if err := r.APIReader.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{"batch.kubernetes.io/job-name": job.Name}); err != nil {
 		return "gathering failed; its pods could not be read: " + err.Error()

@@ -38,6 +38,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/ruby"
 	"github.com/bosh-injector/bosh-injector/gather/runner"
 	"github.com/bosh-injector/bosh-injector/gather/secretdata"
 	"github.com/bosh-injector/bosh-injector/gather/trust"
@@ -172,7 +173,7 @@ var _ = Describe("the job runner", func() {
 		GinkgoHelper()
 		res, err := gathering.Run(ctx, c, gathering.Config{Namespace: ns, ManifestSecret: "shop-manifest", JobsDir: jobsDir, ClusterDomain: "cluster.local",
 			Progress: gathering.Events(ctx, c, GinkgoLogr), Plan: jobPlan(job)},
-			gathering.NewRenderBPM(ctx), time.Now())
+			gathering.NewRenderBPM(ctx, ruby.Renderer{}), time.Now())
 		Expect(err).NotTo(HaveOccurred())
 		return res.Report()
 	}

@@ -24,6 +24,7 @@ func init() {
 	register(func(g *globalOptions) *cobra.Command {
 		var cfg gathering.Config
 		var kubeconfig, terminationLog, plan string
+		var render renderOptions
 		cmd := &cobra.Command{
 			Use:   "gather",
 			Short: "Resolve a BOSH deployment and write its per-instance-group Secrets and Services",
@@ -57,14 +58,19 @@ environment variables.`,
 				if err != nil {
 					return err
 				}
+				var confinement *ruby.Confinement
 				if restConfig.BearerTokenFile != "" {
 					// The templates are the releases' code: they render
 					// without the token this process writes Secrets with.
-					if err := ruby.Confine(filepath.Dir(restConfig.BearerTokenFile)); err != nil {
+					if confinement, err = ruby.Confine(filepath.Dir(restConfig.BearerTokenFile)); err != nil {
 						log.Info(ruby.Unconfined, "reason", err.Error())
 					} else {
 						log.Info(ruby.Confined)
 					}
+				}
+				renderer, err := render.renderer(confinement)
+				if err != nil {
+					return err
 				}
 				c, err := client.New(restConfig, client.Options{})
 				if err != nil {
@@ -73,7 +79,7 @@ environment variables.`,
 				ctx := cmd.Context()
 				cfg.Progress = gathering.Events(ctx, c, log)
 				cfg.Build = version + " " + buildCommit()
-				res, err := gathering.Run(ctx, c, cfg, gathering.NewRenderBPM(ctx), time.Now())
+				res, err := gathering.Run(ctx, c, cfg, gathering.NewRenderBPM(ctx, renderer), time.Now())
 				if err != nil {
 					return fail(cmd, terminationLog, err, gatherExitCode(err))
 				}
@@ -104,6 +110,7 @@ environment variables.`,
 		f.StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig; in-cluster configuration when empty")
 		f.StringVar(&plan, "plan", "", "what the job runner lets the gathering read (JSON): accepted versions, version numbers, other deployments' Secrets; none builds on no stored version")
 		f.StringVar(&terminationLog, "termination-log", "/dev/termination-log", "file receiving the error list on failure, the versions written on success")
+		render.register(f)
 		return cmd
 	})
 }

@@ -24,6 +24,7 @@ type objectsOptions struct {
 	opsFiles, releases    []string
 	storageClasses, sizes []string
 	opts                  objects.Options
+	render                renderOptions
 }
 
 func init() {
@@ -50,6 +51,7 @@ warning on stderr. The objects are yours to edit; the webhook adds the rest.`,
 		f.StringArrayVar(&o.storageClasses, "storage-class-map", nil, "TYPE=CLASS: the StorageClass of persistent_disk_type TYPE (repeatable)")
 		f.StringArrayVar(&o.sizes, "disk-size", nil, "TYPE=SIZE: the size of persistent_disk_type TYPE, e.g. large=10Gi (repeatable)")
 		f.StringArrayVar(&o.releases, "release", nil, "NAME=DIR: release sources as for template; their bpm.yml names each group's container after its first process (repeatable; needs ruby)")
+		o.render.register(f)
 		return cmd
 	})
 }
@@ -135,7 +137,11 @@ func (o *objectsOptions) containers(cmd *cobra.Command, data []byte, ops []deplo
 	if err != nil {
 		return nil, err
 	}
-	bpms, err := gathering.NewRenderBPM(cmd.Context())(d)
+	renderer, err := o.render.offline(cmd.ErrOrStderr(), o.releases)
+	if err != nil {
+		return nil, err
+	}
+	bpms, err := gathering.NewRenderBPM(cmd.Context(), renderer)(d)
 	if err != nil {
 		return nil, err
 	}

@@ -28,6 +28,7 @@ type templateOptions struct {
 	opsFiles, vars, releases                         []string
 	index                                            int
 	network                                          instance.Network
+	render                                           renderOptions
 }
 
 func init() {
@@ -63,6 +64,7 @@ it was.`,
 		f.StringVar(&o.output, "output", "", "output directory (required)")
 		f.StringVar(&o.group, "instance-group", "", "render only this instance group")
 		f.IntVar(&o.index, "index", -1, "render only this instance index")
+		o.render.register(f)
 		return cmd
 	})
 }
@@ -101,10 +103,13 @@ func (o *templateOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	ctx := cmd.Context()
+	renderer, err := o.render.offline(cmd.ErrOrStderr(), o.releases)
+	if err != nil {
+		return err
+	}
 	// One Ruby process renders every template and every bpm.yml, as
 	// gathering does.
-	r, err := gathering.RenderDeployment(ctx, d, o.ip, func(g string, i int) bool {
+	r, err := gathering.RenderDeployment(cmd.Context(), renderer, d, o.ip, func(g string, i int) bool {
 		return (o.group == "" || g == o.group) && (o.index < 0 || i == o.index)
 	})
 	if err != nil {
