@@ -139,7 +139,9 @@ func TestStateFollowsVersionAndTemplate(t *testing.T) {
 }
 
 func TestJobContainerRunsAndMountsTheJob(t *testing.T) {
-	mount := func(path string) []corev1.VolumeMount { return []corev1.VolumeMount{{Name: "bosh-jobs", MountPath: path}} }
+	mount := func(path string) []corev1.VolumeMount {
+		return []corev1.VolumeMount{{Name: "bosh-jobs", MountPath: path}}
+	}
 	pod := &corev1.Pod{
 		Spec: corev1.PodSpec{Containers: []corev1.Container{
 			{Name: "server-server", VolumeMounts: mount("/var/vcap/jobs/server")},

@@ -92,6 +92,19 @@ func TestRunErrand(t *testing.T) {
 		t.Errorf("failing errand: exit %d, want 3 with its output:\n%s", code, out)
 	}
 
+	// A job's name runs its bin/run in the service instances that have it,
+	// through the exec API: storefront has none, which fails with the
+	// runtime's message on the instance TestWalkthrough started.
+	var web corev1.Pod
+	if err := w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-z1-0"}, &web); err == nil && web.Status.Phase == corev1.PodRunning {
+		var out bytes.Buffer
+		code := app.Main([]string{"run-errand", "shop", "storefront", "--instance", "web/0", "--namespace", ns, "--kubeconfig", w.Kubeconfig}, &out, &out)
+		t.Logf("run-errand storefront --instance web/0: exit %d\n%s", code, out.String())
+		if code == 0 || !strings.Contains(out.String(), "Instance   web/0") || !strings.Contains(out.String(), "Errand 'storefront' completed with error") {
+			t.Errorf("colocated errand without bin/run: exit %d:\n%s", code, out.String())
+		}
+	}
+
 	// Each run's Job went when it ended; the template stays, suspended.
 	var jobs batchv1.JobList
 	if err := w.Client.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{errand.LabelTemplate: tmpl.Name}); err != nil {
