@@ -370,7 +370,7 @@ func (r *run) follow(ctx context.Context, job *batchv1.Job, in Instance) (result
 // Events (a webhook's denial, a quota).
 func (r *run) jobWarnings(ctx context.Context, job *batchv1.Job, say func(string, ...any)) {
 	var events corev1.EventList
-	if err := r.Client.List(ctx, &events, client.InNamespace(job.Namespace)); err != nil {
+	if err := r.Client.List(ctx, &events, client.InNamespace(job.Namespace), client.MatchingFields{"involvedObject.name": job.Name}); err != nil {
 		return
 	}
 	for _, e := range events.Items {
