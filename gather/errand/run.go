@@ -41,9 +41,10 @@ type Options struct {
 	WhenChanged, KeepAlive bool
 	// Out gets the errand's output and what the run does.
 	Out io.Writer
-	// Poll is how often a run's Job is looked at; a second when zero.
-	Poll time.Duration
 }
+
+// poll is how often a run's Job is looked at.
+const poll = time.Second
 
 // Cluster is how Run reaches the cluster: the user's own credentials.
 type Cluster struct {
@@ -55,9 +56,6 @@ type Cluster struct {
 // Run runs an errand and returns its exit status: 0 when every instance's
 // run exited 0 (or the run was skipped), else the first failure's.
 func Run(ctx context.Context, c Cluster, o Options) (int, error) {
-	if o.Poll == 0 {
-		o.Poll = time.Second
-	}
 	secret, err := manifestSecret(ctx, c.Client, o.Namespace, o.Deployment)
 	if err != nil {
 		return 0, err
@@ -337,7 +335,7 @@ func (r *run) follow(ctx context.Context, job *batchv1.Job, in Instance) (result
 		case <-ctx.Done():
 			streams.Wait()
 			return res, ctx.Err()
-		case <-time.After(r.o.Poll):
+		case <-time.After(poll):
 		}
 	}
 	streams.Wait()

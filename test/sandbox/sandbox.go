@@ -217,7 +217,7 @@ func (s *Sandbox) runErrands(ctx context.Context, name string, ops []string, rep
 			continue
 		}
 		args := []string{"run-errand", name, g.Name, "--namespace", s.namespace, "--kubeconfig", s.w.Kubeconfig}
-		s.w.Step("Errand %s: `bosh-injector %s`", g.Name, strings.Join(args[:4], " "))
+		s.w.Step("Errand %s: `bosh-injector %s`", g.Name, strings.Join(args[:5], " "))
 		if n := running(reports); s.gatherFailure != "" || n < len(reports) {
 			s.w.Say("not run: the deployment is not up (%d of %d instances running); a director runs errands after a successful deploy", n, len(reports))
 			continue

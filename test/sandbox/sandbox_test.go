@@ -113,7 +113,7 @@ func TestSandbox(t *testing.T) {
 		"bus/0 (z1) pod shop-bus-z1-0: injected; rendered; running: bus-bus",
 		"6 of 6 instances running",
 		// The errand runs once the deployment is up, with run-errand.
-		"Errand smoke-tests: `bosh-injector run-errand shop smoke-tests`",
+		"Errand smoke-tests: `bosh-injector run-errand shop smoke-tests --namespace shop`",
 		"==> /var/vcap/jobs/smoke-tests/config/config.json <==",
 		"Errand 'smoke-tests' completed successfully",
 		"exit status 0",
