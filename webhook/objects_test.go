@@ -8,11 +8,13 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/bosh-injector/bosh-injector/gather/errand"
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/objects"
@@ -22,7 +24,7 @@ import (
 )
 
 var _ = Describe("the objects `bosh-injector objects` prints", func() {
-	It("run every instance of the shop deployment, each injected once with its own index", func() {
+	It("run every instance of the shop deployment (its errand as run-errand runs it), each injected once with its own index", func() {
 		ns := "objects"
 		// The manifest Secret first, gathered as the job runner's Job would,
 		// then the workloads.
@@ -30,6 +32,11 @@ var _ = Describe("the objects `bosh-injector objects` prints", func() {
 		gatherAccepted(ns, res, jobsDir)
 		for _, o := range res.Objects[1:] {
 			Expect(cp.Client.Create(ctx, o)).To(Succeed(), o.GetName())
+			// An errand's Job is a suspended template; its instance runs
+			// in the Job run-errand makes of it.
+			if j, ok := o.(*batchv1.Job); ok {
+				Expect(cp.Client.Create(ctx, errand.RunJob(j, 1, 1))).To(Succeed(), o.GetName())
+			}
 		}
 
 		want := map[string]int{"bus": 3, "db": 1, "web": 2, "smoke-tests": 1}

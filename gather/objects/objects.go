@@ -199,13 +199,16 @@ func (b *builder) group(g *manifest.InstanceGroup) error {
 
 // job is an errand's Job in one AZ: its completion index is the pod's
 // ordinal, as a StatefulSet's pod index is. A BOSH errand runs once and is
-// not retried.
+// not retried, and only when asked (`bosh run-errand`): the Job is
+// suspended, a template that `bosh-injector run-errand` copies into a new
+// Job for each run, so applying the objects never runs it.
 func (b *builder) job(name string, t corev1.PodTemplateSpec, n int) client.Object {
 	t.Spec.RestartPolicy = corev1.RestartPolicyNever
 	return &batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: b.meta(name),
 		Spec: batchv1.JobSpec{
+			Suspend:        ptr.To(true),
 			CompletionMode: ptr.To(batchv1.IndexedCompletion),
 			Completions:    ptr.To(int32(n)),
 			Parallelism:    ptr.To(int32(n)),

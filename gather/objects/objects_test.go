@@ -16,6 +16,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/instance"
@@ -190,7 +191,7 @@ func TestReplicasMatchDirectorPlacement(t *testing.T) {
 	}
 }
 
-func TestErrandsBecomeIndexedJobs(t *testing.T) {
+func TestErrandsBecomeSuspendedIndexedJobs(t *testing.T) {
 	res, err := objects.Build(read(t, filepath.Join("testdata", "features.yml")), nil, objects.Options{
 		DiskSizes: map[string]resource.Quantity{"fast": resource.MustParse("1Gi"), "medium": resource.MustParse("1Gi")},
 	})
@@ -200,6 +201,10 @@ func TestErrandsBecomeIndexedJobs(t *testing.T) {
 	var completions []int32
 	for _, o := range res.Objects {
 		if j, ok := o.(*batchv1.Job); ok {
+			// A template run-errand copies: applying it runs nothing.
+			if !ptr.Deref(j.Spec.Suspend, false) {
+				t.Errorf("errand Job %s is not suspended", j.Name)
+			}
 			if *j.Spec.CompletionMode != batchv1.IndexedCompletion || j.Spec.Template.Labels[names.LabelInstanceGroup] != "migrate" {
 				t.Errorf("job %s: %+v", j.Name, j.Spec)
 			}

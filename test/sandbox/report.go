@@ -6,10 +6,8 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,8 +16,9 @@ import (
 	"github.com/bosh-injector/bosh-injector/test/cluster"
 )
 
-// workload is a StatefulSet or an errand's Job that `objects` printed, and
-// how many instances it runs.
+// workload is a StatefulSet that `objects` printed, and how many instances
+// it runs. An errand's Job is a suspended template, which runs only with
+// run-errand (runErrands).
 type workload struct {
 	Kind, Name string
 	Replicas   int
@@ -29,15 +28,14 @@ type workload struct {
 // started again before the report gives its failure.
 const settledRestarts = 3
 
-// workloads are the StatefulSets and Jobs among objs.
+// workloads are the StatefulSets among objs.
 func workloads(objs []*unstructured.Unstructured) []workload {
 	var out []workload
 	for _, o := range objs {
-		field := map[string]string{"StatefulSet": "replicas", "Job": "completions"}[o.GetKind()]
-		if field == "" {
+		if o.GetKind() != "StatefulSet" {
 			continue
 		}
-		n, _, _ := unstructured.NestedInt64(o.Object, "spec", field)
+		n, _, _ := unstructured.NestedInt64(o.Object, "spec", "replicas")
 		out = append(out, workload{Kind: o.GetKind(), Name: o.GetName(), Replicas: int(n)})
 	}
 	return out
@@ -47,13 +45,11 @@ func workloads(objs []*unstructured.Unstructured) []workload {
 type instanceReport struct {
 	// Name is group/index (AZ) once the webhook placed it, else the pod's.
 	Name, Pod string
-	// Errand: the instance of an errand's Job.
-	Errand   bool
-	Injected bool
+	Injected  bool
 	// Rendered: every init container (copy, render) succeeded.
 	Rendered bool
 	// Running are the containers running (BPM processes); Ended the
-	// errand containers that exited 0.
+	// containers that exited 0.
 	Running, Ended []string
 	// Failure says what went wrong, with the component's message.
 	Failure string
@@ -80,7 +76,7 @@ func (s *Sandbox) observe(ctx context.Context, ws []workload, ports bool) ([]ins
 	for _, w := range ws {
 		for i := range w.Replicas {
 			pod := podOf(pods.Items, w, i)
-			r := instanceReport{Name: fmt.Sprintf("%s %s #%d", w.Kind, w.Name, i), Errand: w.Kind == "Job"}
+			r := instanceReport{Name: fmt.Sprintf("%s %s #%d", w.Kind, w.Name, i)}
 			if pod == nil {
 				r.Failure, r.Settled = notCreated(events.Items, w)
 				if s.gatherFailure != "" {
@@ -96,19 +92,15 @@ func (s *Sandbox) observe(ctx context.Context, ws []workload, ports bool) ([]ins
 	return out, nil
 }
 
-// podOf is instance i of w: the StatefulSet's pod of that ordinal, the
-// newest pod of the Job's completion index; nil while there is none.
+// podOf is instance i of w, the StatefulSet's pod of that ordinal; nil
+// while there is none.
 func podOf(pods []corev1.Pod, w workload, i int) *corev1.Pod {
-	var found *corev1.Pod
 	for j := range pods {
-		p := &pods[j]
-		match := w.Kind == "StatefulSet" && p.Name == fmt.Sprintf("%s-%d", w.Name, i) ||
-			w.Kind == "Job" && p.Labels[batchv1.JobNameLabel] == w.Name && p.Labels[batchv1.JobCompletionIndexAnnotation] == strconv.Itoa(i)
-		if match && (found == nil || found.CreationTimestamp.Before(&p.CreationTimestamp)) {
-			found = p
+		if pods[j].Name == fmt.Sprintf("%s-%d", w.Name, i) {
+			return &pods[j]
 		}
 	}
-	return found
+	return nil
 }
 
 // notCreated is why w has no pod: the controller's last FailedCreate
@@ -213,7 +205,6 @@ func unstartable(waiting string) bool {
 
 // printReport writes the report of the instances.
 func printReport(out io.Writer, reports []instanceReport) {
-	running := 0
 	for _, r := range reports {
 		state := []string{yes(r.Injected, "injected", "not injected")}
 		if r.Injected {
@@ -225,16 +216,10 @@ func printReport(out io.Writer, reports []instanceReport) {
 		if len(r.Ended) > 0 {
 			state = append(state, "exited 0: "+strings.Join(r.Ended, ", "))
 		}
-		if r.Failure == "" && len(r.Running) > 0 {
-			running++
-		}
 		if !r.Settled && r.Failure == "" {
 			state = append(state, "still starting")
 		}
 		what := ""
-		if r.Errand {
-			what = " errand"
-		}
 		if r.Pod != "" && r.Pod != r.Name {
 			what += " pod " + r.Pod
 		}
@@ -253,7 +238,18 @@ func printReport(out io.Writer, reports []instanceReport) {
 			fmt.Fprintf(out, "      ports unknown: %s\n", e)
 		}
 	}
-	fmt.Fprintf(out, "   %d of %d instances running\n", running, len(reports))
+	fmt.Fprintf(out, "   %d of %d instances running\n", running(reports), len(reports))
+}
+
+// running counts the instances running their processes without failure.
+func running(reports []instanceReport) int {
+	n := 0
+	for _, r := range reports {
+		if r.Failure == "" && len(r.Running) > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // portLine says where container c's ports are reached from the host.

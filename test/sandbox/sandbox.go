@@ -5,7 +5,8 @@
 // real node (test/cluster) with the chart installed, applies what
 // `bosh-injector objects` prints for the manifest and reports per instance,
 // as the kubelet reports it, whether it was injected, rendered and runs its
-// processes, or the failure with its message. With Keep it stays up in the
+// processes, or the failure with its message; then runs the errands with
+// `bosh-injector run-errand`. With Keep it stays up in the
 // background for kubectl until Down.
 package sandbox
 
@@ -30,6 +31,8 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
+	"github.com/bosh-injector/bosh-injector/gather/deployment"
+	"github.com/bosh-injector/bosh-injector/gather/manifest"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/runner"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
@@ -186,6 +189,50 @@ func (s *Sandbox) up(ctx context.Context) error {
 	}
 	s.w.Step("The instances of deployment %s", head.Name)
 	printReport(out, reports)
+	return s.runErrands(ctx, head.Name, ops, reports)
+}
+
+// runErrands runs the manifest's errand groups with `bosh-injector
+// run-errand` once the deployment is up, as one runs `bosh run-errand`
+// after `bosh deploy` succeeded, and prints their output and exit status.
+func (s *Sandbox) runErrands(ctx context.Context, name string, ops []string, reports []instanceReport) error {
+	files, err := deployment.ReadOpsFiles(ops)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(s.cfg.Manifest)
+	if err != nil {
+		return err
+	}
+	doc, err := deployment.Document(data, files)
+	if err != nil {
+		return err
+	}
+	m, err := manifest.FromDocument(doc)
+	if err != nil {
+		return err
+	}
+	for _, g := range m.InstanceGroups {
+		if g.Lifecycle != "errand" {
+			continue
+		}
+		args := []string{"run-errand", name, g.Name, "--namespace", s.namespace, "--kubeconfig", s.w.Kubeconfig}
+		s.w.Step("Errand %s: `bosh-injector %s`", g.Name, strings.Join(args[:5], " "))
+		if n := running(reports); s.gatherFailure != "" || n < len(reports) {
+			s.w.Say("not run: the deployment is not up (%d of %d instances running); a director runs errands after a successful deploy", n, len(reports))
+			continue
+		}
+		cmd := exec.CommandContext(ctx, s.cfg.Binary, args...)
+		var output bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &output, &output
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			return fmt.Errorf("bosh-injector run-errand: %w", err)
+		}
+		s.w.Say("%s", output.String())
+		s.w.Say("exit status %d", cmd.ProcessState.ExitCode())
+	}
 	return nil
 }
 

@@ -27,13 +27,14 @@ import (
 // `make demo MANIFEST=… RELEASES=… OPS=… KEEP=1`, then `make demo-down`, as
 // the Makefile runs them: the shop deployment from its release tarballs
 // only. The report shows every instance running its processes and where
-// they listen, reachable from this machine; real kubectl works with the
+// they listen, reachable from this machine, then the smoke-tests errand run
+// with run-errand and its output; real kubectl works with the
 // printed KUBECONFIG and sees every instance's pod Ready; a manifest change
 // that breaks a template then fails the gathering with the director's
 // message while the pods keep running; demo-down leaves no process, cluster
 // or directory of the run. A second sandbox with the broken manifest from
-// the start reports every instance with the director's message and,
-// without KEEP, removes its cluster when it ends.
+// the start reports every instance with the director's message, runs no
+// errand and, without KEEP, removes its cluster when it ends.
 func TestSandbox(t *testing.T) {
 	bin, err := controlplane.BinDir()
 	if err != nil {
@@ -110,7 +111,12 @@ func TestSandbox(t *testing.T) {
 		"web/0 (z1) pod shop-web-z1-0: injected; rendered; running: storefront-web\n",
 		"web/1 (z2) pod shop-web-z2-0: injected; rendered; running: storefront-web\n",
 		"bus/0 (z1) pod shop-bus-z1-0: injected; rendered; running: bus-bus",
-		"7 of 7 instances running",
+		"6 of 6 instances running",
+		// The errand runs once the deployment is up, with run-errand.
+		"Errand smoke-tests: `bosh-injector run-errand shop smoke-tests --namespace shop`",
+		"==> /var/vcap/jobs/smoke-tests/config/config.json <==",
+		"Errand 'smoke-tests' completed successfully",
+		"exit status 0",
 		"export KUBECONFIG=" + st.Kubeconfig,
 		"make demo-down",
 	} {
@@ -172,7 +178,8 @@ func TestSandbox(t *testing.T) {
 		"FAILED: not gathered: the deployment's gathering failed",
 		"- Unable to render jobs for instance group 'bus'. Errors are:",
 		busError,
-		"0 of 7 instances running",
+		"0 of 6 instances running",
+		"not run: the deployment is not up (0 of 6 instances running)",
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the sandbox's output lacks %q:\n%s", want, out)

@@ -1,0 +1,92 @@
+package app
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bosh-injector/bosh-injector/gather/errand"
+)
+
+func init() {
+	register(func(*globalOptions) *cobra.Command {
+		var kubeconfig, namespace string
+		var instances []string
+		var o errand.Options
+		cmd := &cobra.Command{
+			Use:   "run-errand DEPLOYMENT ERRAND",
+			Short: "Run an errand as `bosh run-errand` does, print its output and exit with its status",
+			Long: `run-errand runs an errand of a gathered deployment with the deployment's
+current configuration version, as the director resolves the name: a job of
+that name runs its bin/run in the running pods of the service groups that
+have it (exec, all at once); an instance group of that name (lifecycle:
+errand) runs its first instance as a new Job copied from the group's
+suspended template Job, which ` + "`bosh-injector objects`" + ` prints. The output of
+each instance is printed, prefixed with the instance when there are several;
+the exit status is the first failing instance's, 0 when all succeeded.
+It runs with your kubeconfig's credentials.`,
+			Args: cobra.ExactArgs(2),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				o.Deployment, o.Errand = args[0], args[1]
+				for _, s := range instances {
+					f, err := errand.ParseFilter(s)
+					if err != nil {
+						return err
+					}
+					o.Filters = append(o.Filters, f)
+				}
+				cluster, ns, err := errandCluster(kubeconfig, namespace)
+				if err != nil {
+					return err
+				}
+				o.Namespace, o.Out = ns, cmd.OutOrStdout()
+				code, err := errand.Run(cmd.Context(), cluster, o)
+				if err != nil {
+					return err
+				}
+				if code != 0 {
+					return exitError{code: code}
+				}
+				return nil
+			},
+		}
+		f := cmd.Flags()
+		f.StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig; $KUBECONFIG or ~/.kube/config when empty")
+		f.StringVarP(&namespace, "namespace", "n", "", "the deployment's namespace; the kubeconfig context's when empty")
+		f.StringArrayVar(&instances, "instance", nil, "run only on this instance: group, group/index or group/id (repeatable; for errands named by a job)")
+		f.BoolVar(&o.WhenChanged, "when-changed", false, "skip the run when nothing it depends on changed since its last successful run")
+		f.BoolVar(&o.KeepAlive, "keep-alive", false, "keep the run's Job and its pods afterwards")
+		return cmd
+	})
+}
+
+// errandCluster connects with the user's kubeconfig and returns the
+// namespace given, else the context's.
+func errandCluster(kubeconfig, namespace string) (errand.Cluster, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+	if namespace == "" {
+		ns, _, err := loader.Namespace()
+		if err != nil {
+			return errand.Cluster{}, "", fmt.Errorf("kubeconfig: %w", err)
+		}
+		namespace = ns
+	}
+	cfg, err := restConfig(kubeconfig)
+	if err != nil {
+		return errand.Cluster{}, "", err
+	}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return errand.Cluster{}, "", err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return errand.Cluster{}, "", err
+	}
+	return errand.Cluster{Config: cfg, Client: c, Kube: kube}, namespace, nil
+}

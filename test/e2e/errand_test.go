@@ -1,0 +1,124 @@
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bosh-injector/bosh-injector/cmd/bosh-injector/app"
+	"github.com/bosh-injector/bosh-injector/gather/deployment"
+	"github.com/bosh-injector/bosh-injector/gather/errand"
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/objects"
+	"github.com/bosh-injector/bosh-injector/gather/runner"
+	"github.com/bosh-injector/bosh-injector/test/fixtures"
+)
+
+// TestRunErrand runs the shop deployment's smoke-tests errand with
+// `bosh-injector run-errand` (the command's own code, in process, with the
+// cluster's kubeconfig) from the suspended template Job `objects` prints:
+// twice in a row, then skipped with --when-changed, then failing after a
+// change that makes it exit 3.
+func TestRunErrand(t *testing.T) {
+	ctx := context.Background()
+	w, releaseURL, _ := startWalkthrough(t)
+	const ns = "shop"
+	var manifest corev1.Secret
+	err := w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fixtures.ManifestSecret}, &manifest)
+	if apierrors.IsNotFound(err) || err == nil && len(runner.StatusOf(&manifest).Versions) == 0 {
+		// Run alone, without the walkthrough's deployment.
+		if _, err := w.Deploy(ctx, ns, fixtures.Shop(releaseURL)); err != nil {
+			t.Fatal(err)
+		}
+		err = w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fixtures.ManifestSecret}, &manifest)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The errand's Job as `objects` prints it: applying it runs nothing.
+	res, err := objects.Build(manifest.Data[names.ManifestKey], deployment.OpsFilesOf(manifest.Data), objects.Options{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tmpl *batchv1.Job
+	for _, o := range res.Objects {
+		if j, ok := o.(*batchv1.Job); ok && j.Spec.Template.Labels[names.LabelInstanceGroup] == "smoke-tests" {
+			tmpl = j
+		}
+	}
+	if tmpl == nil {
+		t.Fatal("objects printed no smoke-tests Job")
+	}
+	if err := w.Client.Create(ctx, tmpl); err != nil {
+		t.Fatal(err)
+	}
+
+	runErrand := func(args ...string) (int, string) {
+		t.Helper()
+		var out bytes.Buffer
+		start := time.Now()
+		code := app.Main(append([]string{"run-errand", "shop", "smoke-tests", "--namespace", ns, "--kubeconfig", w.Kubeconfig}, args...), &out, &out)
+		t.Logf("run-errand %s: exit %d in %s\n%s", strings.Join(args, " "), code, time.Since(start).Round(100*time.Millisecond), out.String())
+		return code, out.String()
+	}
+	printed := "==> /var/vcap/jobs/smoke-tests/config/config.json <=="
+	for run := 1; run <= 2; run++ {
+		code, out := runErrand()
+		if code != 0 || !strings.Contains(out, printed) || !strings.Contains(out, "Errand 'smoke-tests' completed successfully") ||
+			!strings.Contains(out, fmt.Sprintf("Job %s-%d", tmpl.Name, run)) {
+			t.Fatalf("run %d: exit %d, want 0 with the errand's output:\n%s", run, code, out)
+		}
+	}
+	if code, out := runErrand("--when-changed"); code != 0 || !strings.Contains(out, "Errand 'smoke-tests' skipped: no changes since its last successful run") {
+		t.Errorf("--when-changed after a successful run: exit %d:\n%s", code, out)
+	}
+
+	status, err := w.Deploy(ctx, ns, fixtures.Shop(releaseURL, "failing-smoke-tests.yml"))
+	if err != nil || status.State != runner.ReasonGathered {
+		t.Fatalf("gathering: %+v %v", status, err)
+	}
+	code, out := runErrand("--when-changed")
+	if code != 3 || !strings.Contains(out, printed) || !strings.Contains(out, "==> exiting 3 <==") || !strings.Contains(out, "Errand 'smoke-tests' completed with error (exit code 3)") {
+		t.Errorf("failing errand: exit %d, want 3 with its output:\n%s", code, out)
+	}
+
+	// A job's name runs its bin/run in the service instances that have it,
+	// through the exec API: storefront has none, which fails with the
+	// runtime's message on the instance TestWalkthrough started.
+	var web corev1.Pod
+	if err := w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-z1-0"}, &web); err == nil && web.Status.Phase == corev1.PodRunning {
+		var out bytes.Buffer
+		code := app.Main([]string{"run-errand", "shop", "storefront", "--instance", "web/0", "--namespace", ns, "--kubeconfig", w.Kubeconfig}, &out, &out)
+		t.Logf("run-errand storefront --instance web/0: exit %d\n%s", code, out.String())
+		if code == 0 || !strings.Contains(out.String(), "Instance   web/0") || !strings.Contains(out.String(), "Errand 'storefront' completed with error") {
+			t.Errorf("colocated errand without bin/run: exit %d:\n%s", code, out.String())
+		}
+	}
+
+	// Each run's Job went when it ended; the template stays, suspended.
+	var jobs batchv1.JobList
+	if err := w.Client.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{errand.LabelTemplate: tmpl.Name}); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs.Items {
+		if j.DeletionTimestamp == nil {
+			t.Errorf("run Job %s was kept", j.Name)
+		}
+	}
+	if err := w.Client.Get(ctx, client.ObjectKeyFromObject(tmpl), tmpl); err != nil {
+		t.Fatal(err)
+	}
+	if !ptr.Deref(tmpl.Spec.Suspend, false) || tmpl.Annotations[errand.AnnotationRuns] != "3" {
+		t.Errorf("template after three runs: suspend %v, annotations %v", tmpl.Spec.Suspend, tmpl.Annotations)
+	}
+}
