@@ -13,6 +13,7 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
+	"github.com/bosh-injector/bosh-injector/gather/inputfile"
 	"github.com/bosh-injector/bosh-injector/gather/instance"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/objects"
@@ -58,7 +59,7 @@ func (o *objectsOptions) run(cmd *cobra.Command) error {
 	if o.manifest == "" {
 		return fmt.Errorf("--manifest is required")
 	}
-	data, err := os.ReadFile(o.manifest)
+	data, err := inputfile.Read("--manifest", o.manifest)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
+	"github.com/bosh-injector/bosh-injector/gather/inputfile"
 	"github.com/bosh-injector/bosh-injector/gather/instance"
 	"github.com/bosh-injector/bosh-injector/gather/jobspec"
 	"github.com/bosh-injector/bosh-injector/gather/manifest"
@@ -71,7 +72,7 @@ func (o *templateOptions) run(cmd *cobra.Command) error {
 	if o.manifest == "" || o.output == "" {
 		return fmt.Errorf("--manifest and --output are required")
 	}
-	data, err := os.ReadFile(o.manifest)
+	data, err := inputfile.Read("--manifest", o.manifest)
 	if err != nil {
 		return err
 	}
@@ -207,7 +208,7 @@ func (o *templateOptions) checkSelection(m *manifest.Manifest) error {
 func (o *templateOptions) variables() (variables.Source, error) {
 	given := variables.NewMapSource(nil)
 	if o.varsFile != "" {
-		data, err := os.ReadFile(o.varsFile)
+		data, err := inputfile.Read("--vars-file", o.varsFile)
 		if err != nil {
 			return nil, err
 		}
