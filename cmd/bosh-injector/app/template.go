@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
@@ -182,6 +183,9 @@ func plural(n int, what string) string {
 func (o *templateOptions) checkFlags(cmd *cobra.Command) error {
 	if cmd.Flags().Changed("index") && o.index < 0 {
 		return fmt.Errorf("--index %d: must not be negative", o.index)
+	}
+	if errs := validation.IsDNS1123Label(o.network.Namespace); len(errs) > 0 {
+		return fmt.Errorf("--namespace %q: not a valid namespace name: %s", o.network.Namespace, strings.Join(errs, "; "))
 	}
 	if _, err := netip.ParseAddr(o.ip); err != nil {
 		return fmt.Errorf("--ip %q: not an IP address", o.ip)
