@@ -139,6 +139,16 @@ func TestTemplateErrorsLeaveOutputAlone(t *testing.T) {
 	if !maps.Equal(tree(t, out), before) {
 		t.Fatal("a failed run must leave the previous render as it was")
 	}
+	// A render replaces a previous one of its own.
+	if code, msg := templateShop(t, out); code != 0 {
+		t.Fatalf("rendering again: exit %d: %s", code, msg)
+	}
+	if !maps.Equal(tree(t, out), before) {
+		t.Fatal("rendering again must give the same tree")
+	}
+	if matches, _ := filepath.Glob(filepath.Join(filepath.Dir(out), ".template-*")); len(matches) > 0 {
+		t.Fatalf("left behind: %v", matches)
+	}
 }
 
 // writeOps removes the database group, so the web job's required link has
