@@ -114,6 +114,14 @@ var hostileCases = []hostileCase{
 		manifest: replace("name: smoke-tests,", "name: ../x,"), want: []string{`Invalid job name "../x"`}},
 	{name: "release name is a dot-dot", args: hostileTemplate("--output", "../out"), output: "out",
 		manifest: replace(`{name: shop, version: "1.0.0"}`, `{name: "..", version: "1"}`), want: []string{`Invalid release name ".."`}},
+	{name: "template destination leaves the job", args: hostileTemplate("--output", "../out"), output: "out",
+		manifest: replace("name: smoke-tests,", "name: evil,"),
+		prepare: func(t *testing.T, ws string) {
+			writeFile(t, filepath.Join(ws, "rel", "jobs", "evil", "spec"), "name: evil\ntemplates: {x.erb: ../../../escape}\n")
+			writeFile(t, filepath.Join(ws, "rel", "jobs", "evil", "monit"), "")
+			writeFile(t, filepath.Join(ws, "rel", "jobs", "evil", "templates", "x.erb"), "x")
+		},
+		want: []string{"Job 'evil' template 'x.erb' -> '../../../escape' escapes its directory"}},
 	// Bounds.
 	{name: "manifest is /dev/zero", args: hostileTemplate("--output", "../out"), output: "out",
 		manifest: hostileBase, want: []string{"--manifest /dev/zero", "16 MiB"}},
