@@ -159,6 +159,9 @@ const maxReleaseMF = 16 << 20
 // tarball's author, and each becomes a path read from the tarball and
 // written into the image.
 func (m *Manifest) checkNames() error {
+	if err := names.PathName("release", m.Name); err != nil {
+		return err
+	}
 	for _, set := range []struct {
 		what    string
 		entries []Entry
