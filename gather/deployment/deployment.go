@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/bosh-injector/bosh-injector/gather/boshcli"
+	"github.com/bosh-injector/bosh-injector/gather/inputfile"
 	"github.com/bosh-injector/bosh-injector/gather/instance"
 	"github.com/bosh-injector/bosh-injector/gather/jobspec"
 	"github.com/bosh-injector/bosh-injector/gather/links"
@@ -44,7 +45,7 @@ type OpsFile = boshcli.OpsFile
 func ReadOpsFiles(paths []string) ([]OpsFile, error) {
 	var ops []OpsFile
 	for _, path := range paths {
-		d, err := os.ReadFile(path)
+		d, err := inputfile.Read("--ops-file", path)
 		if err != nil {
 			return nil, err
 		}

@@ -235,9 +235,11 @@ func Parse(data []byte, job string) (*Spec, error) {
 	return s, nil
 }
 
+// escapes says whether a template path is not a file inside the job's
+// directory: absolute, the directory itself, above it, or holding a NUL.
 func escapes(p string) bool {
 	c := path.Clean(p)
-	return path.IsAbs(p) || c == ".." || strings.HasPrefix(c, "../")
+	return path.IsAbs(p) || c == "." || c == ".." || strings.HasPrefix(c, "../") || strings.ContainsRune(p, 0)
 }
 
 func links(root *yamlvalue.Map, job, kind string) ([]Link, error) {

@@ -184,6 +184,12 @@ func FromDocument(doc any) (*Manifest, error) {
 	if err := uniqueGroups(m.InstanceGroups); err != nil {
 		return nil, err
 	}
+	if err := uniqueReleases(m.Releases); err != nil {
+		return nil, err
+	}
+	if err := knownStemcells(m); err != nil {
+		return nil, err
+	}
 	if err := eachMap(root, "", "addons", func(p string, e *yamlvalue.Map) error {
 		a, err := addon(e, p)
 		m.Addons = append(m.Addons, a)
@@ -198,7 +204,53 @@ func FromDocument(doc any) (*Manifest, error) {
 			}
 		}
 	}
+	for _, g := range m.InstanceGroups {
+		if err := uniqueJobs(g); err != nil {
+			return nil, err
+		}
+	}
 	return m, nil
+}
+
+// uniqueReleases fails as the director does on two releases of one name:
+// which one a job comes from would be ambiguous.
+func uniqueReleases(releases []Release) error {
+	seen := map[string]bool{}
+	for _, r := range releases {
+		if seen[r.Name] {
+			return fmt.Errorf("Duplicate release name '%s'", r.Name)
+		}
+		seen[r.Name] = true
+	}
+	return nil
+}
+
+// uniqueJobs fails as the director does on a job colocated twice (addons
+// included): both would render into one job directory.
+func uniqueJobs(g InstanceGroup) error {
+	seen := map[string]bool{}
+	for _, j := range g.Jobs {
+		if seen[j.Name] {
+			return fmt.Errorf("Colocated job '%s' is already added to the instance group '%s'", j.Name, g.Name)
+		}
+		seen[j.Name] = true
+	}
+	return nil
+}
+
+// knownStemcells fails as the director does on an instance group naming a
+// stemcell alias the manifest's stemcells do not define.
+func knownStemcells(m *Manifest) error {
+	for _, g := range m.InstanceGroups {
+		alias, err := str(g.Raw, "instance_groups."+g.Name, "stemcell", false)
+		if err != nil || alias == "" {
+			return err
+		}
+		if !anyOf(m.Stemcells, func(s Stemcell) bool { return s.Alias == alias }) {
+			return fmt.Errorf("Instance group '%s' references an unknown stemcell '%s'", g.Name, alias)
+		}
+	}
+	return nil
 }
 
 // uniqueGroups fails as the director does on two instance groups of one
@@ -315,6 +367,9 @@ func release(e *yamlvalue.Map, p string) (Release, error) {
 	if r.Name, err = str(e, p, "name", true); err != nil {
 		return r, err
 	}
+	if err := names.PathName("release", r.Name); err != nil {
+		return r, err
+	}
 	if r.Version, err = version(e, p, "version"); err != nil {
 		return r, err
 	}
@@ -353,20 +408,34 @@ func stemcell(e *yamlvalue.Map, p string) (*Stemcell, error) {
 	return s, nil
 }
 
+// MaxInstances bounds an instance group's instances: each is rendered and
+// becomes a pod, and a StatefulSet's replicas are an int32. The largest
+// BOSH deployments run a few thousand instances of a group.
+const MaxInstances = 10000
+
 func instanceGroup(e *yamlvalue.Map, p string) (InstanceGroup, error) {
 	g := InstanceGroup{Raw: e, Lifecycle: "service"}
 	var err error
 	if g.Name, err = str(e, p, "name", true); err != nil {
 		return g, err
 	}
+	if err := names.PathName("instance group", g.Name); err != nil {
+		return g, err
+	}
 	if g.AZs, err = strList(e, p, "azs"); err != nil {
 		return g, err
+	}
+	if e.Has("azs") && len(g.AZs) == 0 {
+		return g, fmt.Errorf("Instance group '%s' has empty availability zones", g.Name)
 	}
 	if g.Instances, err = integer(e, p, "instances", true); err != nil {
 		return g, err
 	}
-	if g.Instances < 0 {
+	switch {
+	case g.Instances < 0:
 		return g, fmt.Errorf("%s: must not be negative", join(p, "instances"))
+	case g.Instances > MaxInstances:
+		return g, fmt.Errorf("%s: %d is more than the %d instances a group may have", join(p, "instances"), g.Instances, MaxInstances)
 	}
 	lc, err := str(e, p, "lifecycle", false)
 	if err != nil {
@@ -384,6 +453,9 @@ func instanceGroup(e *yamlvalue.Map, p string) (InstanceGroup, error) {
 	}
 	if g.PersistentDisk, err = integer(e, p, "persistent_disk", false); err != nil {
 		return g, err
+	}
+	if g.PersistentDisk < 0 {
+		return g, fmt.Errorf("Instance group '%s' references an invalid persistent disk size '%d'", g.Name, g.PersistentDisk)
 	}
 	if g.Env, err = optMap(e, p, "env"); err != nil {
 		return g, err
@@ -418,6 +490,9 @@ func job(e *yamlvalue.Map, p string) (Job, error) {
 	j := Job{Raw: e}
 	var err error
 	if j.Name, err = str(e, p, "name", true); err != nil {
+		return j, err
+	}
+	if err := names.PathName("job", j.Name); err != nil {
 		return j, err
 	}
 	if j.Release, err = str(e, p, "release", true); err != nil {

@@ -3,6 +3,8 @@ package manifest
 import (
 	"strings"
 	"testing"
+
+	"github.com/bosh-injector/bosh-injector/gather/names"
 )
 
 const full = `
@@ -154,11 +156,27 @@ func TestReleaseImage(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(full))
 	f.Add([]byte(`{name: d, instance_groups: [{name: a, instances: 1, jobs: [{name: j, release: r}]}]}`))
+	f.Add([]byte(`{name: d, instance_groups: [{name: ../a, instances: 1000000000, azs: [], jobs: [{name: j, release: r}, {name: j, release: r}]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := Parse(data)
-		if err == nil {
-			for _, r := range m.Releases {
-				_, _ = m.ReleaseImage(r.Name)
+		if err != nil {
+			return
+		}
+		for _, r := range m.Releases {
+			_, _ = m.ReleaseImage(r.Name)
+		}
+		// What parses holds only names that stay in their directory,
+		// bounded instances and no job twice in a group.
+		for _, g := range m.InstanceGroups {
+			if names.PathName("instance group", g.Name) != nil || g.Instances < 0 || g.Instances > MaxInstances || g.PersistentDisk < 0 {
+				t.Fatalf("accepted group %q with %d instances, disk %d", g.Name, g.Instances, g.PersistentDisk)
+			}
+			seen := map[string]bool{}
+			for _, j := range g.Jobs {
+				if names.PathName("job", j.Name) != nil || seen[j.Name] {
+					t.Fatalf("accepted job %q in group %q", j.Name, g.Name)
+				}
+				seen[j.Name] = true
 			}
 		}
 	})

@@ -82,6 +82,12 @@ func Build(manifestYAML []byte, ops []deployment.OpsFile, opts Options) (Result,
 	if len(m.InstanceGroups) == 0 {
 		return Result{}, fmt.Errorf("manifest '%s' has no instance groups: nothing to run (is the key spelled 'instance_groups'?)", m.Name)
 	}
+	if err := checkUpdates(m); err != nil {
+		return Result{}, err
+	}
+	if err := checkSecretSize(SecretName(m.Name), manifestYAML, ops); err != nil {
+		return Result{}, err
+	}
 	b := builder{m: m, opts: opts}
 	b.res.Objects = append(b.res.Objects, b.secret(manifestYAML, ops))
 	if b.update, err = update.Deployment(m.Raw); err != nil {

@@ -25,6 +25,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/releaseimage/layer"
 )
 
@@ -95,6 +96,9 @@ func Open(path, work string) (*Release, error) {
 	if m.Name == "" || m.Version == "" {
 		return nil, fmt.Errorf("release tarball %s: release.MF has no name or version", path)
 	}
+	if err := m.checkNames(); err != nil {
+		return nil, fmt.Errorf("release tarball %s: release.MF: %w", path, err)
+	}
 	for _, set := range []struct {
 		kind    string
 		entries []Entry
@@ -121,6 +125,7 @@ func (r *Release) unpack() error {
 		return err
 	}
 	tr := tar.NewReader(gz)
+	seen := map[string]bool{}
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -130,13 +135,54 @@ func (r *Release) unpack() error {
 			return err
 		}
 		name := path.Clean(strings.TrimPrefix(h.Name, "./"))
+		if err := layer.CheckMember(h, seen); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
 		if h.Typeflag != tar.TypeReg || !wanted(name) {
 			continue
+		}
+		if name == "release.MF" && h.Size > maxReleaseMF {
+			return fmt.Errorf("release.MF: %d bytes, more than the %d MiB a release.MF may be", h.Size, maxReleaseMF>>20)
 		}
 		if err := layer.WriteFile(filepath.Join(r.dir, filepath.FromSlash(name)), tr, 0o644); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
+}
+
+// maxReleaseMF bounds the release.MF read into memory; the largest real
+// ones are a few hundred KiB.
+const maxReleaseMF = 16 << 20
+
+// checkNames fails on a job or package name that could not be a directory
+// of its own (names.PathName) and on one listed twice: both come from the
+// tarball's author, and each becomes a path read from the tarball and
+// written into the image.
+func (m *Manifest) checkNames() error {
+	if err := names.PathName("release", m.Name); err != nil {
+		return err
+	}
+	for _, set := range []struct {
+		what    string
+		entries []Entry
+	}{{"job", m.Jobs}, {"package", m.Packages}, {"compiled package", m.CompiledPackages}} {
+		seen := map[string]bool{}
+		for _, e := range set.entries {
+			if err := names.PathName(set.what, e.Name); err != nil {
+				return err
+			}
+			if seen[e.Name] {
+				return fmt.Errorf("%s '%s' is listed twice", set.what, e.Name)
+			}
+			seen[e.Name] = true
+			for _, d := range e.Dependencies {
+				if err := names.PathName("package", d); err != nil {
+					return fmt.Errorf("%s '%s' dependencies: %w", set.what, e.Name, err)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // wanted says whether a tarball member is one Open reads; anything else

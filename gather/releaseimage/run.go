@@ -88,6 +88,9 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 		}
 		releases = append(releases, r)
 	}
+	if err := uniqueReleases(releases); err != nil {
+		return nil, err
+	}
 	type build struct {
 		release            *Release
 		stemcellOS, stemVr string
@@ -132,6 +135,11 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 	for _, b := range builds {
 		if b.stemcellOS == "" || b.stemVr == "" {
 			return nil, fmt.Errorf("release '%s': --stemcell-os and --stemcell-version are required to name its image", b.release.Manifest.Name)
+		}
+		m := b.release.Manifest
+		tag := Stemcell{OS: b.stemcellOS, Version: b.stemVr}.Tag(cfg.Repository, m)
+		if _, err := name.NewTag(tag); err != nil {
+			return nil, fmt.Errorf("release '%s' version '%s' (%s): its image name %s is not a valid image reference: %w", m.Name, m.Version, b.release.Path, tag, err)
 		}
 	}
 
@@ -194,6 +202,20 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 		}
 	}
 	return results, nil
+}
+
+// uniqueReleases fails on two tarballs of one release version: which one
+// the image holds would depend on the order given.
+func uniqueReleases(releases []*Release) error {
+	first := map[[2]string]string{}
+	for _, r := range releases {
+		key := [2]string{r.Manifest.Name, r.Manifest.Version}
+		if p, dup := first[key]; dup {
+			return fmt.Errorf("release '%s' version '%s' is given twice: %s and %s", key[0], key[1], p, r.Path)
+		}
+		first[key] = r.Path
+	}
+	return nil
 }
 
 func openIn(path, work string) (*Release, error) {

@@ -169,29 +169,42 @@ type File struct {
 }
 
 // WriteJob writes a rendered job under dir (its /var/vcap/jobs/<job>) with
-// the modes the BOSH agent sets: 0755 for directories and everything
-// under bin/, 0644 otherwise; content verbatim. A bin/ file without a shebang
-// is written too: releases keep data files there.
+// the modes the BOSH agent sets (FixPermissions): templates hold properties
+// and credentials, so 0750 for directories and everything under bin/, 0640
+// otherwise; content verbatim. A bin/ file without a shebang is written too:
+// releases keep data files there. Every write goes through an os.Root on
+// dir, so no destination (a release's choice) leaves the job's directory.
 func WriteJob(dir string, files []File) error {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return err
+	}
+	if err := os.Chmod(dir, 0o750); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
 	for _, f := range files {
 		clean := path.Clean(f.Path)
-		if clean == "." || strings.HasPrefix(clean, "../") || path.IsAbs(clean) {
+		if clean == "." || strings.HasPrefix(clean, "../") || path.IsAbs(clean) || strings.ContainsRune(clean, 0) {
 			return fmt.Errorf("template destination %q escapes the job directory", f.Path)
 		}
-		target := filepath.Join(dir, filepath.FromSlash(clean))
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		name := filepath.FromSlash(clean)
+		if err := root.MkdirAll(filepath.Dir(name), 0o750); err != nil {
 			return err
 		}
-		mode := os.FileMode(0o644)
+		mode := os.FileMode(0o640)
 		if strings.HasPrefix(clean, "bin/") {
-			mode = 0o755
+			mode = 0o750
 		}
-		if err := os.WriteFile(target, f.Content, mode); err != nil {
+		if err := root.WriteFile(name, f.Content, mode); err != nil {
 			return err
 		}
 		// WriteFile keeps an existing file's mode and the umask applies to
 		// new ones: set it explicitly.
-		if err := os.Chmod(target, mode); err != nil {
+		if err := root.Chmod(name, mode); err != nil {
 			return err
 		}
 	}

@@ -206,7 +206,7 @@ func TestWriteJobModes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for p, want := range map[string]os.FileMode{"monit": 0o644, "bin/ctl": 0o755, "bin/config.json": 0o755, "config/app.yml": 0o644, "config": 0o755 | os.ModeDir} {
+	for p, want := range map[string]os.FileMode{".": 0o750 | os.ModeDir, "monit": 0o640, "bin/ctl": 0o750, "bin/config.json": 0o750, "config/app.yml": 0o640, "config": 0o750 | os.ModeDir} {
 		info, err := os.Stat(filepath.Join(dir, p))
 		if err != nil {
 			t.Fatal(err)
@@ -217,6 +217,18 @@ func TestWriteJobModes(t *testing.T) {
 	}
 	if err := ruby.WriteJob(dir, []ruby.File{{Path: "../escape"}}); err == nil {
 		t.Error("a destination outside the job must be refused")
+	}
+	// A symlink inside the job (left by a previous layout) must not lead a
+	// write out of it.
+	outside := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := ruby.WriteJob(dir, []ruby.File{{Path: "link/escape"}}); err == nil {
+		t.Error("a write through a symlink out of the job must be refused")
+	}
+	if _, err := os.Stat(filepath.Join(outside, "escape")); err == nil {
+		t.Error("a file was written outside the job")
 	}
 }
 

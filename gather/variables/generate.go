@@ -158,6 +158,14 @@ func option(opts *yamlvalue.Map, key string) any {
 	return v
 }
 
+// Bounds on generation options: a password of a billion characters took
+// gigabytes and minutes, and days beyond time.Duration's range would wrap
+// the certificate's end before its start.
+const (
+	MaxPasswordLength  = 4096
+	MaxCertificateDays = 100000
+)
+
 const passwordChars = "abcdefghijklmnopqrstuvwxyz0123456789"
 
 // password is a string of [a-z0-9], 20 characters unless `length` is set.
@@ -167,6 +175,9 @@ func password(opts *yamlvalue.Map) (string, error) {
 		n, ok := l.(int64)
 		if !ok || n <= 0 {
 			return "", fmt.Errorf("option 'length' must be a positive integer")
+		}
+		if n > MaxPasswordLength {
+			return "", fmt.Errorf("option 'length' %d is more than the %d characters a password may have", n, MaxPasswordLength)
 		}
 		length = n
 	}
@@ -269,6 +280,9 @@ func (g *generator) certificate(d manifest.Variable) (*yamlvalue.Map, error) {
 		n, ok := v.(int64)
 		if !ok || n <= 0 {
 			return nil, fmt.Errorf("option 'duration' must be a positive number of days")
+		}
+		if n > MaxCertificateDays {
+			return nil, fmt.Errorf("option 'duration' %d is more than the %d days a certificate may last", n, MaxCertificateDays)
 		}
 		days = n
 	}

@@ -1,10 +1,13 @@
 package variables
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sync"
 
+	"github.com/bosh-injector/bosh-injector/gather/inputfile"
 	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
 )
 
@@ -55,8 +58,8 @@ type FileSource struct {
 
 // OpenFile reads the vars-store at path; a missing file is an empty store.
 func OpenFile(path string) (*FileSource, error) {
-	data, err := os.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
+	data, err := inputfile.Read("--vars-store", path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
 	doc, err := yamlvalue.Parse(data)

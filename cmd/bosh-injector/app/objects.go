@@ -10,9 +10,11 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
+	"github.com/bosh-injector/bosh-injector/gather/inputfile"
 	"github.com/bosh-injector/bosh-injector/gather/instance"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/objects"
@@ -60,7 +62,7 @@ func (o *objectsOptions) run(cmd *cobra.Command) error {
 	if o.manifest == "" {
 		return fmt.Errorf("--manifest is required")
 	}
-	data, err := os.ReadFile(o.manifest)
+	data, err := inputfile.Read("--manifest", o.manifest)
 	if err != nil {
 		return err
 	}
@@ -81,7 +83,13 @@ func (o *objectsOptions) run(cmd *cobra.Command) error {
 		if err != nil {
 			return fmt.Errorf("--disk-size %s=%s: %w", k, v, err)
 		}
+		if q.Sign() <= 0 {
+			return fmt.Errorf("--disk-size %s=%s: must be a positive size", k, v)
+		}
 		o.opts.DiskSizes[k] = q
+	}
+	if err := o.checkNames(); err != nil {
+		return err
 	}
 	if len(o.releases) > 0 {
 		if o.opts.Containers, err = o.containers(cmd, data, ops); err != nil {
@@ -116,6 +124,22 @@ func (o *objectsOptions) run(cmd *cobra.Command) error {
 		}
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d objects to %s\n", len(res.Objects), o.output)
+	return nil
+}
+
+// checkNames fails, naming the flag, on a namespace or StorageClass the
+// API server would refuse, rather than printing it.
+func (o *objectsOptions) checkNames() error {
+	if ns := o.opts.Namespace; ns != "" {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return fmt.Errorf("--namespace %q: not a valid namespace name: %s", ns, strings.Join(errs, "; "))
+		}
+	}
+	for t, class := range o.opts.StorageClasses {
+		if errs := validation.IsDNS1123Subdomain(class); len(errs) > 0 {
+			return fmt.Errorf("--storage-class-map %s=%s: not a valid StorageClass name: %s", t, class, strings.Join(errs, "; "))
+		}
+	}
 	return nil
 }
 

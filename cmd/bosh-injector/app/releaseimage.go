@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bosh-injector/bosh-injector/gather/inputfile"
 	"github.com/bosh-injector/bosh-injector/gather/releaseimage"
 )
 
@@ -38,8 +39,8 @@ images is printed.`,
 				}
 				cfg.Log, cfg.Tarballs = log, args
 				if manifestPath != "" {
-					if cfg.Manifest, err = os.ReadFile(manifestPath); err != nil {
-						return fmt.Errorf("--manifest: %w", err)
+					if cfg.Manifest, err = inputfile.Read("--manifest", manifestPath); err != nil {
+						return err
 					}
 				} else if len(args) == 0 {
 					return fmt.Errorf("give release tarballs, or --manifest")

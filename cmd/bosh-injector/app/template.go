@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,9 +13,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
+	"github.com/bosh-injector/bosh-injector/gather/inputfile"
 	"github.com/bosh-injector/bosh-injector/gather/instance"
 	"github.com/bosh-injector/bosh-injector/gather/jobspec"
 	"github.com/bosh-injector/bosh-injector/gather/manifest"
@@ -73,7 +76,10 @@ func (o *templateOptions) run(cmd *cobra.Command) error {
 	if o.manifest == "" || o.output == "" {
 		return fmt.Errorf("--manifest and --output are required")
 	}
-	data, err := os.ReadFile(o.manifest)
+	if err := o.checkFlags(cmd); err != nil {
+		return err
+	}
+	data, err := inputfile.Read("--manifest", o.manifest)
 	if err != nil {
 		return err
 	}
@@ -117,10 +123,14 @@ func (o *templateOptions) run(cmd *cobra.Command) error {
 	}
 	rendered, bpms := r.Instances, r.BPM
 	files := 0
-	err = writeAtomically(o.output, func(dir string) error {
+	err = writeAtomically(o.output, func(dir string, root *os.Root) error {
 		for _, inst := range rendered {
+			idx := filepath.Join(inst.Group, fmt.Sprint(inst.Index))
+			if err := root.MkdirAll(idx, 0o750); err != nil {
+				return err
+			}
 			for _, j := range inst.Jobs {
-				if err := ruby.WriteJob(filepath.Join(dir, inst.Group, fmt.Sprint(inst.Index), j.Name), j.Files); err != nil {
+				if err := ruby.WriteJob(filepath.Join(dir, idx, j.Name), j.Files); err != nil {
 					return err
 				}
 				files += len(j.Files)
@@ -134,10 +144,12 @@ func (o *templateOptions) run(cmd *cobra.Command) error {
 			if err != nil {
 				return err
 			}
-			if err := os.MkdirAll(filepath.Join(dir, g.Manifest.Name), 0o755); err != nil {
+			if err := root.MkdirAll(g.Manifest.Name, 0o750); err != nil {
 				return err
 			}
-			if err := os.WriteFile(filepath.Join(dir, g.Manifest.Name, "bpm.json"), append(data, '\n'), 0o644); err != nil {
+			// BPM's env and args may hold properties: as private as the
+			// templates.
+			if err := root.WriteFile(filepath.Join(g.Manifest.Name, "bpm.json"), append(data, '\n'), 0o640); err != nil {
 				return err
 			}
 			files++
@@ -169,6 +181,28 @@ func plural(n int, what string) string {
 		return "1 " + what
 	}
 	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// checkFlags fails, naming the flag, on values no render could use, and
+// on an --output that a render must not replace (checkOutput).
+func (o *templateOptions) checkFlags(cmd *cobra.Command) error {
+	if cmd.Flags().Changed("index") && o.index < 0 {
+		return fmt.Errorf("--index %d: must not be negative", o.index)
+	}
+	if errs := validation.IsDNS1123Label(o.network.Namespace); len(errs) > 0 {
+		return fmt.Errorf("--namespace %q: not a valid namespace name: %s", o.network.Namespace, strings.Join(errs, "; "))
+	}
+	if _, err := netip.ParseAddr(o.ip); err != nil {
+		return fmt.Errorf("--ip %q: not an IP address", o.ip)
+	}
+	dirs := make([]string, len(o.releases))
+	for i, r := range o.releases {
+		_, dirs[i], _ = strings.Cut(r, "=")
+	}
+	return checkOutput(o.output, map[string][]string{
+		"--manifest": {o.manifest}, "--ops-file": o.opsFiles, "--vars-file": {o.varsFile},
+		"--vars-store": {o.varsStore}, "--release": dirs,
+	})
 }
 
 // checkSelection fails, naming the flag or manifest key, when the manifest
@@ -212,7 +246,7 @@ func (o *templateOptions) checkSelection(m *manifest.Manifest) error {
 func (o *templateOptions) variables() (variables.Source, error) {
 	given := variables.NewMapSource(nil)
 	if o.varsFile != "" {
-		data, err := os.ReadFile(o.varsFile)
+		data, err := inputfile.Read("--vars-file", o.varsFile)
 		if err != nil {
 			return nil, err
 		}
@@ -257,10 +291,20 @@ func (o *templateOptions) specSource() (deployment.SpecSource, error) {
 func releaseSpecs(releases []string) (deployment.SpecSource, error) {
 	trees := map[string]string{}
 	jobsDirs := map[string]string{}
+	given := map[string]string{}
 	for _, r := range releases {
 		name, dir, ok := strings.Cut(r, "=")
-		if !ok {
+		if !ok || name == "" || dir == "" {
 			return nil, fmt.Errorf("--release %q: expected NAME=DIR", r)
+		}
+		if first, twice := given[name]; twice {
+			return nil, fmt.Errorf("--release %s: given twice (%s=%s and %s); give each release once", name, name, first, r)
+		}
+		given[name] = dir
+		if info, err := os.Stat(dir); err != nil {
+			return nil, fmt.Errorf("--release %s: %w", r, err)
+		} else if !info.IsDir() {
+			return nil, fmt.Errorf("--release %s: %s is not a directory", r, dir)
 		}
 		if _, err := os.Stat(filepath.Join(dir, "jobs")); err == nil {
 			trees[name] = dir
@@ -287,27 +331,4 @@ func releaseSpecs(releases []string) (deployment.SpecSource, error) {
 		}
 		return s, err
 	}, nil
-}
-
-// writeAtomically writes into a temporary directory beside output and
-// replaces output with it only when fill succeeds.
-func writeAtomically(output string, fill func(dir string) error) error {
-	if err := os.MkdirAll(filepath.Dir(filepath.Clean(output)), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(output)), ".template-")
-	if err != nil {
-		return err
-	}
-	if err := fill(tmp); err != nil {
-		os.RemoveAll(tmp)
-		return err
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return err
-	}
-	if err := os.RemoveAll(output); err != nil {
-		return err
-	}
-	return os.Rename(tmp, output)
 }

@@ -3,7 +3,9 @@ package app
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,6 +42,8 @@ func templateShop(t *testing.T, output string, extra ...string) (int, string) {
 	return code, out.String() + errOut.String()
 }
 
+// tree maps every file under root to whether it is executable and its
+// content (git keeps only the executable bit of the golden files' modes).
 func tree(t *testing.T, root string) map[string]string {
 	t.Helper()
 	files := map[string]string{}
@@ -50,13 +54,32 @@ func tree(t *testing.T, root string) map[string]string {
 		info, _ := d.Info()
 		data, err := os.ReadFile(p)
 		rel, _ := filepath.Rel(root, p)
-		files[rel] = info.Mode().String() + "\n" + string(data)
+		files[rel] = fmt.Sprintf("executable %t\n%s", info.Mode()&0o100 != 0, data)
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return files
+}
+
+// privateModes fails on anything under root that other users may read:
+// rendered templates hold properties and credentials.
+func privateModes(t *testing.T, root string) {
+	t.Helper()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil && info.Mode().Perm()&0o007 != 0 {
+			t.Errorf("%s: mode %v is open to other users", p, info.Mode())
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestTemplateGolden(t *testing.T) {
@@ -89,6 +112,7 @@ func TestTemplateGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	privateModes(t, out)
 	got, exp := tree(t, out), tree(t, want)
 	for rel, content := range exp {
 		if got[rel] != content {
@@ -104,18 +128,26 @@ func TestTemplateGolden(t *testing.T) {
 
 func TestTemplateErrorsLeaveOutputAlone(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		t.Fatal(err)
+	if code, msg := templateShop(t, out); code != 0 {
+		t.Fatalf("exit %d: %s", code, msg)
 	}
-	if err := os.WriteFile(filepath.Join(out, "previous"), []byte("kept"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	before := tree(t, out)
 	code, msg := templateShop(t, out, "--var", "session_secret=x", "--ops-file", writeOps(t))
 	if code != 1 || !strings.Contains(msg, "Failed to resolve links from deployment 'shop'") {
 		t.Fatalf("exit %d: %s", code, msg)
 	}
-	if data, err := os.ReadFile(filepath.Join(out, "previous")); err != nil || string(data) != "kept" {
-		t.Fatal("a failed run must leave the output as it was")
+	if !maps.Equal(tree(t, out), before) {
+		t.Fatal("a failed run must leave the previous render as it was")
+	}
+	// A render replaces a previous one of its own.
+	if code, msg := templateShop(t, out); code != 0 {
+		t.Fatalf("rendering again: exit %d: %s", code, msg)
+	}
+	if !maps.Equal(tree(t, out), before) {
+		t.Fatal("rendering again must give the same tree")
+	}
+	if matches, _ := filepath.Glob(filepath.Join(filepath.Dir(out), ".template-*")); len(matches) > 0 {
+		t.Fatalf("left behind: %v", matches)
 	}
 }
 

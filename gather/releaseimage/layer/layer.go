@@ -249,6 +249,31 @@ func Extract(archive, prefix, dst string) error {
 	return nil
 }
 
+// MaxMemberSize bounds one member of a release tarball or of its job and
+// package archives, so a crafted header cannot fill the disk; the largest
+// real package archives are a few hundred MiB.
+const MaxMemberSize = 4 << 30
+
+// CheckMember fails on a tarball member a release has no use for and that
+// would be unsafe to unpack: a device or fifo, a member larger than
+// MaxMemberSize, or one whose name seen already holds (the last would
+// silently win).
+func CheckMember(h *tar.Header, seen map[string]bool) error {
+	switch h.Typeflag {
+	case tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
+		return fmt.Errorf("a device or fifo (tar type %q) is not allowed in a release", h.Typeflag)
+	}
+	if h.Size > MaxMemberSize {
+		return fmt.Errorf("%d bytes, more than the %d GiB a member may be", h.Size, MaxMemberSize>>30)
+	}
+	name := path.Clean(strings.TrimPrefix(h.Name, "./"))
+	if seen[name] && h.Typeflag != tar.TypeDir {
+		return errors.New("the archive holds this member twice")
+	}
+	seen[name] = true
+	return nil
+}
+
 // WriteFile writes r to target with mode, creating its directory.
 func WriteFile(target string, r io.Reader, mode fs.FileMode) error {
 	dir := filepath.Dir(target)
@@ -297,6 +322,7 @@ func eachMember(archive string, f func(name string, h *tar.Header, r io.Reader) 
 		return fmt.Errorf("%s: %w", filepath.Base(archive), err)
 	}
 	tr := tar.NewReader(gz)
+	seen := map[string]bool{}
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -308,6 +334,9 @@ func eachMember(archive string, f func(name string, h *tar.Header, r io.Reader) 
 		name, err := clean(h.Name)
 		if err != nil {
 			return fmt.Errorf("%s: %w", filepath.Base(archive), err)
+		}
+		if err := CheckMember(h, seen); err != nil {
+			return fmt.Errorf("%s: %s: %w", filepath.Base(archive), name, err)
 		}
 		if name == "" {
 			continue

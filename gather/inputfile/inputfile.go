@@ -1,0 +1,37 @@
+// Package inputfile reads the files a user names on the command line
+// (manifest, ops files, vars files, vars store) with a bound on their size.
+package inputfile
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// MaxInputSize bounds a manifest, ops file or vars file read: a path such
+// as /dev/zero or a mistaken log file fails at once instead of filling
+// memory. The largest real manifests are a few hundred KiB.
+const MaxInputSize = 16 << 20
+
+// Read reads an input file of at most MaxInputSize bytes; what names it
+// in errors, e.g. "--manifest".
+func Read(what, path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	defer f.Close()
+	if info, err := f.Stat(); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	} else if info.IsDir() {
+		return nil, fmt.Errorf("%s %s: is a directory, not a file", what, path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxInputSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if len(data) > MaxInputSize {
+		return nil, fmt.Errorf("%s %s: larger than the %d MiB an input file may be", what, path, MaxInputSize>>20)
+	}
+	return data, nil
+}
