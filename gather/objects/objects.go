@@ -82,16 +82,18 @@ func Build(manifestYAML []byte, ops []deployment.OpsFile, opts Options) (Result,
 	if len(m.InstanceGroups) == 0 {
 		return Result{}, fmt.Errorf("manifest '%s' has no instance groups: nothing to run (is the key spelled 'instance_groups'?)", m.Name)
 	}
-	if err := checkUpdates(m); err != nil {
-		return Result{}, err
-	}
 	if err := checkSecretSize(SecretName(m.Name), manifestYAML, ops); err != nil {
 		return Result{}, err
 	}
 	b := builder{m: m, opts: opts}
 	b.res.Objects = append(b.res.Objects, b.secret(manifestYAML, ops))
-	if b.update, err = update.Deployment(m.Raw); err != nil {
+	plan, err := update.PlanOf(m.Raw)
+	if err != nil {
 		return Result{}, err
+	}
+	b.update = map[string]update.Config{}
+	for _, g := range plan {
+		b.update[g.Name] = g.Update
 	}
 	b.warnUnhonoured(m.Raw, "update")
 	for i := range m.InstanceGroups {
@@ -106,9 +108,9 @@ type builder struct {
 	m    *manifest.Manifest
 	opts Options
 	res  Result
-	// update is the manifest's update block, which groups' blocks
-	// override key by key.
-	update update.Config
+	// update is each service group's update config: its block over the
+	// deployment's.
+	update map[string]update.Config
 }
 
 func (b *builder) warn(format string, args ...any) {
@@ -161,10 +163,7 @@ func (b *builder) group(g *manifest.InstanceGroup) error {
 	if err != nil {
 		return err
 	}
-	strategy, err := b.updateStrategy(g)
-	if err != nil {
-		return err
-	}
+	strategy := b.updateStrategy(g)
 	replicas := instance.Replicas(g.Instances, len(g.AZs))
 	for a, n := range replicas {
 		raw := b.m.Name + "-" + g.Name
@@ -369,15 +368,12 @@ func (b *builder) warnUnhonoured(m *yamlvalue.Map, where string) {
 // a rolling update's maxUnavailable, which a deploy's batches of that many
 // instances of an AZ are updated with at once (where the cluster has the
 // MaxUnavailableStatefulSet feature; else one at a time).
-func (b *builder) updateStrategy(g *manifest.InstanceGroup) (appsv1.StatefulSetUpdateStrategy, error) {
-	where := "instance_groups." + g.Name
-	c, err := b.update.Group(g.Raw, where)
-	if err != nil {
-		return appsv1.StatefulSetUpdateStrategy{}, err
-	}
-	b.warnUnhonoured(g.Raw, where+".update")
-	if g.Lifecycle == "errand" {
-		return appsv1.StatefulSetUpdateStrategy{}, nil
+func (b *builder) updateStrategy(g *manifest.InstanceGroup) appsv1.StatefulSetUpdateStrategy {
+	b.warnUnhonoured(g.Raw, "instance_groups."+g.Name+".update")
+	c, ok := b.update[g.Name]
+	if !ok {
+		// An errand's Job is not updated, it runs.
+		return appsv1.StatefulSetUpdateStrategy{}
 	}
 	max := intstr.Parse(c.MaxInFlight)
 	if max.Type == intstr.Int && max.IntVal < 1 {
@@ -387,7 +383,7 @@ func (b *builder) updateStrategy(g *manifest.InstanceGroup) (appsv1.StatefulSetU
 	return appsv1.StatefulSetUpdateStrategy{
 		Type:          appsv1.RollingUpdateStatefulSetStrategyType,
 		RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{MaxUnavailable: &max},
-	}, nil
+	}
 }
 
 func intField(m *yamlvalue.Map, key string) (int, bool, error) {

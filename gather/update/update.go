@@ -224,11 +224,11 @@ func Count(value string, size int) (int, error) {
 		return min(p*size/100, size), nil
 	}
 	if integer.MatchString(value) {
-		n, err := strconv.Atoi(value)
+		n, err := strconv.ParseInt(value, 10, 32)
 		if err != nil || n < 0 {
 			return 0, fmt.Errorf("%q cannot be calculated: expected a number of instances or a percentage", value)
 		}
-		return n, nil
+		return int(n), nil
 	}
 	return 0, fmt.Errorf("%q cannot be calculated: expected a number of instances or a percentage", value)
 }

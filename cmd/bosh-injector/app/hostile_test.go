@@ -45,7 +45,7 @@ releases:
 - {name: shop, version: "1.0.0"}
 stemcells:
 - {alias: default, os: ubuntu-noble, version: "1.0"}
-update: {canaries: 1, max_in_flight: 1}
+update: {canaries: 1, max_in_flight: 1, canary_watch_time: 1000, update_watch_time: 1000}
 instance_groups:
 - name: web
   azs: [z1]
@@ -157,8 +157,10 @@ var hostileCases = []hostileCase{
 		manifest: replace("instances: 1", "instances: 5000000000"), want: []string{"instances", "5000000000", "more than the 10000"}},
 	{name: "objects: max_in_flight lots", args: []string{"objects", "--manifest", "manifest.yml"},
 		manifest: replace("max_in_flight: 1", "max_in_flight: lots"), want: []string{"update.max_in_flight", "lots"}},
-	{name: "objects: group max_in_flight 0", args: []string{"objects", "--manifest", "manifest.yml"},
-		manifest: replace("instances: 1", "instances: 1\n  update: {max_in_flight: 0}"), want: []string{"instance_groups.web.update.max_in_flight", "got 0"}},
+	{name: "objects: group max_in_flight beyond any count", args: []string{"objects", "--manifest", "manifest.yml"},
+		manifest: replace("instances: 1", "instances: 1\n  update: {max_in_flight: 5000000000}"), want: []string{"instance_groups.web.update.max_in_flight", "5000000000"}},
+	{name: "objects: watch time not a range", args: []string{"objects", "--manifest", "manifest.yml"},
+		manifest: replace("canary_watch_time: 1000", "canary_watch_time: soon"), want: []string{"update.canary_watch_time", "Watch time should be an integer or a range of two integers"}},
 	{name: "objects: negative persistent disk", args: []string{"objects", "--manifest", "manifest.yml"},
 		manifest: replace("instances: 1", "instances: 1\n  persistent_disk: -5"), want: []string{"invalid persistent disk size '-5'"}},
 	{name: "objects: a Secret over 1 MiB", args: []string{"objects", "--manifest", "manifest.yml"},
