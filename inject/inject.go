@@ -178,18 +178,8 @@ func Mutate(pod *corev1.Pod, plan Plan) error {
 		inits = append(inits, CopyContainer(r.Name, r.Image, VolumeAllReleases))
 	}
 	inits = append(inits, renderContainer(plan, instance))
+	inits = append(inits, preStartContainers(info, images)...)
 	configs := info.ForIndex(plan.Instance.Index)
-	for _, j := range info.Jobs {
-		if slices.Contains(j.Scripts, "pre-start") {
-			// The agent runs pre-start as root, after the jobs are in place.
-			c := jobContainer("pre-start-"+j.Name, images[j.Release], j)
-			c.Command = []string{"/var/vcap/jobs/" + j.Name + "/bin/pre-start"}
-			c.Env = envList(bpm.DefaultEnv(j.Name))
-			// Pre-start prepares directories for vcap as root does.
-			c.SecurityContext = asUser(Hardened(rootCaps), 0)
-			inits = append(inits, c)
-		}
-	}
 
 	volumes = append(volumes, extraVolumes...)
 	for _, v := range extraVolumes {
@@ -364,18 +354,60 @@ func renderContainer(plan Plan, instance contract.Instance) corev1.Container {
 	return c
 }
 
-// jobContainer is a container of a job's release image with the job's
-// standard mounts.
-func jobContainer(name, image string, j bpm.Job) corev1.Container {
-	mounts := []corev1.VolumeMount{
-		{Name: VolumeJobs, MountPath: "/var/vcap/jobs/" + j.Name, SubPath: j.Name},
-		{Name: VolumeData, MountPath: "/var/vcap/data/" + j.Name, SubPath: j.Name},
-		{Name: VolumeSys, MountPath: "/var/vcap/sys"},
+// jobContainer is a container of a release image with the standard mounts
+// of jobs.
+func jobContainer(name, image string, jobs ...bpm.Job) corev1.Container {
+	var mounts []corev1.VolumeMount
+	for _, j := range jobs {
+		mounts = append(mounts,
+			corev1.VolumeMount{Name: VolumeJobs, MountPath: "/var/vcap/jobs/" + j.Name, SubPath: j.Name},
+			corev1.VolumeMount{Name: VolumeData, MountPath: "/var/vcap/data/" + j.Name, SubPath: j.Name})
+		if j.PersistentDisk {
+			mounts = append(mounts, corev1.VolumeMount{Name: VolumeStore, MountPath: "/var/vcap/store/" + j.Name, SubPath: j.Name})
+		}
 	}
-	if j.PersistentDisk {
-		mounts = append(mounts, corev1.VolumeMount{Name: VolumeStore, MountPath: "/var/vcap/store/" + j.Name, SubPath: j.Name})
-	}
+	mounts = append(mounts, corev1.VolumeMount{Name: VolumeSys, MountPath: "/var/vcap/sys"})
 	return corev1.Container{Name: name, Image: image, VolumeMounts: mounts, TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError}
+}
+
+// preStartContainers run the jobs' bin/pre-start as the agent does: all at
+// once, as root, after the jobs are rendered, through the launcher (see
+// runtime.Scripts.PreStart). A script needs its release's packages, which
+// only its release image has, so the jobs of one image share one container
+// (named pre-start when the instance has one such image, else
+// pre-start-<release>); the containers of several images run one after the
+// other.
+func preStartContainers(info *bpm.Info, images map[string]string) []corev1.Container {
+	var order []string
+	byImage := map[string][]bpm.Job{}
+	for _, j := range info.Jobs {
+		if !slices.Contains(j.Scripts, contract.PreStart) {
+			continue
+		}
+		img := images[j.Release]
+		if _, ok := byImage[img]; !ok {
+			order = append(order, img)
+		}
+		byImage[img] = append(byImage[img], j)
+	}
+	var out []corev1.Container
+	for _, img := range order {
+		jobs := byImage[img]
+		name := contract.PreStart
+		if len(order) > 1 {
+			name = contract.PreStart + "-" + names.DNS1123LabelMax(jobs[0].Release, 63-len(contract.PreStart)-1)
+		}
+		c := jobContainer(name, img, jobs...)
+		c.Command = launcher(contract.PreStart)
+		for _, j := range jobs {
+			c.Args = append(c.Args, j.Name)
+		}
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: contract.BinVolume, MountPath: contract.BinDir, ReadOnly: true})
+		// Pre-start prepares directories for vcap as root does.
+		c.SecurityContext = asUser(Hardened(rootCaps), 0)
+		out = append(out, c)
+	}
+	return out
 }
 
 // complete fills a user's container of a process's name with what the
