@@ -49,7 +49,23 @@ type Settings struct {
 	// DrainSeconds bounds an instance's pre-stop and drain scripts
 	// together; DefaultDrainSeconds when 0.
 	DrainSeconds int
+	// ReleaseJobs is how render gets the jobs of the release images:
+	// ReleaseJobsCopy when empty.
+	ReleaseJobs ReleaseJobs
 }
+
+// ReleaseJobs is how the release images' jobs reach the render container.
+type ReleaseJobs string
+
+const (
+	// ReleaseJobsCopy copies them into an emptyDir, one init container per
+	// release.
+	ReleaseJobsCopy ReleaseJobs = "copy"
+	// ReleaseJobsImage mounts each release image read-only as a Kubernetes
+	// image volume (GA in 1.36; the node's runtime must support it): no
+	// container starts for it.
+	ReleaseJobsImage ReleaseJobs = "image"
+)
 
 // DefaultDrainSeconds is the drain budget of an instance whose jobs have
 // pre-stop or drain scripts, when the operator sets none.
@@ -161,10 +177,20 @@ func Mutate(pod *corev1.Pod, plan Plan) error {
 	}
 	rec := record{Secrets: []string{info.ResolvedSecret}}
 
-	volumes := []corev1.Volume{
-		emptyDir(VolumeAllReleases), emptyDir(VolumeJobs), emptyDir(VolumeData), emptyDir(VolumeSys), emptyDir(contract.BinVolume),
-		{Name: VolumeResolved, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: info.ResolvedSecret}}},
+	var volumes []corev1.Volume
+	var inits []corev1.Container
+	if plan.Settings.ReleaseJobs == ReleaseJobsImage {
+		for _, r := range info.Releases {
+			volumes = append(volumes, corev1.Volume{Name: releaseVolume(r.Name), VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: r.Image}}})
+		}
+	} else {
+		volumes = append(volumes, emptyDir(VolumeAllReleases))
+		for _, r := range info.Releases {
+			inits = append(inits, CopyContainer(r.Name, r.Image, VolumeAllReleases))
+		}
 	}
+	volumes = append(volumes, emptyDir(VolumeJobs), emptyDir(VolumeData), emptyDir(VolumeSys), emptyDir(contract.BinVolume),
+		corev1.Volume{Name: VolumeResolved, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: info.ResolvedSecret}}})
 	for _, v := range volumes {
 		rec.Volumes = append(rec.Volumes, v.Name)
 	}
@@ -172,10 +198,6 @@ func Mutate(pod *corev1.Pod, plan Plan) error {
 	containers, extraVolumes, instance, err := processContainers(pod, plan, images)
 	if err != nil {
 		return err
-	}
-	var inits []corev1.Container
-	for _, r := range info.Releases {
-		inits = append(inits, CopyContainer(r.Name, r.Image, VolumeAllReleases))
 	}
 	inits = append(inits, renderContainer(plan, instance))
 	inits = append(inits, preStartContainers(info, images)...)
@@ -335,7 +357,6 @@ func renderContainer(plan Plan, instance contract.Instance) corev1.Container {
 			{Name: rendering.EnvResolvedDigest, Value: plan.ResolvedDigest},
 		},
 		VolumeMounts: []corev1.VolumeMount{
-			{Name: VolumeAllReleases, MountPath: AllReleasesDir, ReadOnly: true},
 			{Name: VolumeJobs, MountPath: "/var/vcap/jobs"},
 			{Name: VolumeData, MountPath: "/var/vcap/data"},
 			{Name: VolumeSys, MountPath: "/var/vcap/sys"},
@@ -347,11 +368,31 @@ func renderContainer(plan Plan, instance contract.Instance) corev1.Container {
 		SecurityContext:          asUser(Hardened(nil), VcapUID),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
+	if plan.Settings.ReleaseJobs == ReleaseJobsImage {
+		var mounts []corev1.VolumeMount
+		for _, r := range info.Releases {
+			mounts = append(mounts, corev1.VolumeMount{Name: releaseVolume(r.Name), MountPath: path.Join(AllReleasesDir, "jobs-src", r.Name),
+				SubPath: imageJobsSubPath, ReadOnly: true})
+		}
+		c.VolumeMounts = append(mounts, c.VolumeMounts...)
+	} else {
+		c.VolumeMounts = slices.Insert(c.VolumeMounts, 0, corev1.VolumeMount{Name: VolumeAllReleases, MountPath: AllReleasesDir, ReadOnly: true})
+	}
 	if len(instance.Containers) > 0 {
 		// Only the launcher reads it: an errand's bin/run needs none.
 		c.Env = append(c.Env, corev1.EnvVar{Name: contract.EnvInstance, Value: instance.Encode()})
 	}
 	return c
+}
+
+// imageJobsSubPath is where a release image holds its jobs
+// (releaseimage.JobsDir, which inject does not import: the webhook does not
+// build images).
+const imageJobsSubPath = "var/vcap/jobs-src"
+
+// releaseVolume is the image volume of a release's image.
+func releaseVolume(release string) string {
+	return "bosh-release-" + names.DNS1123LabelMax(release, 63-len("bosh-release-"))
 }
 
 // jobContainer is a container of a release image with the standard mounts
