@@ -175,6 +175,12 @@ func Mutate(pod *corev1.Pod, plan Plan) error {
 			return deny(ReasonNoPersistentDisk, "job '%s' of instance group '%s' needs a persistent disk: add a volumeClaimTemplate named '%s' to the StatefulSet", j.Name, info.InstanceGroup, VolumeStore)
 		}
 	}
+	if v, ok := pod.Annotations[names.AnnotationReleaseJobs]; ok {
+		if r := ReleaseJobs(v); r != ReleaseJobsImage && r != ReleaseJobsCopy {
+			return deny(ReasonBadReleaseJobs, "annotation %s is %q: set %s or %s, or remove it for the operator's choice", names.AnnotationReleaseJobs, v, ReleaseJobsImage, ReleaseJobsCopy)
+		}
+		plan.Settings.ReleaseJobs = ReleaseJobs(v)
+	}
 	rec := record{Secrets: []string{info.ResolvedSecret}}
 
 	var volumes []corev1.Volume
