@@ -159,77 +159,36 @@ func asUser(sc *corev1.SecurityContext, uid int64) *corev1.SecurityContext {
 // Mutate injects plan into pod. An already injected pod is stripped first.
 // It fails with a *Denial when the pod cannot be made a valid instance.
 func Mutate(pod *corev1.Pod, plan Plan) error {
+	_, err := MutateFrom(pod, plan, Build)
+	return err
+}
+
+// MutateFrom is Mutate taking what the injection adds regardless of the
+// pod from build (the webhook keeps Build's Parts per instance), and
+// saying what it added as built.
+func MutateFrom(pod *corev1.Pod, plan Plan, build func(Plan) *Parts) (Added, error) {
 	if err := Strip(pod); err != nil {
-		return err
-	}
-	info := plan.Info
-	images := map[string]string{}
-	for _, r := range info.Releases {
-		images[r.Name] = r.Image
-	}
-	for _, j := range info.Jobs {
-		if images[j.Release] == "" {
-			return deny(ReasonReleaseImageUnknown, "job '%s' of instance group '%s': release '%s' has no image; set `image` on the release in the manifest, or url, version and a stemcell", j.Name, info.InstanceGroup, j.Release)
-		}
-		if j.PersistentDisk && !hasVolume(pod, VolumeStore) {
-			return deny(ReasonNoPersistentDisk, "job '%s' of instance group '%s' needs a persistent disk: add a volumeClaimTemplate named '%s' to the StatefulSet", j.Name, info.InstanceGroup, VolumeStore)
-		}
+		return Added{}, err
 	}
 	if v, ok := pod.Annotations[names.AnnotationReleaseJobs]; ok {
 		if r := ReleaseJobs(v); r != ReleaseJobsImage && r != ReleaseJobsCopy {
-			return deny(ReasonBadReleaseJobs, "annotation %s is %q: set %s or %s, or remove it for the operator's choice", names.AnnotationReleaseJobs, v, ReleaseJobsImage, ReleaseJobsCopy)
+			return Added{}, deny(ReasonBadReleaseJobs, "annotation %s is %q: set %s or %s, or remove it for the operator's choice", names.AnnotationReleaseJobs, v, ReleaseJobsImage, ReleaseJobsCopy)
 		}
 		plan.Settings.ReleaseJobs = ReleaseJobs(v)
 	}
-	rec := record{Secrets: []string{info.ResolvedSecret}}
-
-	var volumes []corev1.Volume
-	var inits []corev1.Container
-	if plan.Settings.ReleaseJobs == ReleaseJobsImage {
-		for _, r := range info.Releases {
-			volumes = append(volumes, corev1.Volume{Name: releaseVolume(r.Name), VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: r.Image}}})
-		}
-	} else {
-		volumes = append(volumes, emptyDir(VolumeAllReleases))
-		for _, r := range info.Releases {
-			inits = append(inits, CopyContainer(r.Name, r.Image, VolumeAllReleases))
+	parts := build(plan)
+	store := hasVolume(pod, VolumeStore)
+	for _, d := range parts.denials {
+		if !d.withoutStore || !store {
+			return Added{}, d.Denial
 		}
 	}
-	volumes = append(volumes, emptyDir(VolumeJobs), emptyDir(VolumeData), emptyDir(VolumeSys), emptyDir(contract.BinVolume),
-		corev1.Volume{Name: VolumeResolved, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: info.ResolvedSecret}}})
-	for _, v := range volumes {
-		rec.Volumes = append(rec.Volumes, v.Name)
-	}
-
-	containers, extraVolumes, instance, err := processContainers(pod, plan, images)
-	if err != nil {
-		return err
-	}
-	inits = append(inits, renderContainer(plan, instance))
-	inits = append(inits, preStartContainers(info, images)...)
-	configs := info.ForIndex(plan.Instance.Index)
-
-	volumes = append(volumes, extraVolumes...)
-	for _, v := range extraVolumes {
-		rec.Volumes = append(rec.Volumes, v.Name)
-	}
-	for _, j := range info.Jobs {
-		if len(configs[j.Name].Processes) == 0 && slices.Contains(j.Scripts, "run") {
-			// An errand job without BPM processes runs its bin/run.
-			c := jobContainer(j.Name+"-run", images[j.Release], j)
-			c.Command = []string{"/var/vcap/jobs/" + j.Name + "/bin/run"}
-			c.Env = envList(bpm.DefaultEnv(j.Name))
-			c.SecurityContext = asUser(Hardened(nil), VcapUID)
-			containers = append(containers, c)
-		}
-	}
-
-	for _, c := range inits {
-		rec.InitContainers = append(rec.InitContainers, c.Name)
-	}
-	pod.Spec.InitContainers = append(inits, pod.Spec.InitContainers...)
-	rec.Placeholder = removePlaceholder(pod, containers)
-	for _, c := range containers {
+	info := plan.Info
+	rec := record{Secrets: []string{info.ResolvedSecret}, InitContainers: parts.initNames, Volumes: parts.volumeNames}
+	// The parts are shared: the pod gets copies of their slices.
+	pod.Spec.InitContainers = slices.Concat(parts.inits, pod.Spec.InitContainers)
+	rec.Placeholder = removePlaceholder(pod, parts.containers)
+	for _, c := range parts.containers {
 		if i := slices.IndexFunc(pod.Spec.Containers, func(u corev1.Container) bool { return u.Name == c.Name }); i >= 0 {
 			rec.Completed = append(rec.Completed, pod.Spec.Containers[i])
 			pod.Spec.Containers[i] = complete(c, pod.Spec.Containers[i])
@@ -238,14 +197,14 @@ func Mutate(pod *corev1.Pod, plan Plan) error {
 		rec.Containers = append(rec.Containers, c.Name)
 		pod.Spec.Containers = append(pod.Spec.Containers, c)
 	}
-	pod.Spec.Volumes = append(pod.Spec.Volumes, volumes...)
+	pod.Spec.Volumes = slices.Concat(pod.Spec.Volumes, parts.volumes)
 	rec.DNS = setDNS(pod, plan.Settings.DNS, plan.Namespace, info.Deployment)
 	// Unset, the grace is Kubernetes' default.
-	if grace := gracePeriod(plan); ptr.Deref(pod.Spec.TerminationGracePeriodSeconds, corev1.DefaultTerminationGracePeriodSeconds) < grace {
+	if grace := parts.gracePeriod; ptr.Deref(pod.Spec.TerminationGracePeriodSeconds, corev1.DefaultTerminationGracePeriodSeconds) < grace {
 		rec.GracePeriod = ptr.To(ptr.Deref(pod.Spec.TerminationGracePeriodSeconds, -1))
 		pod.Spec.TerminationGracePeriodSeconds = ptr.To(grace)
 	}
-	if hostPID(configs) && !pod.Spec.HostPID {
+	if parts.hostPID && !pod.Spec.HostPID {
 		rec.HostPID = ptr.To(false)
 		pod.Spec.HostPID = true
 	}
@@ -262,26 +221,118 @@ func Mutate(pod *corev1.Pod, plan Plan) error {
 	}
 	data, err := json.Marshal(rec)
 	if err != nil {
-		return err
+		return Added{}, err
 	}
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
 	pod.Annotations[names.AnnotationInjected] = string(data)
-	return nil
+	return Added{InitContainers: rec.InitContainers, Containers: rec.Containers, Volumes: rec.Volumes}, nil
+}
+
+// Parts are what an injection adds that depends on its plan only (the
+// configuration version, the instance, the settings), not on the pod.
+// They are read-only once built: the pods of an instance share them.
+type Parts struct {
+	// Inits, Containers and Volumes are the injected init containers,
+	// process containers and volumes.
+	inits, containers      []corev1.Container
+	volumes                []corev1.Volume
+	initNames, volumeNames []string
+	gracePeriod            int64
+	hostPID                bool
+	// denials are the plan's, in the order Mutate meets them.
+	denials []partDenial
+}
+
+// partDenial is a denial of every pod, or withoutStore of a pod without
+// the store volume only.
+type partDenial struct {
+	*Denial
+	withoutStore bool
+}
+
+// Added names what an injection added as Build built it: its init
+// containers, the containers it appended (not the user's it completed), its
+// volumes.
+type Added struct {
+	InitContainers, Containers, Volumes []string
+}
+
+// Build makes the parts of plan's injection.
+func Build(plan Plan) *Parts {
+	parts := &Parts{}
+	info := plan.Info
+	images := map[string]string{}
+	for _, r := range info.Releases {
+		images[r.Name] = r.Image
+	}
+	for _, j := range info.Jobs {
+		if images[j.Release] == "" {
+			parts.denials = append(parts.denials, partDenial{Denial: deny(ReasonReleaseImageUnknown, "job '%s' of instance group '%s': release '%s' has no image; set `image` on the release in the manifest, or url, version and a stemcell", j.Name, info.InstanceGroup, j.Release)})
+			return parts
+		}
+		if j.PersistentDisk {
+			parts.denials = append(parts.denials, partDenial{withoutStore: true, Denial: deny(ReasonNoPersistentDisk, "job '%s' of instance group '%s' needs a persistent disk: add a volumeClaimTemplate named '%s' to the StatefulSet", j.Name, info.InstanceGroup, VolumeStore)})
+		}
+	}
+
+	var volumes []corev1.Volume
+	var inits []corev1.Container
+	if plan.Settings.ReleaseJobs == ReleaseJobsImage {
+		for _, r := range info.Releases {
+			volumes = append(volumes, corev1.Volume{Name: releaseVolume(r.Name), VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: r.Image}}})
+		}
+	} else {
+		volumes = append(volumes, emptyDir(VolumeAllReleases))
+		for _, r := range info.Releases {
+			inits = append(inits, CopyContainer(r.Name, r.Image, VolumeAllReleases))
+		}
+	}
+	volumes = append(volumes, emptyDir(VolumeJobs), emptyDir(VolumeData), emptyDir(VolumeSys), emptyDir(contract.BinVolume),
+		corev1.Volume{Name: VolumeResolved, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: info.ResolvedSecret}}})
+
+	containers, extraVolumes, instance, denials := processContainers(plan, images)
+	parts.denials = append(parts.denials, denials...)
+	if len(denials) > 0 && !denials[len(denials)-1].withoutStore {
+		return parts
+	}
+	inits = append(inits, renderContainer(plan, instance))
+	inits = append(inits, preStartContainers(info, images)...)
+	configs := info.ForIndex(plan.Instance.Index)
+	volumes = append(volumes, extraVolumes...)
+	for _, j := range info.Jobs {
+		if len(configs[j.Name].Processes) == 0 && slices.Contains(j.Scripts, "run") {
+			// An errand job without BPM processes runs its bin/run.
+			c := jobContainer(j.Name+"-run", images[j.Release], j)
+			c.Command = []string{"/var/vcap/jobs/" + j.Name + "/bin/run"}
+			c.Env = envList(bpm.DefaultEnv(j.Name))
+			c.SecurityContext = asUser(Hardened(nil), VcapUID)
+			containers = append(containers, c)
+		}
+	}
+	for _, c := range inits {
+		parts.initNames = append(parts.initNames, c.Name)
+	}
+	for _, v := range volumes {
+		parts.volumeNames = append(parts.volumeNames, v.Name)
+	}
+	parts.inits, parts.containers, parts.volumes = inits, containers, volumes
+	parts.gracePeriod = gracePeriod(plan)
+	parts.hostPID = hostPID(configs)
+	return parts
 }
 
 // Strip removes what an earlier injection added, restoring the user's
 // containers it completed or removed. A pod without the annotation is left
 // as it is.
 func Strip(pod *corev1.Pod) error {
-	raw, ok := pod.Annotations[names.AnnotationInjected]
-	if !ok {
+	if _, ok := pod.Annotations[names.AnnotationInjected]; !ok {
 		return nil
 	}
-	var rec record
-	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
-		return fmt.Errorf("annotation %s: %w", names.AnnotationInjected, err)
+	rec, err := recordOf(pod)
+	if err != nil {
+		return err
 	}
 	pod.Spec.InitContainers = slices.DeleteFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return slices.Contains(rec.InitContainers, c.Name) })
 	pod.Spec.Containers = slices.DeleteFunc(pod.Spec.Containers, func(c corev1.Container) bool { return slices.Contains(rec.Containers, c.Name) })
@@ -313,6 +364,15 @@ func Strip(pod *corev1.Pod) error {
 	delete(pod.Labels, names.LabelAZ)
 	maps.DeleteFunc(pod.Labels, func(k, _ string) bool { return strings.HasPrefix(k, names.LabelAliasPrefix) })
 	return nil
+}
+
+// recordOf reads the pod's injected annotation.
+func recordOf(pod *corev1.Pod) (record, error) {
+	var rec record
+	if err := json.Unmarshal([]byte(pod.Annotations[names.AnnotationInjected]), &rec); err != nil {
+		return rec, fmt.Errorf("annotation %s: %w", names.AnnotationInjected, err)
+	}
+	return rec, nil
 }
 
 // placeholder is a removed placeholder container and its index among the
