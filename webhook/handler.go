@@ -97,9 +97,9 @@ type partsKey struct {
 	digest    string
 }
 
-// maxCachedParts bounds the instances whose parts are kept (the 10-job
-// instance's take about 60 KB).
-const maxCachedParts = 512
+// maxCachedParts bounds the instances whose parts are kept, the least
+// recently admitted going first (a 10-job instance's take about 60 KB).
+const maxCachedParts = 1024
 
 // cachedParts are an instance's parts and their JSON.
 type cachedParts struct {
