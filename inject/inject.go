@@ -234,8 +234,7 @@ func MutateFrom(pod *corev1.Pod, plan Plan, build func(Plan) *Parts) (Added, err
 // configuration version, the instance, the settings), not on the pod.
 // They are read-only once built: the pods of an instance share them.
 type Parts struct {
-	// Inits, Containers and Volumes are the injected init containers,
-	// process containers and volumes.
+	// The injected init containers, process containers and volumes.
 	inits, containers      []corev1.Container
 	volumes                []corev1.Volume
 	initNames, volumeNames []string
