@@ -244,6 +244,9 @@ type Parts struct {
 	denials []partDenial
 }
 
+// Size is how many containers and volumes the parts hold.
+func (p *Parts) Size() int { return len(p.inits) + len(p.containers) + len(p.volumes) }
+
 // partDenial is a denial of every pod, or withoutStore of a pod without
 // the store volume only.
 type partDenial struct {

@@ -81,8 +81,11 @@ type Handler struct {
 	warned sync.Map
 	// parts holds, by partsKey, an instance's injected parts and their
 	// JSON: the pods of an instance (a StatefulSet's pod recreated, a
-	// rollout's) get the same ones.
+	// rollout's) get the same ones. partsSize is the containers and
+	// volumes it holds; building is one miss at a time.
 	parts     *lru.Cache
+	partsSize int
+	building  sync.Mutex
 	partsOnce sync.Once
 }
 
@@ -97,9 +100,14 @@ type partsKey struct {
 	digest    string
 }
 
-// maxCachedParts bounds the instances whose parts are kept, the least
-// recently admitted going first (a 10-job instance's take about 60 KB).
-const maxCachedParts = 1024
+// maxCachedParts and maxCachedElements bound the instances whose parts are
+// kept and the containers and volumes they hold, the least recently
+// admitted going first: a container and its JSON take about 5 KB, and the
+// operator's memory limit is 256 MiB.
+const (
+	maxCachedParts    = 1024
+	maxCachedElements = 8192
+)
 
 // cachedParts are an instance's parts and their JSON.
 type cachedParts struct {
@@ -109,13 +117,25 @@ type cachedParts struct {
 
 // partsFor returns plan's cached parts, built at the first pod asking.
 func (h *Handler) partsFor(plan inject.Plan) *cachedParts {
-	h.partsOnce.Do(func() { h.parts = lru.New(maxCachedParts) })
+	h.partsOnce.Do(func() {
+		// Called with building held: only Add and RemoveOldest evict.
+		h.parts = lru.NewWithEvictionFunc(maxCachedParts, func(_ lru.Key, v any) { h.partsSize -= v.(*cachedParts).parts.Size() })
+	})
 	key := partsKey{info: plan.Info, instance: plan.Instance, settings: plan.Settings, namespace: plan.Namespace, digest: plan.ResolvedDigest}
+	if c, ok := h.parts.Get(key); ok {
+		return c.(*cachedParts)
+	}
+	h.building.Lock()
+	defer h.building.Unlock()
 	if c, ok := h.parts.Get(key); ok {
 		return c.(*cachedParts)
 	}
 	c := &cachedParts{parts: inject.Build(plan)}
 	h.parts.Add(key, c)
+	h.partsSize += c.parts.Size()
+	for h.partsSize > maxCachedElements && h.parts.Len() > 1 {
+		h.parts.RemoveOldest()
+	}
 	return c
 }
 
