@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
+	"github.com/bosh-injector/bosh-injector/gather/releaseimage"
 	"github.com/bosh-injector/bosh-injector/inject"
 )
 
@@ -22,6 +23,17 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 type goldenCase struct {
 	Info bpm.Info   `json:"info"`
 	Pod  corev1.Pod `json:"pod"`
+	// ReleaseJobs overrides the settings' (copy).
+	ReleaseJobs inject.ReleaseJobs `json:"releaseJobs,omitempty"`
+}
+
+// settings are the case's settings.
+func (c goldenCase) settings() inject.Settings {
+	s := settings
+	if c.ReleaseJobs != "" {
+		s.ReleaseJobs = c.ReleaseJobs
+	}
+	return s
 }
 
 var settings = inject.Settings{OperatorImage: "localhost/bosh-injector:dev", DNS: inject.DNS{Server: "10.96.0.53", ClusterDomain: "cluster.local"}}
@@ -33,7 +45,7 @@ func injectCase(t *testing.T, c goldenCase) (*corev1.Pod, string) {
 	pod := c.Pod.DeepCopy()
 	inst, err := inject.InstanceOf(pod, &c.Info)
 	if err == nil {
-		err = inject.Mutate(pod, inject.Plan{Info: &c.Info, Instance: inst, Settings: settings, Namespace: c.Pod.Namespace})
+		err = inject.Mutate(pod, inject.Plan{Info: &c.Info, Instance: inst, Settings: c.settings(), Namespace: c.Pod.Namespace})
 	}
 	var denial *inject.Denial
 	if errors.As(err, &denial) {
@@ -79,7 +91,7 @@ func TestGolden(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := inject.Mutate(again, inject.Plan{Info: &c.Info, Instance: inst, Settings: settings, Namespace: c.Pod.Namespace}); err != nil {
+				if err := inject.Mutate(again, inject.Plan{Info: &c.Info, Instance: inst, Settings: c.settings(), Namespace: c.Pod.Namespace}); err != nil {
 					t.Fatal(err)
 				}
 				if !equality.Semantic.DeepEqual(again, pod) {
@@ -123,4 +135,16 @@ func readCase(t *testing.T, file string) goldenCase {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestImageVolumeHoldsTheReleaseJobs: render mounts from a release image
+// the directory release images hold their jobs in.
+func TestImageVolumeHoldsTheReleaseJobs(t *testing.T) {
+	pod, _ := injectCase(t, readCase(t, "testdata/image-volumes.yaml"))
+	render := pod.Spec.InitContainers[slices.IndexFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == "render" })]
+	for _, m := range render.VolumeMounts {
+		if strings.HasPrefix(m.Name, "bosh-release-") && "/"+m.SubPath != releaseimage.JobsDir {
+			t.Errorf("render mounts %s of the release image, which holds its jobs in %s", m.SubPath, releaseimage.JobsDir)
+		}
+	}
 }

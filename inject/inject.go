@@ -48,7 +48,23 @@ type Settings struct {
 	// DrainSeconds bounds an instance's pre-stop and drain scripts
 	// together; DefaultDrainSeconds when 0.
 	DrainSeconds int
+	// ReleaseJobs is how render gets the jobs of the release images:
+	// ReleaseJobsCopy when empty.
+	ReleaseJobs ReleaseJobs
 }
+
+// ReleaseJobs is how the release images' jobs reach the render container.
+type ReleaseJobs string
+
+const (
+	// ReleaseJobsCopy copies them into an emptyDir, one init container per
+	// release.
+	ReleaseJobsCopy ReleaseJobs = "copy"
+	// ReleaseJobsImage mounts each release image read-only as a Kubernetes
+	// image volume (GA in 1.36; the node's runtime must support it): no
+	// container starts for it.
+	ReleaseJobsImage ReleaseJobs = "image"
+)
 
 // DefaultDrainSeconds is the drain budget of an instance whose jobs have
 // pre-stop or drain scripts, when the operator sets none.
@@ -142,75 +158,36 @@ func asUser(sc *corev1.SecurityContext, uid int64) *corev1.SecurityContext {
 // Mutate injects plan into pod. An already injected pod is stripped first.
 // It fails with a *Denial when the pod cannot be made a valid instance.
 func Mutate(pod *corev1.Pod, plan Plan) error {
+	_, err := MutateFrom(pod, plan, Build)
+	return err
+}
+
+// MutateFrom is Mutate taking what the injection adds regardless of the
+// pod from build (the webhook keeps Build's Parts per instance), and
+// saying what it added as built.
+func MutateFrom(pod *corev1.Pod, plan Plan, build func(Plan) *Parts) (Added, error) {
 	if err := Strip(pod); err != nil {
-		return err
+		return Added{}, err
+	}
+	if v, ok := pod.Annotations[names.AnnotationReleaseJobs]; ok {
+		if r := ReleaseJobs(v); r != ReleaseJobsImage && r != ReleaseJobsCopy {
+			return Added{}, deny(ReasonBadReleaseJobs, "annotation %s is %q: set %s or %s, or remove it for the operator's choice", names.AnnotationReleaseJobs, v, ReleaseJobsImage, ReleaseJobsCopy)
+		}
+		plan.Settings.ReleaseJobs = ReleaseJobs(v)
+	}
+	parts := build(plan)
+	store := hasVolume(pod, VolumeStore)
+	for _, d := range parts.denials {
+		if !d.withoutStore || !store {
+			return Added{}, d.Denial
+		}
 	}
 	info := plan.Info
-	images := map[string]string{}
-	for _, r := range info.Releases {
-		images[r.Name] = r.Image
-	}
-	for _, j := range info.Jobs {
-		if images[j.Release] == "" {
-			return deny(ReasonReleaseImageUnknown, "job '%s' of instance group '%s': release '%s' has no image; set `image` on the release in the manifest, or url, version and a stemcell", j.Name, info.InstanceGroup, j.Release)
-		}
-		if j.PersistentDisk && !hasVolume(pod, VolumeStore) {
-			return deny(ReasonNoPersistentDisk, "job '%s' of instance group '%s' needs a persistent disk: add a volumeClaimTemplate named '%s' to the StatefulSet", j.Name, info.InstanceGroup, VolumeStore)
-		}
-	}
-	rec := record{Secrets: []string{info.ResolvedSecret}}
-
-	volumes := []corev1.Volume{
-		emptyDir(VolumeAllReleases), emptyDir(VolumeJobs), emptyDir(VolumeData), emptyDir(VolumeSys), emptyDir(contract.BinVolume),
-		{Name: VolumeResolved, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: info.ResolvedSecret}}},
-	}
-	for _, v := range volumes {
-		rec.Volumes = append(rec.Volumes, v.Name)
-	}
-
-	containers, extraVolumes, instance, err := processContainers(pod, plan, images)
-	if err != nil {
-		return err
-	}
-	var inits []corev1.Container
-	for _, r := range info.Releases {
-		inits = append(inits, CopyContainer(r.Name, r.Image, VolumeAllReleases))
-	}
-	inits = append(inits, renderContainer(plan, instance))
-	configs := info.ForIndex(plan.Instance.Index)
-	for _, j := range info.Jobs {
-		if slices.Contains(j.Scripts, "pre-start") {
-			// The agent runs pre-start as root, after the jobs are in place.
-			c := jobContainer("pre-start-"+j.Name, images[j.Release], j)
-			c.Command = []string{"/var/vcap/jobs/" + j.Name + "/bin/pre-start"}
-			c.Env = envList(bpm.DefaultEnv(j.Name))
-			// Pre-start prepares directories for vcap as root does.
-			c.SecurityContext = asUser(Hardened(rootCaps), 0)
-			inits = append(inits, c)
-		}
-	}
-
-	volumes = append(volumes, extraVolumes...)
-	for _, v := range extraVolumes {
-		rec.Volumes = append(rec.Volumes, v.Name)
-	}
-	for _, j := range info.Jobs {
-		if len(configs[j.Name].Processes) == 0 && slices.Contains(j.Scripts, "run") {
-			// An errand job without BPM processes runs its bin/run.
-			c := jobContainer(j.Name+"-run", images[j.Release], j)
-			c.Command = []string{"/var/vcap/jobs/" + j.Name + "/bin/run"}
-			c.Env = envList(bpm.DefaultEnv(j.Name))
-			c.SecurityContext = asUser(Hardened(nil), VcapUID)
-			containers = append(containers, c)
-		}
-	}
-
-	for _, c := range inits {
-		rec.InitContainers = append(rec.InitContainers, c.Name)
-	}
-	pod.Spec.InitContainers = append(inits, pod.Spec.InitContainers...)
-	rec.Placeholder = removePlaceholder(pod, containers)
-	for _, c := range containers {
+	rec := record{Secrets: []string{info.ResolvedSecret}, InitContainers: parts.initNames, Volumes: parts.volumeNames}
+	// The parts are shared: the pod gets copies of their slices.
+	pod.Spec.InitContainers = slices.Concat(parts.inits, pod.Spec.InitContainers)
+	rec.Placeholder = removePlaceholder(pod, parts.containers)
+	for _, c := range parts.containers {
 		if i := slices.IndexFunc(pod.Spec.Containers, func(u corev1.Container) bool { return u.Name == c.Name }); i >= 0 {
 			rec.Completed = append(rec.Completed, pod.Spec.Containers[i])
 			pod.Spec.Containers[i] = complete(c, pod.Spec.Containers[i])
@@ -219,14 +196,14 @@ func Mutate(pod *corev1.Pod, plan Plan) error {
 		rec.Containers = append(rec.Containers, c.Name)
 		pod.Spec.Containers = append(pod.Spec.Containers, c)
 	}
-	pod.Spec.Volumes = append(pod.Spec.Volumes, volumes...)
+	pod.Spec.Volumes = slices.Concat(pod.Spec.Volumes, parts.volumes)
 	rec.DNS = setDNS(pod, plan.Settings.DNS, plan.Namespace, info.Deployment)
 	// Unset, the grace is Kubernetes' default.
-	if grace := gracePeriod(plan); ptr.Deref(pod.Spec.TerminationGracePeriodSeconds, corev1.DefaultTerminationGracePeriodSeconds) < grace {
+	if grace := parts.gracePeriod; ptr.Deref(pod.Spec.TerminationGracePeriodSeconds, corev1.DefaultTerminationGracePeriodSeconds) < grace {
 		rec.GracePeriod = ptr.To(ptr.Deref(pod.Spec.TerminationGracePeriodSeconds, -1))
 		pod.Spec.TerminationGracePeriodSeconds = ptr.To(grace)
 	}
-	if hostPID(configs) && !pod.Spec.HostPID {
+	if parts.hostPID && !pod.Spec.HostPID {
 		rec.HostPID = ptr.To(false)
 		pod.Spec.HostPID = true
 	}
@@ -243,26 +220,120 @@ func Mutate(pod *corev1.Pod, plan Plan) error {
 	}
 	data, err := json.Marshal(rec)
 	if err != nil {
-		return err
+		return Added{}, err
 	}
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
 	pod.Annotations[names.AnnotationInjected] = string(data)
-	return nil
+	return Added{InitContainers: rec.InitContainers, Containers: rec.Containers, Volumes: rec.Volumes}, nil
+}
+
+// Parts are what an injection adds that depends on its plan only (the
+// configuration version, the instance, the settings), not on the pod.
+// They are read-only once built: the pods of an instance share them.
+type Parts struct {
+	// The injected init containers, process containers and volumes.
+	inits, containers      []corev1.Container
+	volumes                []corev1.Volume
+	initNames, volumeNames []string
+	gracePeriod            int64
+	hostPID                bool
+	// denials are the plan's, in the order Mutate meets them.
+	denials []partDenial
+}
+
+// Size is how many containers and volumes the parts hold.
+func (p *Parts) Size() int { return len(p.inits) + len(p.containers) + len(p.volumes) }
+
+// partDenial is a denial of every pod, or withoutStore of a pod without
+// the store volume only.
+type partDenial struct {
+	*Denial
+	withoutStore bool
+}
+
+// Added names what an injection added as Build built it: its init
+// containers, the containers it appended (not the user's it completed), its
+// volumes.
+type Added struct {
+	InitContainers, Containers, Volumes []string
+}
+
+// Build makes the parts of plan's injection.
+func Build(plan Plan) *Parts {
+	parts := &Parts{}
+	info := plan.Info
+	images := map[string]string{}
+	for _, r := range info.Releases {
+		images[r.Name] = r.Image
+	}
+	for _, j := range info.Jobs {
+		if images[j.Release] == "" {
+			parts.denials = append(parts.denials, partDenial{Denial: deny(ReasonReleaseImageUnknown, "job '%s' of instance group '%s': release '%s' has no image; set `image` on the release in the manifest, or url, version and a stemcell", j.Name, info.InstanceGroup, j.Release)})
+			return parts
+		}
+		if j.PersistentDisk {
+			parts.denials = append(parts.denials, partDenial{withoutStore: true, Denial: deny(ReasonNoPersistentDisk, "job '%s' of instance group '%s' needs a persistent disk: add a volumeClaimTemplate named '%s' to the StatefulSet", j.Name, info.InstanceGroup, VolumeStore)})
+		}
+	}
+
+	var volumes []corev1.Volume
+	var inits []corev1.Container
+	if plan.Settings.ReleaseJobs == ReleaseJobsImage {
+		for _, r := range info.Releases {
+			volumes = append(volumes, corev1.Volume{Name: releaseVolume(r.Name), VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: r.Image}}})
+		}
+	} else {
+		volumes = append(volumes, emptyDir(VolumeAllReleases))
+		for _, r := range info.Releases {
+			inits = append(inits, CopyContainer(r.Name, r.Image, VolumeAllReleases))
+		}
+	}
+	volumes = append(volumes, emptyDir(VolumeJobs), emptyDir(VolumeData), emptyDir(VolumeSys), emptyDir(contract.BinVolume),
+		corev1.Volume{Name: VolumeResolved, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: info.ResolvedSecret}}})
+
+	containers, extraVolumes, instance, denials := processContainers(plan, images)
+	parts.denials = append(parts.denials, denials...)
+	if len(denials) > 0 && !denials[len(denials)-1].withoutStore {
+		return parts
+	}
+	inits = append(inits, renderContainer(plan, instance))
+	inits = append(inits, preStartContainers(info, images)...)
+	configs := info.ForIndex(plan.Instance.Index)
+	volumes = append(volumes, extraVolumes...)
+	for _, j := range info.Jobs {
+		if len(configs[j.Name].Processes) == 0 && slices.Contains(j.Scripts, "run") {
+			// An errand job without BPM processes runs its bin/run.
+			c := jobContainer(j.Name+"-run", images[j.Release], j)
+			c.Command = []string{"/var/vcap/jobs/" + j.Name + "/bin/run"}
+			c.Env = envList(bpm.DefaultEnv(j.Name))
+			c.SecurityContext = asUser(Hardened(nil), VcapUID)
+			containers = append(containers, c)
+		}
+	}
+	for _, c := range inits {
+		parts.initNames = append(parts.initNames, c.Name)
+	}
+	for _, v := range volumes {
+		parts.volumeNames = append(parts.volumeNames, v.Name)
+	}
+	parts.inits, parts.containers, parts.volumes = inits, containers, volumes
+	parts.gracePeriod = gracePeriod(plan)
+	parts.hostPID = hostPID(configs)
+	return parts
 }
 
 // Strip removes what an earlier injection added, restoring the user's
 // containers it completed or removed. A pod without the annotation is left
 // as it is.
 func Strip(pod *corev1.Pod) error {
-	raw, ok := pod.Annotations[names.AnnotationInjected]
-	if !ok {
+	if _, ok := pod.Annotations[names.AnnotationInjected]; !ok {
 		return nil
 	}
-	var rec record
-	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
-		return fmt.Errorf("annotation %s: %w", names.AnnotationInjected, err)
+	rec, err := recordOf(pod)
+	if err != nil {
+		return err
 	}
 	pod.Spec.InitContainers = slices.DeleteFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return slices.Contains(rec.InitContainers, c.Name) })
 	pod.Spec.Containers = slices.DeleteFunc(pod.Spec.Containers, func(c corev1.Container) bool { return slices.Contains(rec.Containers, c.Name) })
@@ -294,6 +365,15 @@ func Strip(pod *corev1.Pod) error {
 	delete(pod.Labels, names.LabelAZ)
 	maps.DeleteFunc(pod.Labels, func(k, _ string) bool { return strings.HasPrefix(k, names.LabelAliasPrefix) })
 	return nil
+}
+
+// recordOf reads the pod's injected annotation.
+func recordOf(pod *corev1.Pod) (record, error) {
+	var rec record
+	if err := json.Unmarshal([]byte(pod.Annotations[names.AnnotationInjected]), &rec); err != nil {
+		return rec, fmt.Errorf("annotation %s: %w", names.AnnotationInjected, err)
+	}
+	return rec, nil
 }
 
 // placeholder is a removed placeholder container and its index among the
@@ -344,7 +424,6 @@ func renderContainer(plan Plan, instance contract.Instance) corev1.Container {
 			{Name: contract.EnvResolvedDigest, Value: plan.ResolvedDigest},
 		},
 		VolumeMounts: []corev1.VolumeMount{
-			{Name: VolumeAllReleases, MountPath: AllReleasesDir, ReadOnly: true},
 			{Name: VolumeJobs, MountPath: "/var/vcap/jobs"},
 			{Name: VolumeData, MountPath: "/var/vcap/data"},
 			{Name: VolumeSys, MountPath: "/var/vcap/sys"},
@@ -356,6 +435,16 @@ func renderContainer(plan Plan, instance contract.Instance) corev1.Container {
 		SecurityContext:          asUser(Hardened(nil), VcapUID),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
+	if plan.Settings.ReleaseJobs == ReleaseJobsImage {
+		var mounts []corev1.VolumeMount
+		for _, r := range info.Releases {
+			mounts = append(mounts, corev1.VolumeMount{Name: releaseVolume(r.Name), MountPath: path.Join(AllReleasesDir, "jobs-src", r.Name),
+				SubPath: imageJobsSubPath, ReadOnly: true})
+		}
+		c.VolumeMounts = append(mounts, c.VolumeMounts...)
+	} else {
+		c.VolumeMounts = slices.Insert(c.VolumeMounts, 0, corev1.VolumeMount{Name: VolumeAllReleases, MountPath: AllReleasesDir, ReadOnly: true})
+	}
 	if len(instance.Containers) > 0 {
 		// Only the launcher reads it: an errand's bin/run needs none.
 		c.Env = append(c.Env, corev1.EnvVar{Name: contract.EnvInstance, Value: instance.Encode()})
@@ -363,18 +452,70 @@ func renderContainer(plan Plan, instance contract.Instance) corev1.Container {
 	return c
 }
 
-// jobContainer is a container of a job's release image with the job's
-// standard mounts.
-func jobContainer(name, image string, j bpm.Job) corev1.Container {
-	mounts := []corev1.VolumeMount{
-		{Name: VolumeJobs, MountPath: "/var/vcap/jobs/" + j.Name, SubPath: j.Name},
-		{Name: VolumeData, MountPath: "/var/vcap/data/" + j.Name, SubPath: j.Name},
-		{Name: VolumeSys, MountPath: "/var/vcap/sys"},
+// imageJobsSubPath is where a release image holds its jobs
+// (releaseimage.JobsDir, which inject does not import: the webhook does not
+// build images).
+const imageJobsSubPath = "var/vcap/jobs-src"
+
+// releaseVolume is the image volume of a release's image.
+func releaseVolume(release string) string {
+	return "bosh-release-" + names.DNS1123LabelMax(release, 63-len("bosh-release-"))
+}
+
+// jobContainer is a container of a release image with the standard mounts
+// of jobs.
+func jobContainer(name, image string, jobs ...bpm.Job) corev1.Container {
+	var mounts []corev1.VolumeMount
+	for _, j := range jobs {
+		mounts = append(mounts,
+			corev1.VolumeMount{Name: VolumeJobs, MountPath: "/var/vcap/jobs/" + j.Name, SubPath: j.Name},
+			corev1.VolumeMount{Name: VolumeData, MountPath: "/var/vcap/data/" + j.Name, SubPath: j.Name})
+		if j.PersistentDisk {
+			mounts = append(mounts, corev1.VolumeMount{Name: VolumeStore, MountPath: "/var/vcap/store/" + j.Name, SubPath: j.Name})
+		}
 	}
-	if j.PersistentDisk {
-		mounts = append(mounts, corev1.VolumeMount{Name: VolumeStore, MountPath: "/var/vcap/store/" + j.Name, SubPath: j.Name})
-	}
+	mounts = append(mounts, corev1.VolumeMount{Name: VolumeSys, MountPath: "/var/vcap/sys"})
 	return corev1.Container{Name: name, Image: image, VolumeMounts: mounts, TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError}
+}
+
+// preStartContainers run the jobs' bin/pre-start as the agent does: all at
+// once, as root, after the jobs are rendered, through the launcher (see
+// runtime.Scripts.PreStart). A script needs its release's packages, which
+// only its release image has, so the jobs of one image share one container
+// (named pre-start when the instance has one such image, else
+// pre-start-<release>); the containers of several images run one after the
+// other.
+func preStartContainers(info *bpm.Info, images map[string]string) []corev1.Container {
+	var order []string
+	byImage := map[string][]bpm.Job{}
+	for _, j := range info.Jobs {
+		if !slices.Contains(j.Scripts, contract.PreStart) {
+			continue
+		}
+		img := images[j.Release]
+		if _, ok := byImage[img]; !ok {
+			order = append(order, img)
+		}
+		byImage[img] = append(byImage[img], j)
+	}
+	var out []corev1.Container
+	for _, img := range order {
+		jobs := byImage[img]
+		name := contract.PreStart
+		if len(order) > 1 {
+			name = contract.PreStart + "-" + names.DNS1123LabelMax(jobs[0].Release, 63-len(contract.PreStart)-1)
+		}
+		c := jobContainer(name, img, jobs...)
+		c.Command = launcher(contract.PreStart)
+		for _, j := range jobs {
+			c.Args = append(c.Args, j.Name)
+		}
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: contract.BinVolume, MountPath: contract.BinDir, ReadOnly: true})
+		// Pre-start prepares directories for vcap as root does.
+		c.SecurityContext = asUser(Hardened(rootCaps), 0)
+		out = append(out, c)
+	}
+	return out
 }
 
 // complete fills a user's container of a process's name with what the

@@ -31,7 +31,9 @@ type process struct {
 // processContainers makes one container per BPM process of the instance,
 // each started by the launcher with its plan, the volumes they need beyond
 // the pod layout's, and the part of their plans they share.
-func processContainers(pod *corev1.Pod, plan Plan, images map[string]string) ([]corev1.Container, []corev1.Volume, contract.Instance, error) {
+// A denial ends them, unless it applies only to a pod without the store
+// volume.
+func processContainers(plan Plan, images map[string]string) ([]corev1.Container, []corev1.Volume, contract.Instance, []partDenial) {
 	info := plan.Info
 	configs := info.ForIndex(plan.Instance.Index)
 	var procs []process
@@ -69,8 +71,8 @@ func processContainers(pod *corev1.Pod, plan Plan, images map[string]string) ([]
 			host = slices.IndexFunc(procs, func(p process) bool { return p.job.Release == j.Release })
 		}
 		if host < 0 {
-			return nil, nil, contract.Instance{}, deny(ReasonScriptsWithoutProcess, "job '%s' of instance group '%s' has %s, but no BPM process of release '%s' runs in the instance to run them in",
-				j.Name, info.InstanceGroup, strings.Join(scripts, ", "), j.Release)
+			return nil, nil, contract.Instance{}, []partDenial{{Denial: deny(ReasonScriptsWithoutProcess, "job '%s' of instance group '%s' has %s, but no BPM process of release '%s' runs in the instance to run them in",
+				j.Name, info.InstanceGroup, strings.Join(scripts, ", "), j.Release)}}
 		}
 		jobs = append(jobs, contract.Job{Name: j.Name, Scripts: scripts, Host: procs[host].container})
 		if procs[host].job.Name != j.Name {
@@ -84,14 +86,18 @@ func processContainers(pod *corev1.Pod, plan Plan, images map[string]string) ([]
 
 	var containers []corev1.Container
 	var volumes []corev1.Volume
-	var err error
+	var denials []partDenial
 	for _, pr := range procs {
 		var c corev1.Container
 		var vols []corev1.Volume
 		if pr.monit {
 			c = monitContainer(pr, images[pr.job.Release])
-		} else if c, vols, err = processContainer(pod, info.InstanceGroup, pr, images[pr.job.Release]); err != nil {
-			return nil, nil, contract.Instance{}, err
+		} else {
+			var ds []partDenial
+			c, vols, ds = processContainer(info.InstanceGroup, pr, images[pr.job.Release])
+			if denials = append(denials, ds...); len(ds) > 0 && !ds[len(ds)-1].withoutStore {
+				return nil, nil, contract.Instance{}, denials
+			}
 		}
 		for _, g := range guests[pr.container] {
 			c.VolumeMounts = append(c.VolumeMounts,
@@ -108,7 +114,7 @@ func processContainers(pod *corev1.Pod, plan Plan, images map[string]string) ([]
 			}
 		}
 	}
-	return containers, volumes, contract.Instance{Containers: containerNames, Jobs: jobs, PersistentDiskMB: info.PersistentDiskMB, DrainSeconds: drain}, nil
+	return containers, volumes, contract.Instance{Containers: containerNames, Jobs: jobs, PersistentDiskMB: info.PersistentDiskMB, DrainSeconds: drain}, denials
 }
 
 func launcher(args ...string) []string { return append([]string{contract.Binary}, args...) }
@@ -154,7 +160,8 @@ var monitCaps = capabilities(append(slices.Clone(launcherCaps), "NET_BIND_SERVIC
 
 // processContainer maps a BPM process onto a container started by the
 // launcher, which reads the rest of bpm.yml at run time.
-func processContainer(pod *corev1.Pod, group string, pr process, image string) (corev1.Container, []corev1.Volume, error) {
+// Mounting the store volume is denied to a pod without it; a glob ends it.
+func processContainer(group string, pr process, image string) (corev1.Container, []corev1.Volume, []partDenial) {
 	j, p := pr.job, pr.p
 	c := launcherContainer(pr, image)
 	// BPM mounts the job's tmp always and its whole data directory only with
@@ -168,20 +175,21 @@ func processContainer(pod *corev1.Pod, group string, pr process, image string) (
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: VolumeStore, MountPath: "/var/vcap/store/" + j.Name, SubPath: j.Name})
 	}
 	var volumes []corev1.Volume
+	var denials []partDenial
 	for _, v := range p.AdditionalVolumes {
 		m, ok := additionalMount(v)
 		if !ok {
 			continue
 		}
-		if m.Name == VolumeStore && !hasVolume(pod, VolumeStore) {
-			return c, nil, deny(ReasonNoPersistentDisk, "job '%s' of instance group '%s' mounts %s: add a volumeClaimTemplate named '%s' to the StatefulSet", j.Name, group, v.Path, VolumeStore)
+		if m.Name == VolumeStore {
+			denials = append(denials, partDenial{withoutStore: true, Denial: deny(ReasonNoPersistentDisk, "job '%s' of instance group '%s' mounts %s: add a volumeClaimTemplate named '%s' to the StatefulSet", j.Name, group, v.Path, VolumeStore)})
 		}
 		c.VolumeMounts = append(c.VolumeMounts, m)
 	}
 	if p.Unsafe != nil {
 		for _, v := range p.Unsafe.UnrestrictedVolumes {
 			if strings.ContainsAny(v.Path, "*?[") {
-				return c, nil, deny(ReasonUnrestrictedGlob, "job '%s' of instance group '%s', process '%s': unsafe.unrestricted_volumes path %s is a glob, which BPM expands on the VM; a pod's volumes are fixed at admission: list the paths", j.Name, group, p.Name, v.Path)
+				return c, nil, append(denials, partDenial{Denial: deny(ReasonUnrestrictedGlob, "job '%s' of instance group '%s', process '%s': unsafe.unrestricted_volumes path %s is a glob, which BPM expands on the VM; a pod's volumes are fixed at admission: list the paths", j.Name, group, p.Name, v.Path)})
 			}
 			if m, ok := additionalMount(v); ok {
 				c.VolumeMounts = append(c.VolumeMounts, m)
@@ -203,7 +211,7 @@ func processContainer(pod *corev1.Pod, group string, pr process, image string) (
 	// capabilities ambient; privileged processes stay root, as under BPM.
 	if p.Unsafe != nil && p.Unsafe.Privileged {
 		c.SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true), RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0)}
-		return c, volumes, nil
+		return c, volumes, denials
 	}
 	caps := capabilities(append(slices.Clone(launcherCaps), p.Capabilities...))
 	c.SecurityContext = asUser(Hardened(caps), 0)
@@ -211,7 +219,7 @@ func processContainer(pod *corev1.Pod, group string, pr process, image string) (
 	if slices.Contains(caps, "SYS_ADMIN") {
 		c.SecurityContext.AllowPrivilegeEscalation = nil
 	}
-	return c, volumes, nil
+	return c, volumes, denials
 }
 
 // capabilities are BPM capability names (CAP_ prefix optional, any case)

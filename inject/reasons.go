@@ -33,6 +33,7 @@ const (
 	ReasonNoDeployment    Reason = "pod has no deployment label"
 	ReasonNotAPod         Reason = "admission request is not for a pod"
 	ReasonNoPodSpec       Reason = "pod has no spec"
+	ReasonBadReleaseJobs  Reason = "invalid release-jobs annotation"
 )
 
 // Denial is an error that denies a pod's admission, with a message saying
@@ -66,6 +67,7 @@ var codes = map[Reason]string{
 	ReasonUntrustedSecret:       "UntrustedSecret",
 	ReasonVersionGone:           "VersionGone",
 	ReasonPinnedUnknown:         "PinnedVersionUnknown",
+	ReasonBadReleaseJobs:        "BadReleaseJobs",
 	ReasonNoDeployment:          "NoDeploymentLabel",
 	ReasonNotAPod:               "NotAPod",
 	ReasonNoPodSpec:             "NoPodSpec",

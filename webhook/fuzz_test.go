@@ -31,7 +31,9 @@ import (
 // FuzzHandle sends random pods, with random BPM info stored as the group's
 // bpm Secret, through the admission handler: it must never panic, and an
 // admitted pod's patch must apply to the request and give exactly the pod
-// inject.Mutate makes of it, which is what diffing the whole pod gave.
+// inject.Mutate makes of it, which is what diffing the whole pod gave;
+// another pod of the instance, patched from the JSON the handler keeps,
+// gets the same patch.
 func FuzzHandle(f *testing.F) {
 	cases, _ := filepath.Glob("../inject/testdata/*.yaml")
 	for _, file := range cases {
@@ -76,11 +78,17 @@ func FuzzHandle(f *testing.F) {
 			return
 		}
 		h := &webhook.Handler{Cache: c, Settings: inject.Settings{OperatorImage: "localhost/bosh-injector:dev"}, OperatorNamespace: operatorNamespace, Log: logr.Discard()}
-		resp := h.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 			Namespace: "fuzz", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw},
-		}})
+		}}
+		resp := h.Handle(context.Background(), req)
 		if !resp.Allowed || len(resp.Patch) == 0 {
 			return
+		}
+		// The second pod of the instance gets its patch from the JSON the
+		// first one's encoded.
+		if again := h.Handle(context.Background(), req); !bytes.Equal(again.Patch, resp.Patch) {
+			t.Fatalf("the instance's second patch differs from its first:\n%s\n%s", again.Patch, resp.Patch)
 		}
 		if resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
 			t.Fatalf("patch type %v, want JSONPatch", resp.PatchType)

@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/lru"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -78,6 +79,64 @@ type Handler struct {
 	decoded, verified sync.Map
 	// warned holds the UIDs of untrusted Secrets already reported.
 	warned sync.Map
+	// parts holds, by partsKey, an instance's injected parts and their
+	// JSON: the pods of an instance (a StatefulSet's pod recreated, a
+	// rollout's) get the same ones. partsSize is the containers and
+	// volumes it holds; building is one miss at a time.
+	parts     *lru.Cache
+	partsSize int
+	building  sync.Mutex
+	partsOnce sync.Once
+}
+
+// partsKey is everything inject.Build reads: the decoded BPM info (one
+// pointer per versioned Secret), the instance, the settings (with the
+// pod's release-jobs choice), the namespace and the resolved digest.
+type partsKey struct {
+	info      *bpm.Info
+	instance  inject.Instance
+	settings  inject.Settings
+	namespace string
+	digest    string
+}
+
+// maxCachedParts and maxCachedElements bound the instances whose parts are
+// kept and the containers and volumes they hold, the least recently
+// admitted going first: a container and its JSON take about 5 KB, and the
+// operator's memory limit is 256 MiB.
+const (
+	maxCachedParts    = 1024
+	maxCachedElements = 8192
+)
+
+// cachedParts are an instance's parts and their JSON.
+type cachedParts struct {
+	parts *inject.Parts
+	json  encodings
+}
+
+// partsFor returns plan's cached parts, built at the first pod asking.
+func (h *Handler) partsFor(plan inject.Plan) *cachedParts {
+	h.partsOnce.Do(func() {
+		// Called with building held: only Add and RemoveOldest evict.
+		h.parts = lru.NewWithEvictionFunc(maxCachedParts, func(_ lru.Key, v any) { h.partsSize -= v.(*cachedParts).parts.Size() })
+	})
+	key := partsKey{info: plan.Info, instance: plan.Instance, settings: plan.Settings, namespace: plan.Namespace, digest: plan.ResolvedDigest}
+	if c, ok := h.parts.Get(key); ok {
+		return c.(*cachedParts)
+	}
+	h.building.Lock()
+	defer h.building.Unlock()
+	if c, ok := h.parts.Get(key); ok {
+		return c.(*cachedParts)
+	}
+	c := &cachedParts{parts: inject.Build(plan)}
+	h.parts.Add(key, c)
+	h.partsSize += c.parts.Size()
+	for h.partsSize > maxCachedElements && h.parts.Len() > 1 {
+		h.parts.RemoveOldest()
+	}
+	return c
 }
 
 // Handle implements admission.Handler.
@@ -123,11 +182,18 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	}
 	var patch []byte
 	if err == nil {
-		// Mutate changes the pod in place; the patch is the difference.
+		// Mutate changes the pod in place; the patch is the difference,
+		// with the JSON of what the instance's pods share encoded once.
 		before := pod.DeepCopy()
-		if err = inject.Mutate(pod, inject.Plan{Info: info, Instance: inst, Settings: settings, Namespace: cmp.Or(pod.Namespace, req.Namespace),
-			ResolvedDigest: accepted.Resolved.SHA256}); err == nil {
-			patch, err = podPatch(before, pod)
+		var parts *cachedParts
+		build := func(plan inject.Plan) *inject.Parts {
+			parts = h.partsFor(plan)
+			return parts.parts
+		}
+		var added inject.Added
+		if added, err = inject.MutateFrom(pod, inject.Plan{Info: info, Instance: inst, Settings: settings, Namespace: cmp.Or(pod.Namespace, req.Namespace),
+			ResolvedDigest: accepted.Resolved.SHA256}, build); err == nil {
+			patch, err = podPatch(before, pod, &reuse{json: &parts.json, added: added})
 		}
 	}
 	if errors.As(err, &denial) {

@@ -55,6 +55,11 @@ type Options struct {
 	// DNSService names the CoreDNS Service in Namespace that injected pods
 	// resolve names with; empty leaves their DNS as it is.
 	DNSService string
+	// ReleaseJobs is how injected pods get the release images' jobs:
+	// inject.ReleaseJobsCopy (when empty), inject.ReleaseJobsImage, or
+	// ReleaseJobsAuto, decided once at start from the API server's version
+	// and the nodes.
+	ReleaseJobs string
 	// WatchNamespaces, when set, are the only namespaces the operator
 	// caches and works in (the chart then grants it Roles there only).
 	WatchNamespaces []string
@@ -82,6 +87,11 @@ const GCPercent = 400
 // NewManager builds the operator's manager.
 func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 	ctrl.SetLogger(log)
+	switch inject.ReleaseJobs(o.ReleaseJobs) {
+	case "", inject.ReleaseJobsCopy, inject.ReleaseJobsImage, ReleaseJobsAuto:
+	default:
+		return nil, fmt.Errorf("release jobs %q: want %s, %s or %s", o.ReleaseJobs, ReleaseJobsAuto, inject.ReleaseJobsImage, inject.ReleaseJobsCopy)
+	}
 	cacheOptions, err := CacheOptions(o.Namespace)
 	if err != nil {
 		return nil, err
@@ -113,7 +123,13 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, err
 		return nil, err
 	}
 	if o.Webhook {
-		settings := inject.Settings{OperatorImage: o.OperatorImage, DrainSeconds: o.DrainSeconds, DNS: inject.DNS{ClusterDomain: o.ClusterDomain}}
+		settings := inject.Settings{OperatorImage: o.OperatorImage, DrainSeconds: o.DrainSeconds, DNS: inject.DNS{ClusterDomain: o.ClusterDomain},
+			ReleaseJobs: inject.ReleaseJobs(o.ReleaseJobs)}
+		if o.ReleaseJobs == ReleaseJobsAuto {
+			var why string
+			settings.ReleaseJobs, why = detectReleaseJobs(context.Background(), cfg)
+			log.Info("release jobs", "mode", settings.ReleaseJobs, "why", why)
+		}
 		hookServer := mgr.GetWebhookServer()
 		hookServer.Register(Path, &crwebhook.Admission{Handler: &Handler{
 			Cache:             mgr.GetCache(),

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/bosh-injector/bosh-injector/inject"
 )
 
 // patched allows a pod with patch, as admission.Patched does with
@@ -37,12 +40,15 @@ func patched(patch []byte) admission.Response {
 // The patch is written here rather than by admission.Response.Complete:
 // that marshals each operation on its own and then re-scans every byte of
 // it to compact it, which cost as much as encoding the values.
-func podPatch(before, after *corev1.Pod) ([]byte, error) {
+//
+// The injected containers and volumes that after holds as reuse says are
+// written from reuse's JSON, encoded once per instance.
+func podPatch(before, after *corev1.Pod, reuse *reuse) ([]byte, error) {
 	// The patch is written into a buffer kept from admission to
 	// admission and copied out at its size: growing a fresh buffer
 	// allocates about twice the patch, and under concurrent admissions
 	// the collector's work is what grows fastest.
-	w := patchWriter{buf: patchBuffers.Get().(*bytes.Buffer)}
+	w := patchWriter{buf: patchBuffers.Get().(*bytes.Buffer), reuse: reuse}
 	defer func() {
 		if w.buf.Cap() <= maxKeptBuffer {
 			w.buf.Reset()
@@ -65,8 +71,32 @@ var patchBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 const maxKeptBuffer = 4 << 20
 
 type patchWriter struct {
-	buf *bytes.Buffer
-	err error
+	buf   *bytes.Buffer
+	reuse *reuse
+	err   error
+}
+
+// reuse is what a pod's patch takes from its instance's shared JSON: the
+// elements added is the injection's own.
+type reuse struct {
+	json  *encodings
+	added inject.Added
+}
+
+// encodings are JSON encodings of an instance's injected containers and
+// volumes, by patch path and name: the same for every pod of the instance.
+type encodings struct{ m sync.Map }
+
+// of returns the encoding under key, encoding v first if none is there.
+func (e *encodings) of(key string, v any) ([]byte, error) {
+	if data, ok := e.m.Load(key); ok {
+		return data.([]byte), nil
+	}
+	data, err := json.Marshal(v)
+	if err == nil {
+		e.m.Store(key, data)
+	}
+	return data, err
 }
 
 // fields writes the ops for the changed fields of the structs before and
@@ -88,11 +118,12 @@ func (w *patchWriter) fields(path string, before, after reflect.Value, depth int
 			name = f.Name
 		}
 		switch {
-		case reflect.DeepEqual(b.Interface(), a.Interface()):
+		// Compared through pointers: boxing a field's value would copy it.
+		case reflect.DeepEqual(b.Addr().Interface(), a.Addr().Interface()):
 		case depth > 0 && a.Kind() == reflect.Struct && !b.IsZero():
 			w.fields(path+"/"+name, b, a, depth-1)
 		default:
-			w.add(path+"/"+name, a.Interface())
+			w.add(path+"/"+name, a.Addr().Interface())
 		}
 	}
 }
@@ -109,8 +140,50 @@ func (w *patchWriter) add(path string, value any) {
 	p, _ := json.Marshal(path) // a string always encodes
 	w.buf.Write(p)
 	w.buf.WriteString(`,"value":`)
-	// The Encoder writes straight into the buffer; its trailing newline
-	// is whitespace JSON allows.
-	w.err = json.NewEncoder(w.buf).Encode(value)
+	switch v := value.(type) {
+	case *[]corev1.Container:
+		added := w.reuse.added.Containers
+		if path == "/spec/initContainers" {
+			added = w.reuse.added.InitContainers
+		}
+		elements(w, path, *v, func(c *corev1.Container) string { return c.Name }, added)
+	case *[]corev1.Volume:
+		elements(w, path, *v, func(v *corev1.Volume) string { return v.Name }, w.reuse.added.Volumes)
+	default:
+		w.encode(value)
+	}
 	w.buf.WriteByte('}')
+}
+
+// encode writes value. The Encoder writes straight into the buffer; its
+// trailing newline is whitespace JSON allows.
+func (w *patchWriter) encode(value any) {
+	if w.err == nil {
+		w.err = json.NewEncoder(w.buf).Encode(value)
+	}
+}
+
+// elements writes the array of elems, those named in added from the
+// reused JSON.
+func elements[T any](w *patchWriter, path string, elems []T, name func(*T) string, added []string) {
+	if elems == nil {
+		w.encode(elems)
+		return
+	}
+	w.buf.WriteByte('[')
+	for i := range elems {
+		if i > 0 {
+			w.buf.WriteByte(',')
+		}
+		if n := name(&elems[i]); slices.Contains(added, n) {
+			data, err := w.reuse.json.of(path+"/"+n, &elems[i])
+			if w.err == nil {
+				w.err = err
+			}
+			w.buf.Write(data)
+			continue
+		}
+		w.encode(&elems[i])
+	}
+	w.buf.WriteByte(']')
 }

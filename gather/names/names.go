@@ -83,6 +83,9 @@ const (
 	// depend on bpm.yml: the webhook completes it when a process container
 	// has its name and removes it otherwise.
 	AnnotationPlaceholderContainer = Prefix + "placeholder-container"
+	// AnnotationReleaseJobs in a pod template overrides the operator's
+	// releaseJobs for its pods: image or copy.
+	AnnotationReleaseJobs = Prefix + "release-jobs"
 )
 
 // Secret kinds, the values of LabelSecretKind.

@@ -23,6 +23,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/rendering"
 	"github.com/bosh-injector/bosh-injector/gather/ruby"
 	"github.com/bosh-injector/bosh-injector/gather/runner"
+	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/test/cluster"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
@@ -160,8 +161,11 @@ func TestWalkthrough(t *testing.T) {
 
 		// The db group's job keeps its data on the persistent disk: the
 		// StatefulSet's claim, mounted at /var/vcap/store/pgstore.
+		// Its release's jobs are copied, as the annotation asks, where the
+		// web instance's are mounted as an image volume, as the operator
+		// found the node can.
 		db, err := w.StartInstance(ctx, ns, walkthrough.Instance{Group: "db", AZIndex: 1, Container: "pgstore-pgstore",
-			Image: fixtures.Image(releaseURL, "store"), Disk: "1Gi"})
+			Image: fixtures.Image(releaseURL, "store"), Disk: "1Gi", ReleaseJobs: inject.ReleaseJobsCopy})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -172,6 +176,17 @@ func TestWalkthrough(t *testing.T) {
 		for _, want := range []string{"port: 5432", "- name: shop\n  owner: storefront", "==> /var/vcap/store/pgstore: writable <=="} {
 			if !strings.Contains(dbLogs, want) {
 				t.Errorf("the db process's output lacks %q:\n%s", want, dbLogs)
+			}
+		}
+		for key, copies := range map[client.ObjectKey]bool{run.Key(): false, db.Key(): true} {
+			var pod corev1.Pod
+			if err := w.Client.Get(ctx, key, &pod); err != nil {
+				t.Fatal(err)
+			}
+			copied := slices.ContainsFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return strings.HasPrefix(c.Name, "copy-") })
+			mounted := slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Image != nil })
+			if copied != copies || mounted == copies {
+				t.Errorf("pod %s: copy init containers %v, image volumes %v; want copies %v", key.Name, copied, mounted, copies)
 			}
 		}
 

@@ -393,6 +393,17 @@ type Instance struct {
 	// Disk, for groups with a persistent disk, is the size of the
 	// volumeClaimTemplate named store.
 	Disk string
+	// ReleaseJobs, when set, is the pod template's release-jobs
+	// annotation: image volumes or copies, whatever the operator picked.
+	ReleaseJobs inject.ReleaseJobs
+}
+
+// releaseJobs is the pod template's annotations choosing r, if set.
+func releaseJobs(r inject.ReleaseJobs) map[string]string {
+	if r == "" {
+		return nil
+	}
+	return map[string]string{names.AnnotationReleaseJobs: string(r)}
 }
 
 // StartInstance creates a StatefulSet of one instance in namespace ns,
@@ -406,7 +417,7 @@ func (w *Walkthrough) StartInstance(ctx context.Context, ns string, in Instance)
 	sts := &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: releaseJobs(in.ReleaseJobs)},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: in.Container, Image: in.Image}}}}},
 	}
 	if in.Disk != "" {

@@ -88,6 +88,31 @@ which the render init container writes next to the launcher.`,
 
 	register(func(g *globalOptions) *cobra.Command {
 		var o runtimeOptions
+		var terminationLog string
+		cmd := &cobra.Command{
+			Use:   contract.PreStart + " JOB...",
+			Short: "Run the jobs' bin/pre-start scripts at once, as the agent does (the pre-start init container)",
+			Long: `pre-start runs /var/vcap/jobs/<job>/bin/pre-start of every job named, all at once,
+as root with the job's BPM default environment, and waits for all of them; output
+goes to /var/vcap/sys/log/<job>/pre-start.stdout.log and .stderr.log and, each line
+prefixed with its job, to the container's output. If any fails, the error names the
+failed jobs with their last output lines and goes to the termination log too.`,
+			Args: cobra.MinimumNArgs(1),
+			RunE: func(cmd *cobra.Command, jobs []string) error {
+				s := runtime.Scripts{VCAP: o.vcap, Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr()}
+				if err := s.PreStart(cmd.Context(), jobs); err != nil {
+					return fail(cmd, terminationLog, err, 1)
+				}
+				return nil
+			},
+		}
+		o.flags(cmd)
+		cmd.Flags().StringVar(&terminationLog, "termination-log", "/dev/termination-log", "file receiving the error on failure")
+		return cmd
+	})
+
+	register(func(g *globalOptions) *cobra.Command {
+		var o runtimeOptions
 		cmd := &cobra.Command{
 			Use:   "pre-stop",
 			Short: "Run the instance's pre-stop and drain scripts once, before any process stops (the preStop hook)",

@@ -44,6 +44,7 @@ func init() {
 		f.BoolVar(&o.Webhook, "webhook", true, "serve the admission webhook")
 		f.BoolVar(&o.Runner, "runner", true, "run the gathering job runner")
 		f.StringVar(&o.DNSService, "dns-service", "", "CoreDNS Service in --namespace that injected pods resolve BOSH DNS names with; empty leaves their DNS as it is")
+		f.StringVar(&o.ReleaseJobs, "release-jobs", webhook.ReleaseJobsAuto, "how injected pods get the release images' jobs: image (image volumes), copy (an init container per release) or auto (image where the API server and every node support image volumes)")
 		f.StringSliceVar(&o.WatchNamespaces, "watch-namespaces", nil, "namespaces the operator caches and works in (comma-separated); all when empty")
 		f.StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig; in-cluster configuration when empty")
 		return cmd

@@ -187,3 +187,7 @@ func legacy(raw string) bool {
 	}
 	return json.Unmarshal([]byte(raw), &whole) == nil && whole.Containers != nil
 }
+
+// PreStart is the script the pre-start init container runs for every job
+// that ships it (the launcher's command of that name).
+const PreStart = "pre-start"
