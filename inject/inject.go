@@ -303,8 +303,8 @@ func Build(plan Plan) *Parts {
 	configs := info.ForIndex(plan.Instance.Index)
 	volumes = append(volumes, extraVolumes...)
 	for _, j := range info.Jobs {
-		if len(configs[j.Name].Processes) == 0 && slices.Contains(j.Scripts, "run") {
-			// An errand job without BPM processes runs its bin/run.
+		if len(configs[j.Name].Processes) == 0 && slices.Contains(j.Scripts, contract.Run) && errandGroup(info) {
+			// An errand group's job without BPM processes runs its bin/run.
 			c := jobContainer(j.Name+"-run", images[j.Release], j)
 			c.Command = []string{"/var/vcap/jobs/" + j.Name + "/bin/run"}
 			c.Env = envList(bpm.DefaultEnv(j.Name))
@@ -312,6 +312,7 @@ func Build(plan Plan) *Parts {
 			containers = append(containers, c)
 		}
 	}
+	containers = append(containers, errandContainers(info, images)...)
 	for _, c := range inits {
 		parts.initNames = append(parts.initNames, c.Name)
 	}

@@ -39,6 +39,9 @@ func processContainers(plan Plan, images map[string]string) ([]corev1.Container,
 	var procs []process
 	var containerNames []string
 	for _, j := range info.Jobs {
+		if idle(info, j) {
+			continue
+		}
 		for _, p := range configs[j.Name].Processes {
 			name := names.DNS1123LabelMax(j.Name+"-"+p.Name, 63)
 			procs = append(procs, process{job: j, p: p, container: name})

@@ -59,6 +59,10 @@ type Job struct {
 	// its monit file (`check process <name>`); the pod runs each through
 	// the monit file's start and stop programs.
 	MonitProcesses []string `json:"monit_processes,omitempty"`
+	// MonitEmpty is true when the job's monit files check no process: BOSH
+	// starts nothing of it, whatever its bpm.yml says (an errand job, whose
+	// bpm.yml configures the `bpm run` of its bin/run).
+	MonitEmpty bool `json:"monit_empty,omitempty"`
 }
 
 // InstanceBPM is the BPM configuration, per job, of the instances listed.

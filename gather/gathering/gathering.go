@@ -341,10 +341,13 @@ func bpmInfo(m *manifest.Manifest, g *deployment.Group, instances []bpm.Instance
 				job.PersistentDisk = job.PersistentDisk || p.PersistentDisk
 			}
 		}
+		var checked []string
+		for _, name := range j.Spec.MonitNames() {
+			checked = append(checked, monit.Processes(j.Spec.Monit[name])...)
+		}
+		job.MonitEmpty = len(checked) == 0
 		if !hasBPM {
-			for _, name := range j.Spec.MonitNames() {
-				job.MonitProcesses = append(job.MonitProcesses, monit.Processes(j.Spec.Monit[name])...)
-			}
+			job.MonitProcesses = checked
 		}
 		info.Jobs = append(info.Jobs, job)
 		if seen[j.Release] {

@@ -64,6 +64,16 @@ const (
 	Drain      = "drain"
 	PostStop   = "post-stop"
 	DNSHealthy = "dns/healthy"
+	// Run is an errand job's script.
+	Run = "run"
+)
+
+// Launcher commands of a colocated errand: Sleep holds the errand's
+// container; run-errand execs Errand JOB in it, which runs the job's
+// bin/run as the agent runs an errand.
+const (
+	Sleep  = "sleep"
+	Errand = "errand"
 )
 
 // Plan is what one process container's launcher, hooks and probes need to

@@ -1,0 +1,50 @@
+package inject
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/bosh-injector/bosh-injector/gather/bpm"
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
+)
+
+// idle says whether a job of the instance starts no process: in a service
+// group, BOSH starts only what a job's monit file checks, so a job whose
+// monit checks nothing (an errand job) runs none of its bpm.yml's processes
+// (they configure the `bpm run` of its bin/run) and no bin/run either:
+// run-errand runs that on demand in its errand container.
+func idle(info *bpm.Info, j bpm.Job) bool {
+	return j.MonitEmpty && !errandGroup(info)
+}
+
+// errandGroup says whether the instance is an errand group's (lifecycle:
+// errand), whose pod runs its jobs to completion; a service group's runs
+// an errand job's bin/run only on demand.
+func errandGroup(info *bpm.Info) bool { return info.Lifecycle == "errand" }
+
+// ErrandContainer names the container holding a colocated errand job.
+func ErrandContainer(job string) string {
+	return names.DNS1123LabelMax(job+"-errand", 63)
+}
+
+// errandContainers hold the colocated errand jobs of a service group's
+// instance, one per idle job with bin/run, so run-errand can exec bin/run
+// where it finds the job as the agent does on the VM: in the job's release
+// image (its packages), with the job's directories, as root. The container
+// only waits (the launcher's sleep), and reaps what the runs leave behind.
+func errandContainers(info *bpm.Info, images map[string]string) []corev1.Container {
+	var out []corev1.Container
+	for _, j := range info.Jobs {
+		if !idle(info, j) || !slices.Contains(j.Scripts, contract.Run) {
+			continue
+		}
+		c := jobContainer(ErrandContainer(j.Name), images[j.Release], j)
+		c.Command = launcher(contract.Sleep)
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: contract.BinVolume, MountPath: contract.BinDir, ReadOnly: true})
+		c.SecurityContext = asUser(Hardened(rootCaps), 0)
+		out = append(out, c)
+	}
+	return out
+}
