@@ -12,6 +12,7 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/instance"
 	"github.com/bosh-injector/bosh-injector/gather/manifest"
+	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 )
 
@@ -146,11 +147,20 @@ func TestJobContainerRunsAndMountsTheJob(t *testing.T) {
 		Spec: corev1.PodSpec{Containers: []corev1.Container{
 			{Name: "server-server", VolumeMounts: mount("/var/vcap/jobs/server")},
 			{Name: "check-run", VolumeMounts: mount("/var/vcap/jobs/check")},
+			// An errand job whose scripts a process container hosts: its
+			// errand container, which runs nothing else, runs it.
+			{Name: "host-host", VolumeMounts: append(mount("/var/vcap/jobs/host"), mount("/var/vcap/jobs/smoke")...)},
+			{Name: inject.ErrandContainer("smoke"), VolumeMounts: mount("/var/vcap/jobs/smoke")},
 		}},
 		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
 			{Name: "server-server", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
 			{Name: "check-run", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}},
+			{Name: "host-host", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
+			{Name: "smoke-errand", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
 		}},
+	}
+	if got := JobContainer(pod, "smoke"); got != "smoke-errand" {
+		t.Errorf("smoke: %q", got)
 	}
 	if got := JobContainer(pod, "server"); got != "server-server" {
 		t.Errorf("server: %q", got)

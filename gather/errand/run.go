@@ -30,6 +30,8 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/manifest"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/runner"
+	"github.com/bosh-injector/bosh-injector/inject"
+	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
 
 // Options are one `run-errand`.
@@ -503,23 +505,31 @@ func (r *run) instancePod(ctx context.Context, in Instance) (*corev1.Pod, error)
 	return nil, nil
 }
 
-// JobContainer is the container of pod in which job's files are: the one
-// that mounts /var/vcap/jobs/<job> and runs; "" when none does.
+// JobContainer is the container of pod in which job's files are: the
+// job's errand container (an errand job's, which runs nothing else), else
+// the first that mounts /var/vcap/jobs/<job> and runs; "" when none does.
 func JobContainer(pod *corev1.Pod, job string) string {
 	dir := "/var/vcap/jobs/" + job
+	found := ""
 	for _, c := range pod.Spec.Containers {
 		if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == dir }) {
 			continue
 		}
-		if slices.ContainsFunc(pod.Status.ContainerStatuses, func(s corev1.ContainerStatus) bool { return s.Name == c.Name && s.State.Running != nil }) {
+		if !slices.ContainsFunc(pod.Status.ContainerStatuses, func(s corev1.ContainerStatus) bool { return s.Name == c.Name && s.State.Running != nil }) {
+			continue
+		}
+		if c.Name == inject.ErrandContainer(job) {
 			return c.Name
 		}
+		if found == "" {
+			found = c.Name
+		}
 	}
-	return ""
+	return found
 }
 
-// exec runs the errand job's bin/run in the instance's pod, as the agent
-// runs it on the instance's VM.
+// exec runs the errand job's bin/run in the instance's pod through the
+// launcher, which runs it as the agent runs it on the instance's VM.
 func (r *run) exec(ctx context.Context, in Instance, pod *corev1.Pod) result {
 	res := result{Instance: in}
 	container := JobContainer(pod, r.o.Errand)
@@ -530,7 +540,7 @@ func (r *run) exec(ctx context.Context, in Instance, pod *corev1.Pod) result {
 	req := r.Kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(pod.Namespace).Name(pod.Name).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{
 			Container: container,
-			Command:   []string{"/var/vcap/jobs/" + r.o.Errand + "/bin/run"},
+			Command:   []string{contract.Binary, contract.Errand, r.o.Errand},
 			Stdout:    true, Stderr: true,
 		}, scheme.ParameterCodec)
 	exec, err := executor(r.Config, req.URL())
