@@ -118,12 +118,15 @@ var _ = Describe("gather", func() {
 		Expect(proc.Executable).To(Equal("/var/vcap/packages/storefront/bin/storefront"))
 		Expect(*proc.Limits.Memory).To(Equal("256M"))
 		Expect(proc.Env).To(HaveKeyWithValue("HOME", "/var/vcap/data/storefront"))
+		// web-check's monit checks no process: an errand job, which the
+		// instance does not start.
+		Expect(web.Jobs).To(Equal([]bpm.Job{{Name: "storefront", Release: "shop"}, {Name: "web-check", Release: "shop", Scripts: []string{"run"}, MonitEmpty: true}}))
 
 		var rs corev1.Secret
 		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop.ig-resolved.web-v1"}, &rs)).To(Succeed())
 		var group resolved.Group
 		Expect(secretdata.Decode(rs.Data[resolved.Key], &group)).To(Succeed())
-		Expect(group.Jobs).To(HaveLen(1))
+		Expect(group.Jobs).To(HaveLen(2))
 		Expect(group.Jobs[0].Links.Keys()).To(ContainElement("database"))
 		// Variables are interpolated into the resolved properties.
 		var password corev1.Secret

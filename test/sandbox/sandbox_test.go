@@ -108,8 +108,8 @@ func TestSandbox(t *testing.T) {
 	t.Logf("make demo … KEEP=1:\n%s", report)
 	for _, want := range []string{
 		"db/0 (z1) pod shop-db-z1-0: injected; rendered; running: pgstore-pgstore",
-		"web/0 (z1) pod shop-web-z1-0: injected; rendered; running: storefront-web\n",
-		"web/1 (z2) pod shop-web-z2-0: injected; rendered; running: storefront-web\n",
+		"web/0 (z1) pod shop-web-z1-0: injected; rendered; running: storefront-web, web-check-errand\n",
+		"web/1 (z2) pod shop-web-z2-0: injected; rendered; running: storefront-web, web-check-errand\n",
 		"bus/0 (z1) pod shop-bus-z1-0: injected; rendered; running: bus-bus",
 		"6 of 6 instances running",
 		// The errand runs once the deployment is up, with run-errand.
