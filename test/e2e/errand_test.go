@@ -20,14 +20,17 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/objects"
 	"github.com/bosh-injector/bosh-injector/gather/runner"
+	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
+	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 )
 
 // TestRunErrand runs the shop deployment's smoke-tests errand with
 // `bosh-injector run-errand` (the command's own code, in process, with the
 // cluster's kubeconfig) from the suspended template Job `objects` prints:
-// twice in a row, then skipped with --when-changed, then failing after a
-// change that makes it exit 3.
+// twice in a row, then skipped with --when-changed, then web-check, a job
+// colocated on web, in web/0's pod, and storefront, which has no bin/run,
+// then smoke-tests failing after a change that makes it exit 3.
 func TestRunErrand(t *testing.T) {
 	ctx := context.Background()
 	w, releaseURL, _ := startWalkthrough(t)
@@ -83,6 +86,43 @@ func TestRunErrand(t *testing.T) {
 		t.Errorf("--when-changed after a successful run: exit %d:\n%s", code, out)
 	}
 
+	// A job of a service group named as the errand: web-check, colocated
+	// on web, whose monit checks no process, runs nowhere until run-errand
+	// execs its bin/run in the web instance's pod (started here when
+	// TestWalkthrough did not), in the errand container holding the job,
+	// as the agent runs it.
+	web := webInstance(ctx, t, w, ns, releaseURL)
+	for _, c := range web.Spec.Containers {
+		if strings.HasPrefix(c.Name, "web-check") && c.Name != inject.ErrandContainer("web-check") {
+			t.Errorf("pod %s runs container %s of errand job web-check", web.Name, c.Name)
+		}
+	}
+	var colocated bytes.Buffer
+	start := time.Now()
+	code := app.Main([]string{"run-errand", "shop", "web-check", "--instance", "web/0", "--namespace", ns, "--kubeconfig", w.Kubeconfig}, &colocated, &colocated)
+	t.Logf("run-errand web-check --instance web/0: exit %d in %s\n%s", code, time.Since(start).Round(100*time.Millisecond), colocated.String())
+	for _, want := range []string{
+		"web-check on web/0: PATH=/usr/sbin:/usr/bin:/sbin:/bin args=0",
+		"==> /var/vcap/jobs/web-check/config/bpm.yml <==",
+		"==> uid 0 gid 0",
+		"Instance   web/0",
+		"Errand 'web-check' completed successfully",
+	} {
+		if code != 0 || !strings.Contains(colocated.String(), want) {
+			t.Errorf("colocated errand web-check: exit %d, want 0 with %q:\n%s", code, want, colocated.String())
+			break
+		}
+	}
+
+	// storefront has no bin/run: run in its process container, it fails
+	// with the launcher's message.
+	var noRun bytes.Buffer
+	code = app.Main([]string{"run-errand", "shop", "storefront", "--instance", "web/0", "--namespace", ns, "--kubeconfig", w.Kubeconfig}, &noRun, &noRun)
+	t.Logf("run-errand storefront --instance web/0: exit %d\n%s", code, noRun.String())
+	if code == 0 || !strings.Contains(noRun.String(), "errand storefront:") || !strings.Contains(noRun.String(), "Instance   web/0") || !strings.Contains(noRun.String(), "Errand 'storefront' completed with error") {
+		t.Errorf("colocated errand without bin/run: exit %d:\n%s", code, noRun.String())
+	}
+
 	status, err := w.Deploy(ctx, ns, fixtures.Shop(releaseURL, "failing-smoke-tests.yml"))
 	if err != nil || status.State != runner.ReasonGathered {
 		t.Fatalf("gathering: %+v %v", status, err)
@@ -90,19 +130,6 @@ func TestRunErrand(t *testing.T) {
 	code, out := runErrand("--when-changed")
 	if code != 3 || !strings.Contains(out, printed) || !strings.Contains(out, "==> exiting 3 <==") || !strings.Contains(out, "Errand 'smoke-tests' completed with error (exit code 3)") {
 		t.Errorf("failing errand: exit %d, want 3 with its output:\n%s", code, out)
-	}
-
-	// A job's name runs its bin/run in the service instances that have it,
-	// through the exec API: storefront has none, which fails with the
-	// runtime's message on the instance TestWalkthrough started.
-	var web corev1.Pod
-	if err := w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-z1-0"}, &web); err == nil && web.Status.Phase == corev1.PodRunning {
-		var out bytes.Buffer
-		code := app.Main([]string{"run-errand", "shop", "storefront", "--instance", "web/0", "--namespace", ns, "--kubeconfig", w.Kubeconfig}, &out, &out)
-		t.Logf("run-errand storefront --instance web/0: exit %d\n%s", code, out.String())
-		if code == 0 || !strings.Contains(out.String(), "Instance   web/0") || !strings.Contains(out.String(), "Errand 'storefront' completed with error") {
-			t.Errorf("colocated errand without bin/run: exit %d:\n%s", code, out.String())
-		}
 	}
 
 	// Each run's Job went when it ended; the template stays, suspended.
@@ -121,4 +148,30 @@ func TestRunErrand(t *testing.T) {
 	if !ptr.Deref(tmpl.Spec.Suspend, false) || tmpl.Annotations[errand.AnnotationRuns] != "3" {
 		t.Errorf("template after three runs: suspend %v, annotations %v", tmpl.Spec.Suspend, tmpl.Annotations)
 	}
+}
+
+// webInstance is shop's web/0 pod, running: TestWalkthrough's, else one
+// started here.
+func webInstance(ctx context.Context, t *testing.T, w *walkthrough.Walkthrough, ns, releaseURL string) *corev1.Pod {
+	t.Helper()
+	var pod corev1.Pod
+	key := client.ObjectKey{Namespace: ns, Name: "web-z1-0"}
+	err := w.Client.Get(ctx, key, &pod)
+	if apierrors.IsNotFound(err) {
+		run, serr := w.StartInstance(ctx, ns, walkthrough.Instance{Group: "web", AZIndex: 1, Container: "storefront-storefront", Image: fixtures.Image(releaseURL, "shop")})
+		if serr != nil {
+			t.Fatal(serr)
+		}
+		if logs, werr := run.WaitForLog(ctx, "storefront-storefront", "listen_port:", 2*time.Minute); werr != nil {
+			t.Fatalf("%v\n%s", werr, logs)
+		}
+		err = w.Client.Get(ctx, key, &pod)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pod.Status.Phase != corev1.PodRunning {
+		t.Fatalf("pod %s is %s, want Running", pod.Name, pod.Status.Phase)
+	}
+	return &pod
 }
