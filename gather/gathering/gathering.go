@@ -23,6 +23,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/dns"
 	"github.com/bosh-injector/bosh-injector/gather/instance"
+	"github.com/bosh-injector/bosh-injector/gather/jobspec"
 	"github.com/bosh-injector/bosh-injector/gather/kubevars"
 	"github.com/bosh-injector/bosh-injector/gather/manifest"
 	"github.com/bosh-injector/bosh-injector/gather/names"
@@ -314,6 +315,16 @@ func writeGroup(ctx context.Context, c client.Client, stored versions.Stored, ab
 		written: trust.WrittenOf(versions.Latest(bseries).Secret, versions.Latest(rseries).Secret)}, nil
 }
 
+// MonitProcesses are the processes a job's monit files check, in order:
+// what BOSH starts of the job, none for an errand job.
+func MonitProcesses(spec *jobspec.Spec) []string {
+	var out []string
+	for _, name := range spec.MonitNames() {
+		out = append(out, monit.Processes(spec.Monit[name])...)
+	}
+	return out
+}
+
 // bpmInfo is what the webhook needs of group g.
 func bpmInfo(m *manifest.Manifest, g *deployment.Group, instances []bpm.InstanceBPM) (bpm.Info, error) {
 	info := bpm.Info{
@@ -341,10 +352,7 @@ func bpmInfo(m *manifest.Manifest, g *deployment.Group, instances []bpm.Instance
 				job.PersistentDisk = job.PersistentDisk || p.PersistentDisk
 			}
 		}
-		var checked []string
-		for _, name := range j.Spec.MonitNames() {
-			checked = append(checked, monit.Processes(j.Spec.Monit[name])...)
-		}
+		checked := MonitProcesses(j.Spec)
 		job.MonitEmpty = len(checked) == 0
 		if !hasBPM {
 			job.MonitProcesses = checked

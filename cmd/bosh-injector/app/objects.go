@@ -176,6 +176,11 @@ func (o *objectsOptions) containers(cmd *cobra.Command, data []byte, ops []deplo
 		}
 		configs := bpms[gi][0].Jobs
 		for _, j := range g.Jobs {
+			// A service group starts nothing of a job whose monit checks no
+			// process (a colocated errand).
+			if g.Manifest.Lifecycle != "errand" && len(gathering.MonitProcesses(j.Spec)) == 0 {
+				continue
+			}
 			if procs := configs[j.Name].Processes; len(procs) > 0 {
 				out[g.Manifest.Name] = objects.Container{Job: j.Name, Name: names.DNS1123LabelMax(j.Name+"-"+procs[0].Name, 63)}
 				break

@@ -86,7 +86,23 @@ func TestObjectsNamesContainersFromBPM(t *testing.T) {
 	if err := os.WriteFile(bpmFile, []byte(strings.Replace(string(data), "- name: storefront", "- name: server", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"objects", "--manifest", filepath.Join(fixtures, "deployments", "shop.yml")}, shopReleases[:4]...)
+	// web-check comes first in web, but its monit checks no process: the
+	// instance does not start its BPM process, and storefront names the
+	// container.
+	manifest, err := os.ReadFile(filepath.Join(fixtures, "deployments", "shop.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	webCheck := "  - name: web-check\n    release: shop\n"
+	reordered := strings.Replace(strings.Replace(string(manifest), webCheck, "", 1), "  jobs:\n  - name: storefront\n", "  jobs:\n"+webCheck+"  - name: storefront\n", 1)
+	if reordered == string(manifest) {
+		t.Fatal("shop.yml has no web-check job after storefront")
+	}
+	shopFile := filepath.Join(t.TempDir(), "shop.yml")
+	if err := os.WriteFile(shopFile, []byte(reordered), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"objects", "--manifest", shopFile}, shopReleases[:4]...)
 	code, out, errOut := run(append(args, "--release", "shop="+shopRelease)...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -96,7 +112,7 @@ func TestObjectsNamesContainersFromBPM(t *testing.T) {
 			t.Errorf("output lacks %q", want)
 		}
 	}
-	if strings.Contains(out, "storefront-storefront") {
-		t.Error("output still names the container storefront-storefront")
+	if strings.Contains(out, "storefront-storefront") || strings.Contains(out, "web-check-web-check") {
+		t.Error("output names the container storefront-storefront or web-check-web-check")
 	}
 }
