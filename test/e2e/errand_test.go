@@ -150,8 +150,8 @@ func TestRunErrand(t *testing.T) {
 	}
 }
 
-// webInstance is shop's web/0 pod, running: TestWalkthrough's, else one
-// started here.
+// webInstance is shop's web/0 pod, running its web-check container:
+// TestWalkthrough's, else one started here.
 func webInstance(ctx context.Context, t *testing.T, w *walkthrough.Walkthrough, ns, releaseURL string) *corev1.Pod {
 	t.Helper()
 	var pod corev1.Pod
@@ -167,11 +167,16 @@ func webInstance(ctx context.Context, t *testing.T, w *walkthrough.Walkthrough, 
 		}
 		err = w.Client.Get(ctx, key, &pod)
 	}
+	// A rollout may be replacing it.
+	for deadline := time.Now().Add(2 * time.Minute); err == nil && errand.JobContainer(&pod, "web-check") == "" && time.Now().Before(deadline); {
+		time.Sleep(time.Second)
+		err = w.Client.Get(ctx, key, &pod)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pod.Status.Phase != corev1.PodRunning {
-		t.Fatalf("pod %s is %s, want Running", pod.Name, pod.Status.Phase)
+	if errand.JobContainer(&pod, "web-check") == "" {
+		t.Fatalf("pod %s (%s) runs no container of job web-check: %+v", pod.Name, pod.Status.Phase, pod.Status.ContainerStatuses)
 	}
 	return &pod
 }
