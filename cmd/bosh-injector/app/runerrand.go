@@ -22,7 +22,9 @@ func init() {
 			Long: `run-errand runs an errand of a gathered deployment with the deployment's
 current configuration version, as the director resolves the name: a job of
 that name runs its bin/run in the running pods of the service groups that
-have it (exec, all at once); an instance group of that name (lifecycle:
+have it (exec, all at once), as the agent runs it: as root, with the
+agent's PATH, in the job's <job>-errand container (a job whose monit checks
+no process starts nothing else); an instance group of that name (lifecycle:
 errand) runs its first instance as a new Job copied from the group's
 suspended template Job, which ` + "`bosh-injector objects`" + ` prints. The output of
 each instance is printed, prefixed with the instance when there are several;
