@@ -120,7 +120,9 @@ func processContainers(plan Plan, images map[string]string) ([]corev1.Container,
 func launcher(args ...string) []string { return append([]string{contract.Binary}, args...) }
 
 // launcherContainer is a container started by the launcher, with the
-// mounts, probes and preStop hook every process container has.
+// mounts, readiness probe and preStop hook every process container has.
+// A BPM process needs no liveness probe: the launcher waits for it, so its
+// exit ends the container, which the kubelet restarts (as monit would).
 func launcherContainer(pr process, image string) corev1.Container {
 	j := pr.job
 	return corev1.Container{
@@ -137,8 +139,6 @@ func launcherContainer(pr process, image string) corev1.Container {
 		},
 		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: launcher("probe", "ready")}},
 			PeriodSeconds: 5, TimeoutSeconds: 10},
-		LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: launcher("probe", "alive")}},
-			PeriodSeconds: 10, TimeoutSeconds: 5, FailureThreshold: 3},
 		Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: launcher("pre-stop")}}},
 	}
 }
@@ -150,6 +150,10 @@ func launcherContainer(pr process, image string) corev1.Container {
 func monitContainer(pr process, image string) corev1.Container {
 	c := launcherContainer(pr, image)
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: VolumeData, MountPath: "/var/vcap/data/" + pr.job.Name, SubPath: pr.job.Name})
+	// The start program daemonizes: the launcher follows the pid file it
+	// writes, which the probe checks too, as monit's own checks do.
+	c.LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: launcher("probe", "alive")}},
+		PeriodSeconds: 10, TimeoutSeconds: 5, FailureThreshold: 3}
 	c.SecurityContext = asUser(Hardened(monitCaps), 0)
 	return c
 }
