@@ -81,7 +81,7 @@ func BenchmarkPodStart(b *testing.B) {
 				samples[k] = append(samples[k], s)
 			}
 		}
-		b.Logf("pod start on the node, StatefulSet created → pod Ready, the median of %d; every job's pre-start takes %s (init containers: when each ended)", startSamples, preStartSleep)
+		b.Logf("pod start on the node, StatefulSet created → pod Ready, the median of %d; the groups' jobs are of one release (one image), each one BPM process and a pre-start taking %s (init containers: when each ended; containers: when the kubelet reported them running)", startSamples, preStartSleep)
 		plain := median(samples[0]).ready
 		for k, kind := range kinds {
 			m := median(samples[k])
