@@ -59,6 +59,10 @@ type Job struct {
 	// its monit file (`check process <name>`); the pod runs each through
 	// the monit file's start and stop programs.
 	MonitProcesses []string `json:"monit_processes,omitempty"`
+	// Packages are the packages a job with a bin/pre-start script needs
+	// (its spec's): run in another release's image, the script gets them
+	// from its own release's image.
+	Packages []string `json:"packages,omitempty"`
 }
 
 // InstanceBPM is the BPM configuration, per job, of the instances listed.
