@@ -76,10 +76,12 @@ type Cluster struct {
 	// BinDir holds the binaries `make testbin` built.
 	BinDir string
 
-	opts     Options
-	rec      *record
-	lock     *os.File
-	pki      *pki
+	opts Options
+	rec  *record
+	lock *os.File
+	pki  *pki
+	// procsMu guards procs: components start from several goroutines.
+	procsMu  sync.Mutex
 	procs    []*proc
 	stopOnce sync.Once
 	stopErr  error
@@ -138,10 +140,30 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return c, err
 	}
 	began := time.Now()
-	if err := c.startControlPlane(ctx); err != nil {
+	// The node's runtime (registry, images, containerd) needs no
+	// apiserver: it comes up while the control plane does.
+	nodeRuntime := make(chan error, 1)
+	go func() { nodeRuntime <- c.startRuntime(ctx) }()
+	err = c.startControlPlane(ctx)
+	if err == nil {
+		c.say("control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) at %s in %s; files in %s", c.Config.Host, since(began), c.Dir)
+	}
+	if err := errors.Join(err, <-nodeRuntime); err != nil {
 		return c, err
 	}
-	c.say("control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) at %s in %s; files in %s", c.Config.Host, since(began), c.Dir)
+	// cert-manager's CRDs, images and Deployments need only the apiserver
+	// and the registry: they are made while the node and CoreDNS start.
+	certManager := make(chan error, 1)
+	if opts.CertManager {
+		cmCtx, cancel := context.WithCancel(ctx)
+		go func() { certManager <- c.startCertManager(cmCtx) }()
+		defer func() {
+			if err != nil {
+				cancel()
+				<-certManager
+			}
+		}()
+	}
 	if err := c.startNode(ctx); err != nil {
 		return c, err
 	}
@@ -151,7 +173,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	c.say("cluster DNS (CoreDNS at %s) and the default StorageClass in %s", DNSServiceIP, since(began))
 	if opts.CertManager {
-		if err := c.startCertManager(ctx); err != nil {
+		if err := <-certManager; err != nil {
 			return c, err
 		}
 		c.say("cert-manager: its controller and cainjector as pods in namespace cert-manager, in %s", since(began))
@@ -227,7 +249,9 @@ func (c *Cluster) startWith(name string, env []string, bin string, args ...strin
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
 	p := &proc{name: name, cmd: cmd, exited: make(chan error, 1)}
+	c.procsMu.Lock()
 	c.procs = append(c.procs, p)
+	c.procsMu.Unlock()
 	go func() { p.exited <- cmd.Wait() }()
 	if err := c.rec.joinCgroup(cmd.Process.Pid); err != nil {
 		return p, err
@@ -360,7 +384,10 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 	return err
 }
 
-func (c *Cluster) startNode(ctx context.Context) error {
+// startRuntime starts what the kubelet needs on the node besides the
+// apiserver: the registry with the pause and CoreDNS images, the CNI
+// configuration and containerd.
+func (c *Cluster) startRuntime(ctx context.Context) error {
 	if err := c.startRegistry(ctx); err != nil {
 		return err
 	}
@@ -379,13 +406,15 @@ func (c *Cluster) startNode(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := until(ctx, containerd, "containerd's socket", 30*time.Second, func() bool {
+	return until(ctx, containerd, "containerd's socket", 30*time.Second, func() bool {
 		_, err := os.Stat(c.containerdSocket())
 		return err == nil
-	}); err != nil {
-		return err
-	}
+	})
+}
 
+// startNode starts the kubelet, once the control plane and the runtime
+// are up, then kube-proxy.
+func (c *Cluster) startNode(ctx context.Context) error {
 	cert, key, err := c.pki.issue("kubelet-serving", "system:node:"+c.NodeName, []string{"system:nodes"}, nodeIP, c.NodeName)
 	if err != nil {
 		return err
