@@ -76,13 +76,10 @@ type Cluster struct {
 	// BinDir holds the binaries `make testbin` built.
 	BinDir string
 
-	opts Options
-	rec  *record
-	lock *os.File
-	pki  *pki
-	// procsMu guards procs: components start from several goroutines.
-	procsMu  sync.Mutex
-	procs    []*proc
+	opts     Options
+	rec      *record
+	lock     *os.File
+	pki      *pki
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -249,9 +246,6 @@ func (c *Cluster) startWith(name string, env []string, bin string, args ...strin
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
 	p := &proc{name: name, cmd: cmd, exited: make(chan error, 1)}
-	c.procsMu.Lock()
-	c.procs = append(c.procs, p)
-	c.procsMu.Unlock()
 	go func() { p.exited <- cmd.Wait() }()
 	if err := c.rec.joinCgroup(cmd.Process.Pid); err != nil {
 		return p, err
@@ -521,20 +515,8 @@ func (c *Cluster) Stop() error {
 		if c.Clientset != nil {
 			errs = append(errs, c.removeVolumes())
 		}
-		// The apiserver before etcd (the other order hangs), then the
-		// rest: the cgroup holds them all.
-		for _, name := range []string{"kube-apiserver", "etcd"} {
-			for _, p := range c.procs {
-				if p.name == name {
-					_ = p.cmd.Process.Signal(syscall.SIGTERM)
-					select {
-					case err := <-p.exited:
-						p.exited <- err
-					case <-time.After(5 * time.Second):
-					}
-				}
-			}
-		}
+		// Nothing of the cluster outlives it: every process is killed at
+		// once, as Down does (a graceful apiserver and etcd took seconds).
 		errs = append(errs, c.rec.teardown())
 		c.lock.Close()
 		c.stopErr = errors.Join(errs...)
