@@ -73,8 +73,8 @@ func run(m *testing.M) (int, error) {
 	}
 	defer env.registry.Stop()
 	env.stemcell = env.registry.Addr + "/stemcell:bookworm"
-	if out, err := exec.Command("podman", "push", "-q", "--tls-verify=false", base, env.stemcell).CombinedOutput(); err != nil {
-		return 0, fmt.Errorf("pushing the stemcell image (run `make base-image`): %w: %s", err, out)
+	if err := fixtures.PushImage(context.Background(), base, env.stemcell); err != nil {
+		return 0, fmt.Errorf("pushing the stemcell image (run `make base-image`): %w", err)
 	}
 	for _, r := range fixtures.Releases {
 		t, err := fixtures.SourceTarball(dir, r)
