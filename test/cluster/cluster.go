@@ -139,43 +139,59 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	began := time.Now()
 	// The node's runtime (registry, images, containerd) needs no
 	// apiserver: it comes up while the control plane does.
-	nodeRuntime := make(chan error, 1)
-	go func() { nodeRuntime <- c.startRuntime(ctx) }()
+	nodeRuntime := background(func() error { return c.startRuntime(ctx) })
 	err = c.startControlPlane(ctx)
 	if err == nil {
 		c.say("control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) at %s in %s; files in %s", c.Config.Host, since(began), c.Dir)
 	}
-	if err := errors.Join(err, <-nodeRuntime); err != nil {
+	if err := errors.Join(err, nodeRuntime()); err != nil {
 		return c, err
 	}
-	// cert-manager's CRDs, images and Deployments need only the apiserver
-	// and the registry: they are made while the node and CoreDNS start.
-	certManager := make(chan error, 1)
-	if opts.CertManager {
-		cmCtx, cancel := context.WithCancel(ctx)
-		go func() { certManager <- c.startCertManager(cmCtx) }()
-		defer func() {
-			if err != nil {
-				cancel()
-				<-certManager
-			}
-		}()
-	}
+	// The addons (CoreDNS) and cert-manager's CRDs, images and Deployments
+	// need only the apiserver and the registry: they are made while the
+	// node starts, their pods scheduled once it is Ready.
+	bgCtx, cancel := context.WithCancel(ctx)
+	addons := background(func() error { return c.startAddons(bgCtx) })
+	certManager := background(func() error {
+		if !opts.CertManager {
+			return nil
+		}
+		return c.startCertManager(bgCtx)
+	})
+	defer func() {
+		cancel()
+		_, _ = addons(), certManager()
+	}()
 	if err := c.startNode(ctx); err != nil {
 		return c, err
 	}
 	c.say("node %s Ready (kubelet, containerd, kube-proxy) in %s", c.NodeName, since(began))
-	if err := c.startAddons(ctx); err != nil {
+	if err := addons(); err != nil {
 		return c, err
 	}
 	c.say("cluster DNS (CoreDNS at %s) and the default StorageClass in %s", DNSServiceIP, since(began))
+	if err := certManager(); err != nil {
+		return c, err
+	}
 	if opts.CertManager {
-		if err := <-certManager; err != nil {
-			return c, err
-		}
 		c.say("cert-manager: its controller and cainjector as pods in namespace cert-manager, in %s", since(began))
 	}
 	return c, nil
+}
+
+// background runs f in a goroutine of its own; the function returned waits
+// for it and returns its error, the same at every call.
+func background(f func() error) func() error {
+	done := make(chan struct{})
+	var err error
+	go func() {
+		err = f()
+		close(done)
+	}()
+	return func() error {
+		<-done
+		return err
+	}
 }
 
 func since(t time.Time) time.Duration { return time.Since(t).Round(100 * time.Millisecond) }
