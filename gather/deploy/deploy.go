@@ -165,6 +165,13 @@ func StatusOf(s *corev1.Secret) Status {
 	return st
 }
 
+// Of reads a manifest Secret's deploy annotation and says whether it is the
+// deploy of the versions the runner accepted last.
+func Of(s *corev1.Secret) (Status, bool) {
+	st := StatusOf(s)
+	return st, st.Target == target(runner.StatusOf(s))
+}
+
 // target identifies a configuration version: what the runner accepted.
 func target(st runner.Status) string {
 	data, _ := json.Marshal(struct {

@@ -54,8 +54,9 @@ func (w *Walkthrough) Rollout(ctx context.Context, ns, releaseURL string) error 
 			if err := w.Client.Get(ctx, manifestKey, &s); err != nil {
 				return false, err
 			}
-			st = deploy.StatusOf(&s)
-			return st.Phase == phase && s.Labels[names.LabelDeployState] == phase, nil
+			var current bool
+			st, current = deploy.Of(&s)
+			return current && st.Phase == phase && s.Labels[names.LabelDeployState] == phase, nil
 		})
 		return st, err
 	}
