@@ -299,7 +299,7 @@ func Build(plan Plan) *Parts {
 		return parts
 	}
 	inits = append(inits, renderContainer(plan, instance))
-	inits = append(inits, preStartContainers(info, images)...)
+	inits = append(inits, preStartContainers(info, images, plan.Settings.ReleaseJobs)...)
 	configs := info.ForIndex(plan.Instance.Index)
 	volumes = append(volumes, extraVolumes...)
 	for _, j := range info.Jobs {
@@ -481,12 +481,14 @@ func jobContainer(name, image string, jobs ...bpm.Job) corev1.Container {
 
 // preStartContainers run the jobs' bin/pre-start as the agent does: all at
 // once, as root, after the jobs are rendered, through the launcher (see
-// runtime.Scripts.PreStart). A script needs its release's packages, which
-// only its release image has, so the jobs of one image share one container
-// (named pre-start when the instance has one such image, else
-// pre-start-<release>); the containers of several images run one after the
-// other.
-func preStartContainers(info *bpm.Info, images map[string]string) []corev1.Container {
+// runtime.Scripts.PreStart). A script needs its release's packages. With
+// the release images mounted as volumes, one container named pre-start, of
+// the first such job's image, runs them all: a job of another release gets
+// its packages from its release's image volume, at /var/vcap/packages as on
+// a VM. Copied, only its own image has them: the jobs of one image share
+// one container (pre-start-<release> when there are several), and the
+// containers run one after the other.
+func preStartContainers(info *bpm.Info, images map[string]string, mode ReleaseJobs) []corev1.Container {
 	var order []string
 	byImage := map[string][]bpm.Job{}
 	for _, j := range info.Jobs {
@@ -499,6 +501,31 @@ func preStartContainers(info *bpm.Info, images map[string]string) []corev1.Conta
 		}
 		byImage[img] = append(byImage[img], j)
 	}
+	if len(order) > 1 && mode == ReleaseJobsImage {
+		var jobs []bpm.Job
+		for _, img := range order {
+			jobs = append(jobs, byImage[img]...)
+		}
+		c := preStartContainer(contract.PreStart, order[0], jobs)
+		// A package is in one place, as on a VM (BOSH refuses two packages
+		// of one name in an instance group): the image's own, else the
+		// first job's that lists it.
+		var have []string
+		for _, j := range byImage[order[0]] {
+			have = append(have, j.Packages...)
+		}
+		for _, j := range jobs {
+			for _, p := range j.Packages {
+				if slices.Contains(have, p) {
+					continue
+				}
+				have = append(have, p)
+				dir := "/var/vcap/packages/" + p
+				c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: releaseVolume(j.Release), MountPath: dir, SubPath: dir[1:], ReadOnly: true})
+			}
+		}
+		return []corev1.Container{c}
+	}
 	var out []corev1.Container
 	for _, img := range order {
 		jobs := byImage[img]
@@ -506,17 +533,22 @@ func preStartContainers(info *bpm.Info, images map[string]string) []corev1.Conta
 		if len(order) > 1 {
 			name = contract.PreStart + "-" + names.DNS1123LabelMax(jobs[0].Release, 63-len(contract.PreStart)-1)
 		}
-		c := jobContainer(name, img, jobs...)
-		c.Command = launcher(contract.PreStart)
-		for _, j := range jobs {
-			c.Args = append(c.Args, j.Name)
-		}
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: contract.BinVolume, MountPath: contract.BinDir, ReadOnly: true})
-		// Pre-start prepares directories for vcap as root does.
-		c.SecurityContext = asUser(Hardened(rootCaps), 0)
-		out = append(out, c)
+		out = append(out, preStartContainer(name, img, jobs))
 	}
 	return out
+}
+
+// preStartContainer runs the pre-start scripts of jobs in image.
+func preStartContainer(name, image string, jobs []bpm.Job) corev1.Container {
+	c := jobContainer(name, image, jobs...)
+	c.Command = launcher(contract.PreStart)
+	for _, j := range jobs {
+		c.Args = append(c.Args, j.Name)
+	}
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: contract.BinVolume, MountPath: contract.BinDir, ReadOnly: true})
+	// Pre-start prepares directories for vcap as root does.
+	c.SecurityContext = asUser(Hardened(rootCaps), 0)
+	return c
 }
 
 // complete fills a user's container of a process's name with what the

@@ -110,6 +110,14 @@ func processContainers(plan Plan, images map[string]string) ([]corev1.Container,
 		c.Env = []corev1.EnvVar{{Name: contract.EnvPlan, Value: contract.Plan{
 			Job: pr.job.Name, Process: pr.p.Name, Monit: pr.monit, Container: pr.container,
 		}.Encode()}}
+		if needsReadiness(pr, jobs) {
+			c.ReadinessProbe = readiness()
+		}
+		// The hook runs the instance's pre-stop and drain scripts: without
+		// any, the kubelet signals the processes at once.
+		if drain > 0 {
+			c.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: launcher("pre-stop")}}}
+		}
 		containers = append(containers, c)
 		for _, v := range vols {
 			if !slices.ContainsFunc(volumes, func(u corev1.Volume) bool { return u.Name == v.Name }) {
@@ -123,7 +131,9 @@ func processContainers(plan Plan, images map[string]string) ([]corev1.Container,
 func launcher(args ...string) []string { return append([]string{contract.Binary}, args...) }
 
 // launcherContainer is a container started by the launcher, with the
-// mounts, probes and preStop hook every process container has.
+// mounts every process container has.
+// A BPM process needs no liveness probe: the launcher waits for it, so its
+// exit ends the container, which the kubelet restarts (as monit would).
 func launcherContainer(pr process, image string) corev1.Container {
 	j := pr.job
 	return corev1.Container{
@@ -138,12 +148,27 @@ func launcherContainer(pr process, image string) corev1.Container {
 			{Name: VolumeSys, MountPath: contract.StateDir, SubPath: contract.StateSubPath},
 			{Name: contract.BinVolume, MountPath: contract.BinDir, ReadOnly: true},
 		},
-		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: launcher("probe", "ready")}},
-			PeriodSeconds: 5, TimeoutSeconds: 10},
-		LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: launcher("probe", "alive")}},
-			PeriodSeconds: 10, TimeoutSeconds: 5, FailureThreshold: 3},
-		Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: launcher("pre-stop")}}},
 	}
+}
+
+// readiness is the probe of a container whose process may run before the
+// agent would call it running: the runtime's Ready.
+func readiness() *corev1.Probe {
+	return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: launcher("probe", "ready")}},
+		PeriodSeconds: 5, TimeoutSeconds: 10}
+}
+
+// needsReadiness says whether a process container's readiness is more than
+// its launcher running, which starts a BPM process at once: a BPM pre_start
+// hook runs first, a monit start program daemonizes, or the instance's
+// post-start scripts or the dns/healthy of a job the container hosts must
+// pass. Every other container is ready when running, as the agent counts
+// a process running when monit does, and needs no probe (an exec each
+// period, and its bytes in every admission's patch).
+func needsReadiness(pr process, jobs []contract.Job) bool {
+	return pr.monit || (pr.p.Hooks != nil && pr.p.Hooks.PreStart != "") || slices.ContainsFunc(jobs, func(j contract.Job) bool {
+		return j.Has(contract.PostStart) || (j.Host == pr.container && j.Has(contract.DNSHealthy))
+	})
 }
 
 // monitContainer runs a process of a job without bpm.yml from its monit
@@ -153,6 +178,10 @@ func launcherContainer(pr process, image string) corev1.Container {
 func monitContainer(pr process, image string) corev1.Container {
 	c := launcherContainer(pr, image)
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: VolumeData, MountPath: "/var/vcap/data/" + pr.job.Name, SubPath: pr.job.Name})
+	// The start program daemonizes: the launcher follows the pid file it
+	// writes, which the probe checks too, as monit's own checks do.
+	c.LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: launcher("probe", "alive")}},
+		PeriodSeconds: 10, TimeoutSeconds: 5, FailureThreshold: 3}
 	c.SecurityContext = asUser(Hardened(monitCaps), 0)
 	return c
 }

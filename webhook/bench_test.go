@@ -44,12 +44,19 @@ import (
 	"github.com/bosh-injector/bosh-injector/webhook"
 )
 
-// shape is a pod's size: jobs, BPM processes per job.
+// shape is a pod's size: jobs (each of its own release, with one package
+// and a pre-start script), BPM processes per job.
 type shape struct{ jobs, procs int }
 
 var shapes = []shape{{1, 1}, {10, 1}, {50, 4}}
 
 const instances = 500
+
+// patchBefore is the patch, in bytes, of each shape's pod as the handler
+// made it before issue 27 (copy init containers, one pre-start container
+// per job, every process container with liveness and readiness probes and
+// a preStop hook): the acceptance compares against it.
+var patchBefore = map[int]float64{1: 5044, 10: 30626, 50: 369646}
 
 // groupInfo is the BPM info of group "g<jobs>" of deployment dep.
 func groupInfo(dep string, s shape) bpm.Info {
@@ -62,7 +69,7 @@ func groupInfo(dep string, s shape) bpm.Info {
 	for j := range s.jobs {
 		name := fmt.Sprintf("job%d", j)
 		info.Releases = append(info.Releases, bpm.Release{Name: "rel" + name, Version: "1", Image: "localhost/" + name + ":1"})
-		info.Jobs = append(info.Jobs, bpm.Job{Name: name, Release: "rel" + name, Scripts: []string{"pre-start"}})
+		info.Jobs = append(info.Jobs, bpm.Job{Name: name, Release: "rel" + name, Scripts: []string{"pre-start"}, Packages: []string{name}})
 		var procs []bpm.Process
 		for p := range s.procs {
 			procs = append(procs, bpm.Process{Name: fmt.Sprintf("%s-%d", name, p), Executable: "/var/vcap/packages/" + name + "/bin/run",
@@ -188,7 +195,9 @@ func BenchmarkAdmission(b *testing.B) {
 				img := perAdmission(b, images, req)
 				b.Logf("  %2d jobs: handler %7.0f µs %6.0f allocs %8.0f B | diff %7.0f µs %6.0f allocs %8.0f B | handler/diff CPU %.2f | decode and inject.Mutate %6.0f µs | patch %7.0f B (diff's %7.0f B; with image volumes %7.0f B, handler %5.0f µs)",
 					s.jobs, now.us, now.allocs, now.bytes, was.us, was.allocs, was.bytes, now.us/was.us, floor.us, now.patch, was.patch, img.patch, img.us)
+				b.Logf("  %2d jobs: patch / before issue 27's %6.0f B: copied %.2f, image volumes %.2f", s.jobs, patchBefore[s.jobs], now.patch/patchBefore[s.jobs], img.patch/patchBefore[s.jobs])
 				b.ReportMetric(img.patch, fmt.Sprintf("patch-image-%djobs-B", s.jobs))
+				b.ReportMetric(img.patch/patchBefore[s.jobs], fmt.Sprintf("patch-image/before-%djobs", s.jobs))
 				b.ReportMetric(now.patch, fmt.Sprintf("patch-%djobs-B", s.jobs))
 				answer, noop := clientDecode(b, handler, req), clientDecode(b, admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
 					return admission.Allowed("")

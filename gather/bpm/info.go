@@ -63,6 +63,10 @@ type Job struct {
 	// starts nothing of it, whatever its bpm.yml says (an errand job, whose
 	// bpm.yml configures the `bpm run` of its bin/run).
 	MonitEmpty bool `json:"monit_empty,omitempty"`
+	// Packages are the packages a job with a bin/pre-start script needs
+	// (its spec's): run in another release's image, the script gets them
+	// from its own release's image.
+	Packages []string `json:"packages,omitempty"`
 }
 
 // InstanceBPM is the BPM configuration, per job, of the instances listed.

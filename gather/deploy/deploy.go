@@ -165,6 +165,13 @@ func StatusOf(s *corev1.Secret) Status {
 	return st
 }
 
+// Of reads a manifest Secret's deploy annotation and says whether it is the
+// deploy of the versions the runner accepted last.
+func Of(s *corev1.Secret) (Status, bool) {
+	st := StatusOf(s)
+	return st, st.Target == target(runner.StatusOf(s))
+}
+
 // target identifies a configuration version: what the runner accepted.
 func target(st runner.Status) string {
 	data, _ := json.Marshal(struct {
@@ -342,6 +349,7 @@ func (d *run) deploy(ctx context.Context, plan update.Plan) (time.Duration, erro
 	d.status.Phase, d.status.Finished = PhaseDeployed, stamp(d.now)
 	d.Log.Info("deployed", "namespace", d.manifest.Namespace, "deployment", d.manifest.Labels[names.LabelDeployment])
 	d.Recorder.Eventf(d.manifest, nil, corev1.EventTypeNormal, ReasonDeployed, "Deploy", "every instance group is on its accepted version")
+	deploys.WithLabelValues(ReasonDeployed).Inc()
 	return 0, nil
 }
 
@@ -473,6 +481,7 @@ func (d *run) advance(ctx context.Context, g update.Group, gs *Group, sets []*ap
 	if next.Canary {
 		what = "canary"
 	}
+	steps.WithLabelValues(what).Inc()
 	ordinals := instances(s.Name, partition, partition+next.N)
 	d.Log.Info("releasing instances", "namespace", d.manifest.Namespace, "group", g.Name, "step", what, "pods", ordinals)
 	d.Recorder.Eventf(d.manifest, s, corev1.EventTypeNormal, ReasonUpdating, "Deploy", "instance group '%s': updating %s %s (step %d of %d)",
@@ -678,6 +687,7 @@ func seen(e *corev1.Event) time.Time {
 // fail stops the deploy at group.
 func (d *run) fail(group, why string) {
 	d.status.Phase, d.status.Message, d.status.Finished = PhaseFailed, why, stamp(d.now)
+	deploys.WithLabelValues(ReasonDeployFailed).Inc()
 	d.Log.Info("deploy stopped", "namespace", d.manifest.Namespace, "deployment", d.manifest.Labels[names.LabelDeployment], "group", group, "reason", ReasonDeployFailed, "error", why)
 	d.Recorder.Eventf(d.manifest, nil, corev1.EventTypeWarning, ReasonDeployFailed, "Deploy",
 		"deploy stopped at instance group '%s': %s Instances not updated keep their version; change the manifest or set annotation %s to retry", group, why, names.AnnotationRetryDeploy)

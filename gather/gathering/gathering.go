@@ -344,6 +344,9 @@ func bpmInfo(m *manifest.Manifest, g *deployment.Group, instances []bpm.Instance
 				job.Scripts = append(job.Scripts, script)
 			}
 		}
+		if slices.Contains(job.Scripts, "pre-start") {
+			job.Packages = j.Spec.Packages
+		}
 		hasBPM := false
 		for _, ib := range instances {
 			_, ok := ib.Jobs[j.Name]

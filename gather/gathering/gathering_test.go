@@ -105,6 +105,9 @@ var _ = Describe("gather", func() {
 		Expect(db.PersistentDiskMB).To(Equal(1024))
 		Expect(db.Releases).To(Equal([]bpm.Release{{Name: "store", Version: "1.0.0", Image: "localhost/bosh-injector-fixtures/store:ubuntu-noble-1.0-1.0.0"}}))
 		Expect(db.Jobs).To(ConsistOf(HaveField("Scripts", ContainElement("pre-start"))))
+		// A job with a pre-start script records its packages, which a
+		// pre-start container of another release's image mounts.
+		Expect(db.Jobs[0].Packages).To(Equal([]string{"pgstore"}))
 		smoke := bpmInfo("shop.bpm.smoke-tests-v1")
 		Expect(smoke.Lifecycle).To(Equal("errand"))
 		Expect(smoke.Jobs[0].Scripts).To(ContainElement("run"))

@@ -10,7 +10,6 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
@@ -117,13 +116,13 @@ func Build(ctx context.Context, r *Release, s Stemcell, c *compile.Compiler, wor
 	}
 	var adds []mutate.Addendum
 	for _, name := range slices.Sorted(maps.Keys(layers)) {
-		l, err := tarball.LayerFromFile(layers[name], tarball.WithMediaType(mt))
+		l, err := layer.Open(layers[name], mt)
 		if err != nil {
 			return nil, err
 		}
 		adds = append(adds, mutate.Addendum{Layer: l, History: v1.History{CreatedBy: "bosh-injector release-image: package " + name}})
 	}
-	l, err := tarball.LayerFromFile(jobs, tarball.WithMediaType(mt))
+	l, err := layer.Open(jobs, mt)
 	if err != nil {
 		return nil, err
 	}

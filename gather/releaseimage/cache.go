@@ -12,7 +12,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/bosh-injector/bosh-injector/gather/releaseimage/compile"
@@ -83,7 +82,7 @@ func (c *registryCache) Store(ctx context.Context, key string, p compile.Package
 	if !notFound(err) {
 		return err
 	}
-	l, err := tarball.LayerFromFile(path, tarball.WithMediaType(types.OCILayer))
+	l, err := layer.Open(path, types.OCILayer)
 	if err != nil {
 		return err
 	}

@@ -73,8 +73,8 @@ func run(m *testing.M) (int, error) {
 	}
 	defer env.registry.Stop()
 	env.stemcell = env.registry.Addr + "/stemcell:bookworm"
-	if out, err := exec.Command("podman", "push", "-q", "--tls-verify=false", base, env.stemcell).CombinedOutput(); err != nil {
-		return 0, fmt.Errorf("pushing the stemcell image (run `make base-image`): %w: %s", err, out)
+	if err := fixtures.PushImage(context.Background(), base, env.stemcell); err != nil {
+		return 0, fmt.Errorf("pushing the stemcell image (run `make base-image`): %w", err)
 	}
 	for _, r := range fixtures.Releases {
 		t, err := fixtures.SourceTarball(dir, r)
@@ -265,7 +265,7 @@ func TestFixtureReleases(t *testing.T) {
 			a := archives[pkg]
 			if a == nil {
 				a = &archive{}
-				a.gz = gzip.NewWriter(&a.buf)
+				a.gz, _ = gzip.NewWriterLevel(&a.buf, gzip.BestSpeed)
 				a.tw = tar.NewWriter(a.gz)
 				archives[pkg] = a
 			}
@@ -348,12 +348,12 @@ func TestFixtureReleases(t *testing.T) {
 }
 
 // runs checks that podman runs package pkg's program (printconfig under
-// the job's name) in image, on the job's monit file.
+// the job's name) in image, on the job's monit file; it exits once it
+// printed it, as an errand's does.
 func runs(t *testing.T, image, pkg string, flags ...string) {
 	t.Helper()
-	args := append([]string{"run", "--rm", "--tls-verify=false", "--network=none"}, flags...)
-	args = append(args, image, "bash", "-c",
-		fmt.Sprintf("timeout -s TERM 3 /var/vcap/packages/%[1]s/bin/%[1]s /var/vcap/jobs-src/%[1]s/monit; true", pkg))
+	args := append([]string{"run", "--rm", "--tls-verify=false", "--network=none", "--env", "PRINTCONFIG_EXIT=0"}, flags...)
+	args = append(args, image, fmt.Sprintf("/var/vcap/packages/%[1]s/bin/%[1]s", pkg), fmt.Sprintf("/var/vcap/jobs-src/%s/monit", pkg))
 	out, err := exec.Command("podman", args...).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "==> /var/vcap/jobs-src/"+pkg+"/monit <==") {
 		t.Errorf("running %s in its image: %v: %s", pkg, err, out)
@@ -559,6 +559,7 @@ func TestLocalStemcell(t *testing.T) {
 		t.Fatalf("%v: %s", err, out)
 	}
 	var digests []string
+	parent := t
 	for _, stemcell := range []string{releaseimage.TransportStorage + base, releaseimage.TransportOCI + layoutDir, releaseimage.TransportOCI + layoutDir + ":" + base} {
 		t.Run(stemcell, func(t *testing.T) {
 			cfg, engine := config(t, env.cache, env.tarballs[0])
@@ -571,8 +572,9 @@ func TestLocalStemcell(t *testing.T) {
 				t.Errorf("compiled %d packages the registry stemcell's build cached", n)
 			}
 			digests = append(digests, res[0].Digest)
+			// The same image again is already here; another is pulled.
 			runs(t, res[0].Ref(), "bus")
-			_ = exec.Command("podman", "rmi", "-f", res[0].Ref()).Run()
+			parent.Cleanup(func() { _ = exec.Command("podman", "rmi", "-f", res[0].Ref()).Run() })
 		})
 	}
 	if len(digests) == 3 && (digests[0] != digests[1] || digests[1] != digests[2]) {

@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"golang.org/x/sync/errgroup"
 	"gopkg.in/yaml.v3"
 
 	"github.com/bosh-injector/bosh-injector/gather/manifest"
@@ -161,23 +162,32 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 		compiler.Shared = shared
 	}
 
+	// The releases build at once: a package several of them vendor
+	// compiles once, and the compiler keeps to cfg.Jobs compiles overall.
 	images := make([]v1.Image, len(builds))
 	results := make([]Result, len(builds))
+	g, gctx := errgroup.WithContext(ctx)
 	for i, b := range builds {
-		s := stemcell
-		s.OS, s.Version = b.stemcellOS, b.stemVr
-		m := b.release.Manifest
-		img, err := Build(ctx, b.release, s, compiler, filepath.Join(work, "build", fmt.Sprint(i)))
-		if err != nil {
-			return nil, err
-		}
-		d, err := img.Digest()
-		if err != nil {
-			return nil, err
-		}
-		images[i] = img
-		results[i] = Result{Release: m.Name, Version: m.Version, Tag: s.Tag(cfg.Repository, m), Digest: d.String()}
-		cfg.Log.Info("built release image", "release", m.Name, "version", m.Version, "image", results[i].Tag, "digest", d.String())
+		g.Go(func() error {
+			s := stemcell
+			s.OS, s.Version = b.stemcellOS, b.stemVr
+			m := b.release.Manifest
+			img, err := Build(gctx, b.release, s, compiler, filepath.Join(work, "build", fmt.Sprint(i)))
+			if err != nil {
+				return err
+			}
+			d, err := img.Digest()
+			if err != nil {
+				return err
+			}
+			images[i] = img
+			results[i] = Result{Release: m.Name, Version: m.Version, Tag: s.Tag(cfg.Repository, m), Digest: d.String()}
+			cfg.Log.Info("built release image", "release", m.Name, "version", m.Version, "image", results[i].Tag, "digest", d.String())
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	if cfg.Push {
 		tags := make([]string, len(results))

@@ -101,22 +101,30 @@ func (in Instance) running() error {
 	return nil
 }
 
+// readyWait is how long a readiness probe waits for a process being
+// started or a post-start being run, within the probe's timeout: the
+// kubelet probes a container as soon as it sees it running, and a probe
+// failing then is next run a whole period (5 s) later.
+const readyWait = 4 * time.Second
+
 // Ready is the agent's view of a healthy instance, for this container: its
 // process runs, every job's post-start succeeded, and the bin/dns/healthy
-// of the jobs it hosts succeeds.
+// of the jobs it hosts succeeds. What is still starting is waited for up
+// to readyWait.
 func (in Instance) Ready(ctx context.Context) error {
-	if err := in.running(); err != nil {
-		return err
-	}
-	for _, j := range in.Plan.Jobs {
-		if !j.Has(contract.PostStart) {
-			continue
+	deadline := time.Now().Add(readyWait)
+	for {
+		final, err := in.started()
+		if err == nil {
+			break
 		}
-		if msg, failed := in.State.Read(failedFile(contract.PostStart, j.Name)); failed {
-			return fmt.Errorf("%s", msg)
+		if final || time.Now().After(deadline) {
+			return err
 		}
-		if _, ok := in.State.Read(okFile(contract.PostStart, j.Name)); !ok {
-			return fmt.Errorf("post-start of job '%s' has not finished", j.Name)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(readyPoll):
 		}
 	}
 	for _, j := range in.Plan.Hosted() {
@@ -127,4 +135,28 @@ func (in Instance) Ready(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// readyPoll is how often Ready looks again at what is starting.
+const readyPoll = 50 * time.Millisecond
+
+// started says whether the process runs and every job's post-start
+// succeeded; final when the answer cannot change by waiting (a post-start
+// failed).
+func (in Instance) started() (final bool, err error) {
+	if err := in.running(); err != nil {
+		return false, err
+	}
+	for _, j := range in.Plan.Jobs {
+		if !j.Has(contract.PostStart) {
+			continue
+		}
+		if msg, failed := in.State.Read(failedFile(contract.PostStart, j.Name)); failed {
+			return true, fmt.Errorf("%s", msg)
+		}
+		if _, ok := in.State.Read(okFile(contract.PostStart, j.Name)); !ok {
+			return false, fmt.Errorf("post-start of job '%s' has not finished", j.Name)
+		}
+	}
+	return false, nil
 }

@@ -388,3 +388,22 @@ esac
 		t.Errorf("the process did not run and stop through the monit programs:\n%s", got)
 	}
 }
+
+// The kubelet probes readiness as soon as it sees the container running,
+// often before the launcher started the process: the probe waits for it
+// rather than fail and be retried a whole period later.
+func TestReadyWaitsForTheProcess(t *testing.T) {
+	state := runtime.State{Dir: t.TempDir()}
+	in := runtime.Instance{Plan: contract.Plan{Job: "web", Process: "web", Container: "web-web"}, State: state}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		_ = state.Mark("web-web.pid", fmt.Sprint(os.Getpid()))
+	}()
+	start := time.Now()
+	if err := in.Ready(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(start); waited < 300*time.Millisecond {
+		t.Errorf("ready after %s, before the process started", waited)
+	}
+}

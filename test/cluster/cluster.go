@@ -80,7 +80,6 @@ type Cluster struct {
 	rec      *record
 	lock     *os.File
 	pki      *pki
-	procs    []*proc
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -138,25 +137,61 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return c, err
 	}
 	began := time.Now()
-	if err := c.startControlPlane(ctx); err != nil {
+	// The node's runtime (registry, images, containerd) needs no
+	// apiserver: it comes up while the control plane does.
+	nodeRuntime := background(func() error { return c.startRuntime(ctx) })
+	err = c.startControlPlane(ctx)
+	if err == nil {
+		c.say("control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) at %s in %s; files in %s", c.Config.Host, since(began), c.Dir)
+	}
+	if err := errors.Join(err, nodeRuntime()); err != nil {
 		return c, err
 	}
-	c.say("control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) at %s in %s; files in %s", c.Config.Host, since(began), c.Dir)
+	// The addons (CoreDNS) and cert-manager's CRDs, images and Deployments
+	// need only the apiserver and the registry: they are made while the
+	// node starts, their pods scheduled once it is Ready.
+	bgCtx, cancel := context.WithCancel(ctx)
+	addons := background(func() error { return c.startAddons(bgCtx) })
+	certManager := background(func() error {
+		if !opts.CertManager {
+			return nil
+		}
+		return c.startCertManager(bgCtx)
+	})
+	defer func() {
+		cancel()
+		_, _ = addons(), certManager()
+	}()
 	if err := c.startNode(ctx); err != nil {
 		return c, err
 	}
 	c.say("node %s Ready (kubelet, containerd, kube-proxy) in %s", c.NodeName, since(began))
-	if err := c.startAddons(ctx); err != nil {
+	if err := addons(); err != nil {
 		return c, err
 	}
 	c.say("cluster DNS (CoreDNS at %s) and the default StorageClass in %s", DNSServiceIP, since(began))
+	if err := certManager(); err != nil {
+		return c, err
+	}
 	if opts.CertManager {
-		if err := c.startCertManager(ctx); err != nil {
-			return c, err
-		}
 		c.say("cert-manager: its controller and cainjector as pods in namespace cert-manager, in %s", since(began))
 	}
 	return c, nil
+}
+
+// background runs f in a goroutine of its own; the function returned waits
+// for it and returns its error, the same at every call.
+func background(f func() error) func() error {
+	done := make(chan struct{})
+	var err error
+	go func() {
+		err = f()
+		close(done)
+	}()
+	return func() error {
+		<-done
+		return err
+	}
 }
 
 func since(t time.Time) time.Duration { return time.Since(t).Round(100 * time.Millisecond) }
@@ -227,7 +262,6 @@ func (c *Cluster) startWith(name string, env []string, bin string, args ...strin
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
 	p := &proc{name: name, cmd: cmd, exited: make(chan error, 1)}
-	c.procs = append(c.procs, p)
 	go func() { p.exited <- cmd.Wait() }()
 	if err := c.rec.joinCgroup(cmd.Process.Pid); err != nil {
 		return p, err
@@ -360,7 +394,10 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 	return err
 }
 
-func (c *Cluster) startNode(ctx context.Context) error {
+// startRuntime starts what the kubelet needs on the node besides the
+// apiserver: the registry with the pause and CoreDNS images, the CNI
+// configuration and containerd.
+func (c *Cluster) startRuntime(ctx context.Context) error {
 	if err := c.startRegistry(ctx); err != nil {
 		return err
 	}
@@ -379,13 +416,15 @@ func (c *Cluster) startNode(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := until(ctx, containerd, "containerd's socket", 30*time.Second, func() bool {
+	return until(ctx, containerd, "containerd's socket", 30*time.Second, func() bool {
 		_, err := os.Stat(c.containerdSocket())
 		return err == nil
-	}); err != nil {
-		return err
-	}
+	})
+}
 
+// startNode starts the kubelet, once the control plane and the runtime
+// are up, then kube-proxy.
+func (c *Cluster) startNode(ctx context.Context) error {
 	cert, key, err := c.pki.issue("kubelet-serving", "system:node:"+c.NodeName, []string{"system:nodes"}, nodeIP, c.NodeName)
 	if err != nil {
 		return err
@@ -492,20 +531,8 @@ func (c *Cluster) Stop() error {
 		if c.Clientset != nil {
 			errs = append(errs, c.removeVolumes())
 		}
-		// The apiserver before etcd (the other order hangs), then the
-		// rest: the cgroup holds them all.
-		for _, name := range []string{"kube-apiserver", "etcd"} {
-			for _, p := range c.procs {
-				if p.name == name {
-					_ = p.cmd.Process.Signal(syscall.SIGTERM)
-					select {
-					case err := <-p.exited:
-						p.exited <- err
-					case <-time.After(5 * time.Second):
-					}
-				}
-			}
-		}
+		// Nothing of the cluster outlives it: every process is killed at
+		// once, as Down does (a graceful apiserver and etcd took seconds).
 		errs = append(errs, c.rec.teardown())
 		c.lock.Close()
 		c.stopErr = errors.Join(errs...)

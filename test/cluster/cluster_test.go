@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/test/cluster"
+	"github.com/bosh-injector/bosh-injector/test/fixtures"
 )
 
 // TestCluster starts the node and checks what pods rely on from a kubelet:
@@ -59,8 +60,8 @@ func TestCluster(t *testing.T) {
 	}
 
 	image := c.Registry + "/debian:bookworm-slim"
-	if out, err := exec.Command("podman", "push", "-q", "--tls-verify=false", "docker.io/library/debian:bookworm-slim", image).CombinedOutput(); err != nil {
-		t.Fatalf("pushing the base image (make base-image): %v: %s", err, out)
+	if err := fixtures.PushImage(ctx, "docker.io/library/debian:bookworm-slim", image); err != nil {
+		t.Fatalf("pushing the base image (make base-image): %v", err)
 	}
 	const ns = "default"
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: ns}, StringData: map[string]string{"k": "from-a-secret"}}

@@ -94,7 +94,8 @@ func run(ctx context.Context, opts walkthrough.Options) (err error) {
 	}
 	fmt.Fprintln(out, "bosh-injector runs BOSH releases on Kubernetes without a director. This walkthrough")
 	fmt.Fprintf(out, "installs it on %s and deploys the example `shop` deployment\n", where)
-	fmt.Fprintln(out, "(test/fixtures/deployments/shop.yml: a message bus, a database, a web tier).")
+	fmt.Fprintln(out, "(test/fixtures/deployments/shop.yml: a message bus, a database, a web tier), then deploys")
+	fmt.Fprintln(out, "changes to a three-group deployment as a director does: in order, canaries first, stopping at a failure.")
 	if opts.Registry != "" {
 		if err := push(ctx, out, walkthrough.OperatorImage, opts.Registry+"/bosh-injector:dev"); err != nil {
 			return err
@@ -122,7 +123,7 @@ func run(ctx context.Context, opts walkthrough.Options) (err error) {
 	releaseURL := w.Registry() + "/bosh-injector-fixtures"
 	w.Step("The example release images, built from their BOSH release tarballs with `bosh-injector release-image --push` "+
 		"(packages compiled on the stemcell image %s) into %s", walkthrough.BaseImage, releaseURL)
-	if err := fixtures.BuildImages(ctx, walkthrough.BaseImage, releaseURL); err != nil {
+	if err := fixtures.BuildImages(ctx, walkthrough.BaseImage, releaseURL, append(fixtures.Releases, "echo")...); err != nil {
 		return err
 	}
 
@@ -162,7 +163,11 @@ func run(ctx context.Context, opts walkthrough.Options) (err error) {
 		return err
 	}
 	w.Say("%s", strings.TrimRight(pods, "\n"))
-	return w.Events(ctx, "shop")
+	if err := w.Events(ctx, "shop"); err != nil {
+		return err
+	}
+	// Deploying as the director does, on a deployment of three groups.
+	return w.Rollout(ctx, "rollout", releaseURL)
 }
 
 // runSandbox runs the sandbox of cfg (`make demo MANIFEST=…`), in the

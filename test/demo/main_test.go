@@ -36,6 +36,10 @@ func TestDemo(t *testing.T) {
 		"GatherFailed",
 		"Running",
 		"Gathered       Secret/shop-manifest",
+		"replaced, in order: " + strings.Join(walkthrough.RolloutPods, ", ") + " (5 of 5 instances updated)",
+		"'api/2 (rollout-api-z1-1)' is not running after update.",
+		"DeployFailed",
+		"replaced, in order: " + strings.Join(walkthrough.RolloutPods[1:], ", "),
 		"The cluster stays up",
 	} {
 		if !strings.Contains(out.String(), want) {

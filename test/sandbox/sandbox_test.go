@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -91,6 +92,27 @@ func TestSandbox(t *testing.T) {
 		args = append(args, "--release", tarball)
 	}
 
+	// The sandbox with the broken manifest from the start runs beside the
+	// kept one, on a cluster of its own: most of either's time is waiting.
+	brokenCtx, cancelBroken := context.WithCancel(context.Background())
+	broken := exec.CommandContext(brokenCtx, demo, append(args, "--ops-file", filepath.Join(deployments, "ops", "missing-bus-password.yml"))...)
+	// Stopped early (this test failed), it stops its cluster as on ^C.
+	broken.Cancel = func() error { return broken.Process.Signal(syscall.SIGTERM) }
+	broken.WaitDelay = time.Minute
+	type result struct {
+		out []byte
+		err error
+	}
+	brokenDone := make(chan result, 1)
+	go func() {
+		out, err := broken.CombinedOutput()
+		brokenDone <- result{out, err}
+	}()
+	t.Cleanup(func() {
+		cancelBroken()
+		<-brokenDone
+	})
+
 	up, err := exec.Command(demo, append(args, "--keep", "--state-dir", state)...).CombinedOutput()
 	st, stateErr := readState(state)
 	t.Cleanup(func() {
@@ -162,9 +184,9 @@ func TestSandbox(t *testing.T) {
 
 	// The broken manifest from the start: no instance can be injected, and
 	// each says why with the director's message.
-	broken := exec.Command(demo, append(args, "--ops-file", filepath.Join(deployments, "ops", "missing-bus-password.yml"))...)
-	out, err = broken.CombinedOutput()
-	if err != nil {
+	r := <-brokenDone
+	brokenDone <- r
+	if out, err = r.out, r.err; err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	// Without KEEP the sandbox stops by itself, its cluster with it.

@@ -154,8 +154,8 @@ func (w *Walkthrough) startLocalCluster(ctx context.Context) error {
 	w.Say("%s", nodes)
 	ref := c.Registry + "/bosh-injector:dev"
 	w.Say("pushing %s to the cluster's registry as %s", OperatorImage, ref)
-	if out, err := fixtures.Podman(ctx, "push", "-q", "--tls-verify=false", OperatorImage, ref).CombinedOutput(); err != nil {
-		return fmt.Errorf("podman push %s %s: %w: %s", OperatorImage, ref, err, out)
+	if err := fixtures.PushImage(ctx, OperatorImage, ref); err != nil {
+		return err
 	}
 	i := strings.LastIndex(c.CoreDNSImage, ":")
 	return w.startOnCluster(ctx, "--set", "dns.image.repository="+c.CoreDNSImage[:i], "--set", "dns.image.tag="+c.CoreDNSImage[i+1:])

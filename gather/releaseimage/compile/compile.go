@@ -19,6 +19,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/bosh-injector/bosh-injector/gather/releaseimage/layer"
 )
@@ -36,9 +37,17 @@ type Compiler struct {
 	CacheDir string
 	// Shared, when set, is a cache shared between machines behind CacheDir.
 	Shared Shared
-	// Jobs is how many packages compile at once (at least 1).
+	// Jobs is how many packages compile at once (at least 1), over every
+	// Compile call running at the same time.
 	Jobs int
 	Log  logr.Logger
+
+	// slots hold the Jobs compiles running; flight has each cache key
+	// compiled once when several releases vendoring a package build at
+	// once.
+	slotsOnce sync.Once
+	slots     chan struct{}
+	flight    singleflight.Group
 }
 
 // Shared is a compiled package cache shared between machines (a registry)
@@ -81,7 +90,6 @@ func (c *Compiler) Compile(ctx context.Context, release string, pkgs []Package, 
 		r.installed[p.Name] = &installed{}
 	}
 	g, ctx := errgroup.WithContext(ctx)
-	sem := make(chan struct{}, max(c.Jobs, 1))
 	for _, p := range ordered {
 		g.Go(func() error {
 			for _, d := range p.Dependencies {
@@ -91,12 +99,6 @@ func (c *Compiler) Compile(ctx context.Context, release string, pkgs []Package, 
 					return ctx.Err()
 				}
 			}
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			defer func() { <-sem }()
 			if err := r.ensure(ctx, p); err != nil {
 				return fmt.Errorf("release '%s': %w", release, err)
 			}
@@ -147,9 +149,15 @@ type installed struct {
 	err  error
 }
 
-// ensure makes sure the cache holds p, compiling it when it does not.
+// ensure makes sure the cache holds p, compiling it when it does not;
+// another release's run compiling it meanwhile is waited for.
 func (r *run) ensure(ctx context.Context, p Package) error {
 	key := r.keys[p.Name]
+	_, err, _ := r.c.flight.Do(key, func() (any, error) { return nil, r.ensureOnce(ctx, p, key) })
+	return err
+}
+
+func (r *run) ensureOnce(ctx context.Context, p Package, key string) error {
 	log := r.c.Log.WithValues("release", r.release, "package", p.Name, "key", key[:12])
 	if _, err := os.Stat(r.c.cached(key)); err == nil {
 		log.V(1).Info("compiled package cached")
@@ -165,6 +173,13 @@ func (r *run) ensure(ctx context.Context, p Package) error {
 			return nil
 		}
 	}
+	r.c.slotsOnce.Do(func() { r.c.slots = make(chan struct{}, max(r.c.Jobs, 1)) })
+	select {
+	case r.c.slots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-r.c.slots }()
 	dir := filepath.Join(r.work, "compile", p.Name)
 	src, install := filepath.Join(dir, "source"), filepath.Join(dir, "install")
 	if err := os.MkdirAll(install, 0o755); err != nil {

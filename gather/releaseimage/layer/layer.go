@@ -28,16 +28,24 @@ type Writer struct {
 	gz   *gzip.Writer
 	f    *os.File
 	dirs map[string]bool
+	// blob and diff hash the compressed and the tar stream, for Digests.
+	blob, diff *counter
 }
 
 // Write writes the layer file at path (a .tar.gz) with add, atomically:
-// on failure nothing is left at path.
+// on failure nothing is left at path. Its Digests are kept beside it.
 func Write(path string, add func(*Writer) error) error {
-	return atomically(path, func(f *os.File) error {
+	var d Digests
+	if err := atomically(path, func(f *os.File) error {
 		w := newWriter(f)
 		err := add(w)
-		return errors.Join(err, w.close())
-	})
+		err = errors.Join(err, w.close())
+		d = Digests{Size: w.blob.n, Digest: hashOf(w.blob.h), DiffID: hashOf(w.diff.h)}
+		return err
+	}); err != nil {
+		return err
+	}
+	return writeDigests(path, d)
 }
 
 // Save writes the layer file at path from r (a layer's compressed blob),
@@ -72,8 +80,9 @@ func atomically(path string, write func(*os.File) error) error {
 func newWriter(f *os.File) *Writer {
 	// BestSpeed: layers are often whole toolchains; Go's gzip output is the
 	// same for the same input at a given level, which keeps digests stable.
-	gz, _ := gzip.NewWriterLevel(f, gzip.BestSpeed)
-	return &Writer{tw: tar.NewWriter(gz), gz: gz, f: f, dirs: map[string]bool{}}
+	blob, diff := newCounter(), newCounter()
+	gz, _ := gzip.NewWriterLevel(io.MultiWriter(f, blob), gzip.BestSpeed)
+	return &Writer{tw: tar.NewWriter(io.MultiWriter(gz, diff)), gz: gz, f: f, dirs: map[string]bool{}, blob: blob, diff: diff}
 }
 
 func (w *Writer) close() error {

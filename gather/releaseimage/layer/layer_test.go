@@ -9,6 +9,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // The same files give the same layer bytes whatever their times, and a
@@ -147,5 +151,51 @@ func writeTgz(t *testing.T, path string, members []tar.Header) {
 	}
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The digests Write keeps beside a layer are the layer's, as Open reports
+// them whether they were kept or must be computed (a layer fetched from a
+// shared cache comes without them).
+func TestDigests(t *testing.T) {
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "app"), bytes.Repeat([]byte("bosh "), 100000), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "app.tar.gz")
+	if err := Write(p, func(w *Writer) error { return w.AddDir(src, "var/vcap/packages/app") }); err != nil {
+		t.Fatal(err)
+	}
+	kept, err := readDigests(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	computed, err := compute(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept != computed {
+		t.Errorf("kept %+v, computed %+v", kept, computed)
+	}
+	if err := os.Remove(digestsPath(p)); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Open(p, types.OCILayer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := tarball.LayerFromFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, get := range []func(v1.Layer) (v1.Hash, error){v1.Layer.Digest, v1.Layer.DiffID} {
+		got, err1 := get(l)
+		w, err2 := get(want)
+		if err1 != nil || err2 != nil || got != w {
+			t.Errorf("Open gives %s (%v), go-containerregistry %s (%v)", got, err1, w, err2)
+		}
+	}
+	if again, err := readDigests(p); err != nil || again != computed {
+		t.Errorf("digests kept by Open: %+v %v", again, err)
 	}
 }
