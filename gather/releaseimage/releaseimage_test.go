@@ -166,6 +166,8 @@ func TestFixtureReleases(t *testing.T) {
 		"var/vcap/jobs-src/smoke-tests/templates/run.sh.erb",
 		"var/vcap/jobs-src/storefront/job.MF", "var/vcap/jobs-src/storefront/monit",
 		"var/vcap/jobs-src/storefront/templates/bpm.yml.erb", "var/vcap/jobs-src/storefront/templates/storefront.yml.erb",
+		"var/vcap/jobs-src/web-check/job.MF", "var/vcap/jobs-src/web-check/monit",
+		"var/vcap/jobs-src/web-check/templates/bpm.yml.erb", "var/vcap/jobs-src/web-check/templates/run.sh.erb",
 	}
 	if !slices.Equal(jobs, want) {
 		t.Errorf("shop's jobs-src:\n%s\nwant\n%s", strings.Join(jobs, "\n"), strings.Join(want, "\n"))
