@@ -143,17 +143,9 @@ func (r *Reconciler) manifestsOf(ctx context.Context, o client.Object) []reconci
 	if deployment == "" {
 		return nil
 	}
-	var list corev1.SecretList
-	if err := r.Client.List(ctx, &list, client.InNamespace(sts.Namespace), client.HasLabels{names.LabelDeployment}); err != nil {
+	reqs, err := runner.ManifestRequests(ctx, r.Client, sts.Namespace, deployment)
+	if err != nil {
 		r.Log.Error(err, "listing manifest Secrets")
-		return nil
-	}
-	var reqs []reconcile.Request
-	for i := range list.Items {
-		s := &list.Items[i]
-		if s.Data[names.ManifestKey] != nil && names.LabelValue(s.Labels[names.LabelDeployment]) == names.LabelValue(deployment) {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(s)})
-		}
 	}
 	return reqs
 }
@@ -537,19 +529,19 @@ func (d *run) check(ctx context.Context, g update.Group, gs *Group, sets map[str
 			if !d.now.Before(deadline) {
 				return outcome{}, d.notRunning(ctx, g.Name, podName, "", s, nil, watch), nil
 			}
-			wait = longest(wait, min(poll, deadline.Sub(d.now)))
+			wait = max(wait, min(poll, deadline.Sub(d.now)))
 			continue
 		}
 		start := pod.CreationTimestamp.Time
 		if start.Before(released) {
 			start = released
 		}
-		if crash := crashLooping(pod); crash != "" {
+		if crashLooping(pod) {
 			return outcome{}, d.notRunning(ctx, g.Name, podName, instanceName(g.Name, pod), s, pod, watch), nil
 		}
 		if ready(pod) {
 			if left := start.Add(watch.Min).Sub(d.now); left > 0 {
-				wait = longest(wait, left)
+				wait = max(wait, left)
 			}
 			continue
 		}
@@ -557,12 +549,10 @@ func (d *run) check(ctx context.Context, g update.Group, gs *Group, sets map[str
 		if !d.now.Before(deadline) {
 			return outcome{}, d.notRunning(ctx, g.Name, podName, instanceName(g.Name, pod), s, pod, watch), nil
 		}
-		wait = longest(wait, min(poll, deadline.Sub(d.now)))
+		wait = max(wait, min(poll, deadline.Sub(d.now)))
 	}
 	return outcome{done: wait == 0, wait: wait}, "", nil
 }
-
-func longest(a, b time.Duration) time.Duration { return max(a, b) }
 
 // instanceName is the director's name of an instance: group/index.
 func instanceName(group string, pod *corev1.Pod) string {
@@ -581,15 +571,12 @@ func ready(pod *corev1.Pod) bool {
 	return false
 }
 
-// crashLooping names a container of pod that the kubelet is backing off
-// restarting.
-func crashLooping(pod *corev1.Pod) string {
-	for _, cs := range append(slices.Clone(pod.Status.InitContainerStatuses), pod.Status.ContainerStatuses...) {
-		if w := cs.State.Waiting; w != nil && w.Reason == "CrashLoopBackOff" {
-			return cs.Name
-		}
-	}
-	return ""
+// crashLooping says whether the kubelet is backing off restarting a
+// container of pod; notRunning names the container.
+func crashLooping(pod *corev1.Pod) bool {
+	return slices.ContainsFunc(append(slices.Clone(pod.Status.InitContainerStatuses), pod.Status.ContainerStatuses...), func(cs corev1.ContainerStatus) bool {
+		return cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff"
+	})
 }
 
 // notRunning is the director's error for an instance not running after its

@@ -360,7 +360,7 @@ func (r *run) follow(ctx context.Context, job *batchv1.Job, in Instance) (result
 			return res, nil
 		}
 	}
-	if jobCondition(job, batchv1.JobFailed) {
+	if runner.JobCondition(job, batchv1.JobFailed) {
 		res.Exit, res.Why = 1, jobFailure(job)
 	}
 	return res, nil
@@ -381,13 +381,7 @@ func (r *run) jobWarnings(ctx context.Context, job *batchv1.Job, say func(string
 }
 
 func finished(job *batchv1.Job) bool {
-	return jobCondition(job, batchv1.JobComplete) || jobCondition(job, batchv1.JobFailed)
-}
-
-func jobCondition(job *batchv1.Job, t batchv1.JobConditionType) bool {
-	return slices.ContainsFunc(job.Status.Conditions, func(c batchv1.JobCondition) bool {
-		return c.Type == t && c.Status == corev1.ConditionTrue
-	})
+	return runner.JobCondition(job, batchv1.JobComplete) || runner.JobCondition(job, batchv1.JobFailed)
 }
 
 func jobFailure(job *batchv1.Job) string {

@@ -208,19 +208,29 @@ func isVariable(o client.Object) bool {
 // manifestsOfVariable maps a variable Secret to its deployment's manifest
 // Secrets.
 func (r *Reconciler) manifestsOfVariable(ctx context.Context, o client.Object) []reconcile.Request {
-	var list corev1.SecretList
-	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.HasLabels{names.LabelDeployment}); err != nil {
+	reqs, err := ManifestRequests(ctx, r.Client, o.GetNamespace(), o.GetLabels()[names.LabelDeployment])
+	if err != nil {
 		r.Log.Error(err, "listing manifest Secrets")
-		return nil
+	}
+	return reqs
+}
+
+// ManifestRequests are reconcile requests for the manifest Secrets of a
+// deployment in namespace. Users label objects with BOSH names as they
+// are, so labels are compared after sanitizing.
+func ManifestRequests(ctx context.Context, c client.Reader, namespace, deployment string) ([]reconcile.Request, error) {
+	var list corev1.SecretList
+	if err := c.List(ctx, &list, client.InNamespace(namespace), client.HasLabels{names.LabelDeployment}); err != nil {
+		return nil, err
 	}
 	var reqs []reconcile.Request
 	for i := range list.Items {
 		s := &list.Items[i]
-		if s.Data[names.ManifestKey] != nil && names.LabelValue(s.Labels[names.LabelDeployment]) == names.LabelValue(o.GetLabels()[names.LabelDeployment]) {
+		if s.Data[names.ManifestKey] != nil && names.LabelValue(s.Labels[names.LabelDeployment]) == names.LabelValue(deployment) {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(s)})
 		}
 	}
-	return reqs
+	return reqs, nil
 }
 
 // Reconcile brings one manifest Secret's gathering up to date.
@@ -307,7 +317,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	switch {
-	case jobCondition(&job, batchv1.JobComplete):
+	case JobCondition(&job, batchv1.JobComplete):
 		if StatusOf(&manifest).State != ReasonGathered || StatusOf(&manifest).Digest != digest {
 			log.Info("gathered", "job", jobName)
 			r.Recorder.Eventf(&manifest, &job, corev1.EventTypeNormal, ReasonGathered, "Gather", "gathering Job %s succeeded", jobName)
@@ -345,7 +355,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, err
 		}
 		return reconcile.Result{RequeueAfter: next}, r.setStatus(ctx, &manifest, Status{State: ReasonGathered, Digest: digest, Job: jobName, Versions: latest, Plan: inputs.Plan, Regenerations: regenerations})
-	case jobCondition(&job, batchv1.JobFailed):
+	case JobCondition(&job, batchv1.JobFailed):
 		message := r.terminationMessage(ctx, &job)
 		if StatusOf(&manifest).State != ReasonGatherFailed || StatusOf(&manifest).Digest != digest {
 			log.Info("gathering failed", "job", jobName, "reason", ReasonGatherFailed)
@@ -626,13 +636,11 @@ func tokenVolumeSource() corev1.Volume {
 // variable shadows the package.
 func opsFiles(s *corev1.Secret) []deployment.OpsFile { return deployment.OpsFilesOf(s.Data) }
 
-func jobCondition(job *batchv1.Job, t batchv1.JobConditionType) bool {
-	for _, c := range job.Status.Conditions {
-		if c.Type == t && c.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
+// JobCondition says whether job has condition t.
+func JobCondition(job *batchv1.Job, t batchv1.JobConditionType) bool {
+	return slices.ContainsFunc(job.Status.Conditions, func(c batchv1.JobCondition) bool {
+		return c.Type == t && c.Status == corev1.ConditionTrue
+	})
 }
 
 // terminationMessage returns why job failed: its deadline, or the gather

@@ -43,9 +43,9 @@ type Group struct {
 // Errand groups are not part of a deploy: they run on demand.
 type Plan []Group
 
-// Deployment reads the deployment's update block, which the director
+// deploymentConfig reads the deployment's update block, which the director
 // requires with every key but serial.
-func Deployment(root *yamlvalue.Map) (Config, error) {
+func deploymentConfig(root *yamlvalue.Map) (Config, error) {
 	u, err := block(root, "update")
 	if err != nil {
 		return Config{}, err
@@ -56,9 +56,9 @@ func Deployment(root *yamlvalue.Map) (Config, error) {
 	return read(u, "update", nil)
 }
 
-// Group reads an instance group's update block over the deployment's;
+// group reads an instance group's update block over the deployment's;
 // where names the group for errors ("instance_groups.api").
-func (d Config) Group(group *yamlvalue.Map, where string) (Config, error) {
+func (d Config) group(group *yamlvalue.Map, where string) (Config, error) {
 	u, err := block(group, where+".update")
 	if err != nil || u == nil {
 		return d, err
@@ -69,7 +69,7 @@ func (d Config) Group(group *yamlvalue.Map, where string) (Config, error) {
 // PlanOf reads the update plan of a manifest's root: its service instance
 // groups in order, each with its update config.
 func PlanOf(root *yamlvalue.Map) (Plan, error) {
-	d, err := Deployment(root)
+	d, err := deploymentConfig(root)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func PlanOf(root *yamlvalue.Map) (Plan, error) {
 		if n != "" {
 			where = "instance_groups." + n
 		}
-		c, err := d.Group(g, where)
+		c, err := d.group(g, where)
 		if err != nil {
 			return nil, err
 		}
@@ -153,7 +153,7 @@ func read(u *yamlvalue.Map, where string, over *Config) (Config, error) {
 		if !ok {
 			continue
 		}
-		if _, err := Count(s, 1); err != nil {
+		if _, err := count(s, 1); err != nil {
 			return Config{}, fmt.Errorf("%s.%s: %w", where, k.key, err)
 		}
 		*k.to = s
@@ -212,10 +212,10 @@ func ParseWatch(s string) (Watch, error) {
 	return Watch{Min: time.Duration(a) * time.Millisecond, Max: time.Duration(b) * time.Millisecond}, nil
 }
 
-// Count is the director's numerical value of canaries or max_in_flight for
+// count is the director's numerical value of canaries or max_in_flight for
 // size instances: a number as written, or a percentage of size rounded down
 // and at most size.
-func Count(value string, size int) (int, error) {
+func count(value string, size int) (int, error) {
 	if m := percentage.FindStringSubmatch(value); m != nil {
 		p, err := strconv.Atoi(m[1])
 		if err != nil {
@@ -269,7 +269,7 @@ func (c Config) Steps(sizes []int) ([]Step, error) {
 		if size == 0 {
 			continue
 		}
-		inFlight, err := Count(c.MaxInFlight, size)
+		inFlight, err := count(c.MaxInFlight, size)
 		if err != nil {
 			return nil, fmt.Errorf("max_in_flight: %w", err)
 		}
@@ -284,7 +284,7 @@ func (c Config) Steps(sizes []int) ([]Step, error) {
 			}
 		}
 		if !canariesDone {
-			canaries, err := Count(c.Canaries, size)
+			canaries, err := count(c.Canaries, size)
 			if err != nil {
 				return nil, fmt.Errorf("canaries: %w", err)
 			}

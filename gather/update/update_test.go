@@ -105,13 +105,13 @@ func TestSteps(t *testing.T) {
 
 func TestCount(t *testing.T) {
 	for value, want := range map[string]int{"3": 3, "25%": 2, "100%": 10, "150%": 10, "0%": 0, "+2": 2} {
-		if got, err := Count(value, 10); err != nil || got != want {
-			t.Errorf("Count(%q, 10) = %d, %v; want %d", value, got, err, want)
+		if got, err := count(value, 10); err != nil || got != want {
+			t.Errorf("count(%q, 10) = %d, %v; want %d", value, got, err, want)
 		}
 	}
 	for _, value := range []string{"lots", "-1", "1.5", "%", "99999999999999999999"} {
-		if _, err := Count(value, 10); err == nil {
-			t.Errorf("Count(%q) succeeded", value)
+		if _, err := count(value, 10); err == nil {
+			t.Errorf("count(%q) succeeded", value)
 		}
 	}
 }
