@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -158,16 +159,35 @@ var _ = Describe("the deploy controller", func() {
 		Eventually(status).Should(HaveField("Phase", deploy.PhaseDeployed))
 		first := len(kube.pods())
 
+		updated := time.Now().Add(-time.Second)
 		accept(map[string]int{"a": 2, "b": 2, "c": 2}, plan)
 		Eventually(status).WithTimeout(30 * time.Second).Should(And(HaveField("Phase", deploy.PhaseDeployed), HaveField("Updated", 6), HaveField("Total", 6)))
 		created := kube.pods()[first:]
 		Expect(created).To(HaveLen(6))
 		at := func(p string) int { return slices.Index(created, p) }
 		// a's canary (its highest ordinal), then a's other, then b and c
-		// each canary first, released together.
+		// each canary first.
 		Expect(created[:2]).To(Equal([]string{"a-1", "a-0"}))
-		Expect(at("b-1")).To(BeNumerically("<", at("c-0")))
-		Expect(at("c-1")).To(BeNumerically("<", at("b-0")))
+		Expect(at("b-1")).To(BeNumerically("<", at("b-0")))
+		Expect(at("c-1")).To(BeNumerically("<", at("c-0")))
+		// b's and c's canaries are released together, before either's
+		// batch: the controller's release Events, in the order it made
+		// them (the StatefulSet controller may create one set's pod later).
+		released := func(group, what string) time.Time {
+			GinkgoHelper()
+			var events corev1.EventList
+			Expect(cp.Client.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
+			for _, e := range events.Items {
+				if e.Reason == deploy.ReasonUpdating && strings.HasPrefix(e.Message, fmt.Sprintf("instance group '%s': updating %s", group, what)) &&
+					e.EventTime.Time.After(updated) {
+					return e.EventTime.Time
+				}
+			}
+			Fail(fmt.Sprintf("no %s Event releasing %s of %s", deploy.ReasonUpdating, what, group))
+			return time.Time{}
+		}
+		Expect(released("c", "canary")).To(BeTemporally("<", released("b", "batch")))
+		Expect(released("b", "canary")).To(BeTemporally("<", released("c", "batch")))
 		for _, g := range []string{"a", "b", "c"} {
 			var sts appsv1.StatefulSet
 			Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: g}, &sts)).To(Succeed())
