@@ -34,7 +34,7 @@ func ErrandContainer(job string) string {
 // where it finds the job as the agent does on the VM: in the job's release
 // image (its packages), with the job's directories, as root. The container
 // only waits (the launcher's sleep), and reaps what the runs leave behind.
-func errandContainers(info *bpm.Info, images map[string]string) []corev1.Container {
+func errandContainers(info *bpm.Info, images map[string]string, settings Settings) []corev1.Container {
 	var out []corev1.Container
 	for _, j := range info.Jobs {
 		if !idle(info, j) || !slices.Contains(j.Scripts, contract.Run) {
@@ -42,7 +42,7 @@ func errandContainers(info *bpm.Info, images map[string]string) []corev1.Contain
 		}
 		c := jobContainer(ErrandContainer(j.Name), images[j.Release], j)
 		c.Command = launcher(contract.Sleep)
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: contract.BinVolume, MountPath: contract.BinDir, ReadOnly: true})
+		c.VolumeMounts = append(c.VolumeMounts, binMount(settings))
 		c.SecurityContext = asUser(Hardened(rootCaps), 0)
 		out = append(out, c)
 	}

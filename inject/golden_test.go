@@ -4,7 +4,9 @@ import (
 	"errors"
 	"flag"
 	"os"
+	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/releaseimage"
 	"github.com/bosh-injector/bosh-injector/inject"
+	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -141,10 +144,23 @@ func readCase(t *testing.T, file string) goldenCase {
 // the directory release images hold their jobs in.
 func TestImageVolumeHoldsTheReleaseJobs(t *testing.T) {
 	pod, _ := injectCase(t, readCase(t, "testdata/image-volumes.yaml"))
-	render := pod.Spec.InitContainers[slices.IndexFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == "render" })]
+	render := pod.Spec.Containers[slices.IndexFunc(pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == "render" })]
 	for _, m := range render.VolumeMounts {
 		if strings.HasPrefix(m.Name, "bosh-release-") && "/"+m.SubPath != releaseimage.JobsDir {
 			t.Errorf("render mounts %s of the release image, which holds its jobs in %s", m.SubPath, releaseimage.JobsDir)
 		}
+	}
+}
+
+// The launcher mounted from the operator image's volume is where the
+// Dockerfile puts the binary, under the name the containers run.
+func TestOperatorImageHoldsTheLauncher(t *testing.T) {
+	dockerfile, err := os.ReadFile("../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "/" + contract.OperatorBinSubPath + "/" + path.Base(contract.Binary)
+	if !regexp.MustCompile(`(?m)^COPY --from=build \S+ ` + regexp.QuoteMeta(want) + `$`).Match(dockerfile) {
+		t.Errorf("the Dockerfile does not install the binary as %s", want)
 	}
 }

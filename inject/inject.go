@@ -120,7 +120,13 @@ type record struct {
 	// changed them.
 	GracePeriod *int64 `json:"terminationGracePeriodSeconds,omitempty"`
 	HostPID     *bool  `json:"hostPID,omitempty"`
+	// DefaultContainer says the injection set annotationDefaultContainer.
+	DefaultContainer bool `json:"defaultContainer,omitempty"`
 }
+
+// annotationDefaultContainer is the container kubectl logs and exec choose
+// when none is named.
+const annotationDefaultContainer = "kubectl.kubernetes.io/default-container"
 
 // CopyContainer copies a release's jobs out of its image into the shared
 // volume, with the shell the release image has; the gathering Job uses it
@@ -196,6 +202,19 @@ func MutateFrom(pod *corev1.Pod, plan Plan, build func(Plan) *Parts) (Added, err
 		rec.Containers = append(rec.Containers, c.Name)
 		pod.Spec.Containers = append(pod.Spec.Containers, c)
 	}
+	for _, c := range parts.setup {
+		rec.Containers = append(rec.Containers, c.Name)
+	}
+	pod.Spec.Containers = slices.Concat(parts.setup, pod.Spec.Containers)
+	if _, ok := pod.Annotations[annotationDefaultContainer]; !ok && len(parts.setup) > 0 && len(pod.Spec.Containers) > len(parts.setup) {
+		// kubectl logs and exec keep going to the first process, not to
+		// the setup now first.
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		pod.Annotations[annotationDefaultContainer] = pod.Spec.Containers[len(parts.setup)].Name
+		rec.DefaultContainer = true
+	}
 	pod.Spec.Volumes = slices.Concat(pod.Spec.Volumes, parts.volumes)
 	rec.DNS = setDNS(pod, plan.Settings.DNS, plan.Namespace, info.Deployment)
 	// Unset, the grace is Kubernetes' default.
@@ -233,8 +252,10 @@ func MutateFrom(pod *corev1.Pod, plan Plan, build func(Plan) *Parts) (Added, err
 // configuration version, the instance, the settings), not on the pod.
 // They are read-only once built: the pods of an instance share them.
 type Parts struct {
-	// The injected init containers, process containers and volumes.
-	inits, containers      []corev1.Container
+	// The injected init containers, setup containers (first of the
+	// containers: the kubelet starts them in order), process containers
+	// and volumes.
+	inits, setup, containers []corev1.Container
 	volumes                []corev1.Volume
 	initNames, volumeNames []string
 	gracePeriod            int64
@@ -244,7 +265,9 @@ type Parts struct {
 }
 
 // Size is how many containers and volumes the parts hold.
-func (p *Parts) Size() int { return len(p.inits) + len(p.containers) + len(p.volumes) }
+func (p *Parts) Size() int {
+	return len(p.inits) + len(p.setup) + len(p.containers) + len(p.volumes)
+}
 
 // partDenial is a denial of every pod, or withoutStore of a pod without
 // the store volume only.
@@ -284,13 +307,15 @@ func Build(plan Plan) *Parts {
 		for _, r := range info.Releases {
 			volumes = append(volumes, corev1.Volume{Name: releaseVolume(r.Name), VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: r.Image}}})
 		}
+		volumes = append(volumes, corev1.Volume{Name: contract.BinVolume, VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: plan.Settings.OperatorImage}}})
 	} else {
 		volumes = append(volumes, emptyDir(VolumeAllReleases))
 		for _, r := range info.Releases {
 			inits = append(inits, CopyContainer(r.Name, r.Image, VolumeAllReleases))
 		}
+		volumes = append(volumes, emptyDir(contract.BinVolume))
 	}
-	volumes = append(volumes, emptyDir(VolumeJobs), emptyDir(VolumeData), emptyDir(VolumeSys), emptyDir(contract.BinVolume),
+	volumes = append(volumes, emptyDir(VolumeJobs), emptyDir(VolumeData), emptyDir(VolumeSys), emptyDir(contract.PlanVolume),
 		corev1.Volume{Name: VolumeResolved, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: info.ResolvedSecret}}})
 
 	containers, extraVolumes, instance, denials := processContainers(plan, images)
@@ -298,8 +323,33 @@ func Build(plan Plan) *Parts {
 	if len(denials) > 0 && !denials[len(denials)-1].withoutStore {
 		return parts
 	}
-	inits = append(inits, renderContainer(plan, instance))
-	inits = append(inits, preStartContainers(info, images, plan.Settings.ReleaseJobs)...)
+	// The setup runs beside the processes, whose launchers wait for it, so
+	// the kubelet starts every container at once rather than each init
+	// container after the previous one ended. Render needs the launcher
+	// installed first where it is copied; an errand group's pod runs to
+	// completion, which containers waiting beside it would hold up.
+	beside := !errandGroup(info)
+	renderBeside := beside && plan.Settings.ReleaseJobs == ReleaseJobsImage
+	preStarts := preStartContainers(info, images, plan.Settings, beside)
+	for _, c := range preStarts {
+		instance.PreStarts = append(instance.PreStarts, c.Name)
+	}
+	render := renderContainer(plan, instance, renderBeside)
+	var setup []corev1.Container
+	if renderBeside {
+		setup = append(setup, render)
+	} else {
+		inits = append(inits, render)
+	}
+	if beside {
+		setup = append(setup, preStarts...)
+	} else {
+		inits = append(inits, preStarts...)
+	}
+	if len(setup) > 0 {
+		// The pod is not ready before its setup ended.
+		setup[len(setup)-1].ReadinessProbe = setupProbe()
+	}
 	configs := info.ForIndex(plan.Instance.Index)
 	volumes = append(volumes, extraVolumes...)
 	for _, j := range info.Jobs {
@@ -312,14 +362,14 @@ func Build(plan Plan) *Parts {
 			containers = append(containers, c)
 		}
 	}
-	containers = append(containers, errandContainers(info, images)...)
+	containers = append(containers, errandContainers(info, images, plan.Settings)...)
 	for _, c := range inits {
 		parts.initNames = append(parts.initNames, c.Name)
 	}
 	for _, v := range volumes {
 		parts.volumeNames = append(parts.volumeNames, v.Name)
 	}
-	parts.inits, parts.containers, parts.volumes = inits, containers, volumes
+	parts.inits, parts.setup, parts.containers, parts.volumes = inits, setup, containers, volumes
 	parts.gracePeriod = gracePeriod(plan)
 	parts.hostPID = hostPID(configs)
 	return parts
@@ -360,6 +410,9 @@ func Strip(pod *corev1.Pod) error {
 	}
 	if rec.HostPID != nil {
 		pod.Spec.HostPID = *rec.HostPID
+	}
+	if rec.DefaultContainer {
+		delete(pod.Annotations, annotationDefaultContainer)
 	}
 	delete(pod.Annotations, names.AnnotationInjected)
 	delete(pod.Labels, names.LabelInstanceIndex)
@@ -403,9 +456,10 @@ func removePlaceholder(pod *corev1.Pod, injected []corev1.Container) *placeholde
 	return p
 }
 
-// renderContainer renders the jobs, installs the launcher and writes the
-// instance's part of the process containers' plan.
-func renderContainer(plan Plan, instance contract.Instance) corev1.Container {
+// renderContainer renders the jobs and writes the instance's part of the
+// process containers' plan; where the release jobs are copied, it installs
+// the launcher too. Beside the processes, it holds after rendering.
+func renderContainer(plan Plan, instance contract.Instance, beside bool) corev1.Container {
 	info, inst := plan.Info, plan.Instance
 	fieldEnv := func(name, field string) corev1.EnvVar {
 		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: field}}}
@@ -413,7 +467,7 @@ func renderContainer(plan Plan, instance contract.Instance) corev1.Container {
 	c := corev1.Container{
 		Name:  "render",
 		Image: plan.Settings.OperatorImage,
-		Args:  []string{"render", "--install-launcher", contract.BinDir},
+		Args:  []string{"render", "--plan-dir", contract.PlanDir},
 		Env: []corev1.EnvVar{
 			{Name: contract.EnvIndex, Value: strconv.Itoa(inst.Index)},
 			{Name: "BOSH_INJECTOR_AZ", Value: inst.AZ},
@@ -429,7 +483,7 @@ func renderContainer(plan Plan, instance contract.Instance) corev1.Container {
 			{Name: VolumeData, MountPath: "/var/vcap/data"},
 			{Name: VolumeSys, MountPath: "/var/vcap/sys"},
 			{Name: VolumeResolved, MountPath: ResolvedDir, ReadOnly: true},
-			{Name: contract.BinVolume, MountPath: contract.BinDir},
+			{Name: contract.PlanVolume, MountPath: contract.PlanDir},
 		},
 		// Rendered files and directories belong to vcap, as the processes
 		// that use them.
@@ -442,15 +496,47 @@ func renderContainer(plan Plan, instance contract.Instance) corev1.Container {
 			mounts = append(mounts, corev1.VolumeMount{Name: releaseVolume(r.Name), MountPath: path.Join(AllReleasesDir, "jobs-src", r.Name),
 				SubPath: imageJobsSubPath, ReadOnly: true})
 		}
-		c.VolumeMounts = append(mounts, c.VolumeMounts...)
+		c.VolumeMounts = append(append(mounts, c.VolumeMounts...), binMount(plan.Settings))
 	} else {
 		c.VolumeMounts = slices.Insert(c.VolumeMounts, 0, corev1.VolumeMount{Name: VolumeAllReleases, MountPath: AllReleasesDir, ReadOnly: true})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: contract.BinVolume, MountPath: contract.BinDir})
+		c.Args = append(c.Args, "--install-launcher", contract.BinDir)
+	}
+	if beside {
+		c.Args = append(c.Args, "--hold")
 	}
 	if len(instance.Containers) > 0 {
 		// Only the launcher reads it: an errand's bin/run needs none.
 		c.Env = append(c.Env, corev1.EnvVar{Name: contract.EnvInstance, Value: instance.Encode()})
 	}
 	return c
+}
+
+// binMount mounts the launcher read-only: from the operator image's volume
+// where the release jobs are image volumes, else as render copied it.
+func binMount(s Settings) corev1.VolumeMount {
+	m := corev1.VolumeMount{Name: contract.BinVolume, MountPath: contract.BinDir, ReadOnly: true}
+	if s.ReleaseJobs == ReleaseJobsImage {
+		m.SubPath = contract.OperatorBinSubPath
+	}
+	return m
+}
+
+// planMount mounts the instance's plan and setup marks, read-only but for
+// the setup steps.
+func planMount(readOnly bool) corev1.VolumeMount {
+	return corev1.VolumeMount{Name: contract.PlanVolume, MountPath: contract.PlanDir, ReadOnly: readOnly}
+}
+
+// setupProbe holds the pod unready until its setup ended: the probe waits
+// for it, a minute at most, then tries again. A readiness probe, not a
+// startup probe: the kubelet runs it as soon as it sees the container
+// running rather than at its next period, and it never restarts the
+// container, as a VM's pre-start may take long; once the setup ended it
+// answers at once, every 30 s.
+func setupProbe() *corev1.Probe {
+	return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: launcher("probe", "setup")}},
+		PeriodSeconds: 30, TimeoutSeconds: contract.SetupProbeTimeout}
 }
 
 // imageJobsSubPath is where a release image holds its jobs
@@ -486,9 +572,9 @@ func jobContainer(name, image string, jobs ...bpm.Job) corev1.Container {
 // the first such job's image, runs them all: a job of another release gets
 // its packages from its release's image volume, at /var/vcap/packages as on
 // a VM. Copied, only its own image has them: the jobs of one image share
-// one container (pre-start-<release> when there are several), and the
-// containers run one after the other.
-func preStartContainers(info *bpm.Info, images map[string]string, mode ReleaseJobs) []corev1.Container {
+// one container (pre-start-<release> when there are several), which run at
+// once beside the processes, else one after the other.
+func preStartContainers(info *bpm.Info, images map[string]string, settings Settings, beside bool) []corev1.Container {
 	var order []string
 	byImage := map[string][]bpm.Job{}
 	for _, j := range info.Jobs {
@@ -501,12 +587,12 @@ func preStartContainers(info *bpm.Info, images map[string]string, mode ReleaseJo
 		}
 		byImage[img] = append(byImage[img], j)
 	}
-	if len(order) > 1 && mode == ReleaseJobsImage {
+	if len(order) > 1 && settings.ReleaseJobs == ReleaseJobsImage {
 		var jobs []bpm.Job
 		for _, img := range order {
 			jobs = append(jobs, byImage[img]...)
 		}
-		c := preStartContainer(contract.PreStart, order[0], jobs)
+		c := preStartContainer(contract.PreStart, order[0], jobs, settings, beside)
 		// A package is in one place, as on a VM (BOSH refuses two packages
 		// of one name in an instance group): the image's own, else the
 		// first job's that lists it.
@@ -533,19 +619,23 @@ func preStartContainers(info *bpm.Info, images map[string]string, mode ReleaseJo
 		if len(order) > 1 {
 			name = contract.PreStart + "-" + names.DNS1123LabelMax(jobs[0].Release, 63-len(contract.PreStart)-1)
 		}
-		out = append(out, preStartContainer(name, img, jobs))
+		out = append(out, preStartContainer(name, img, jobs, settings, beside))
 	}
 	return out
 }
 
-// preStartContainer runs the pre-start scripts of jobs in image.
-func preStartContainer(name, image string, jobs []bpm.Job) corev1.Container {
+// preStartContainer runs the pre-start scripts of jobs in image, as the
+// setup step of its name.
+func preStartContainer(name, image string, jobs []bpm.Job, settings Settings, beside bool) corev1.Container {
 	c := jobContainer(name, image, jobs...)
-	c.Command = launcher(contract.PreStart)
+	c.Command = launcher(contract.PreStart, "--step", name)
+	if beside {
+		c.Command = append(c.Command, "--hold")
+	}
 	for _, j := range jobs {
 		c.Args = append(c.Args, j.Name)
 	}
-	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: contract.BinVolume, MountPath: contract.BinDir, ReadOnly: true})
+	c.VolumeMounts = append(c.VolumeMounts, binMount(settings), planMount(false))
 	// Pre-start prepares directories for vcap as root does.
 	c.SecurityContext = asUser(Hardened(rootCaps), 0)
 	return c

@@ -94,10 +94,10 @@ func processContainers(plan Plan, images map[string]string) ([]corev1.Container,
 		var c corev1.Container
 		var vols []corev1.Volume
 		if pr.monit {
-			c = monitContainer(pr, images[pr.job.Release])
+			c = monitContainer(pr, images[pr.job.Release], plan.Settings)
 		} else {
 			var ds []partDenial
-			c, vols, ds = processContainer(info.InstanceGroup, pr, images[pr.job.Release])
+			c, vols, ds = processContainer(info.InstanceGroup, pr, images[pr.job.Release], plan.Settings)
 			if denials = append(denials, ds...); len(ds) > 0 && !ds[len(ds)-1].withoutStore {
 				return nil, nil, contract.Instance{}, denials
 			}
@@ -134,7 +134,7 @@ func launcher(args ...string) []string { return append([]string{contract.Binary}
 // mounts every process container has.
 // A BPM process needs no liveness probe: the launcher waits for it, so its
 // exit ends the container, which the kubelet restarts (as monit would).
-func launcherContainer(pr process, image string) corev1.Container {
+func launcherContainer(pr process, image string, settings Settings) corev1.Container {
 	j := pr.job
 	return corev1.Container{
 		Name:                     pr.container,
@@ -146,7 +146,8 @@ func launcherContainer(pr process, image string) corev1.Container {
 			{Name: VolumeSys, MountPath: "/var/vcap/sys/log/" + j.Name, SubPath: "log/" + j.Name},
 			{Name: VolumeSys, MountPath: "/var/vcap/sys/run/" + j.Name, SubPath: "run/" + j.Name},
 			{Name: VolumeSys, MountPath: contract.StateDir, SubPath: contract.StateSubPath},
-			{Name: contract.BinVolume, MountPath: contract.BinDir, ReadOnly: true},
+			binMount(settings),
+			planMount(true),
 		},
 	}
 }
@@ -175,8 +176,8 @@ func needsReadiness(pr process, jobs []contract.Job) bool {
 // file. Monit runs start programs as root with the job's whole data
 // directory; so does the container, with the capabilities root needs to
 // prepare files for vcap, drop privileges and bind low ports.
-func monitContainer(pr process, image string) corev1.Container {
-	c := launcherContainer(pr, image)
+func monitContainer(pr process, image string, settings Settings) corev1.Container {
+	c := launcherContainer(pr, image, settings)
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: VolumeData, MountPath: "/var/vcap/data/" + pr.job.Name, SubPath: pr.job.Name})
 	// The start program daemonizes: the launcher follows the pid file it
 	// writes, which the probe checks too, as monit's own checks do.
@@ -193,9 +194,9 @@ var monitCaps = capabilities(append(slices.Clone(launcherCaps), "NET_BIND_SERVIC
 // processContainer maps a BPM process onto a container started by the
 // launcher, which reads the rest of bpm.yml at run time.
 // Mounting the store volume is denied to a pod without it; a glob ends it.
-func processContainer(group string, pr process, image string) (corev1.Container, []corev1.Volume, []partDenial) {
+func processContainer(group string, pr process, image string, settings Settings) (corev1.Container, []corev1.Volume, []partDenial) {
 	j, p := pr.job, pr.p
-	c := launcherContainer(pr, image)
+	c := launcherContainer(pr, image, settings)
 	// BPM mounts the job's tmp always and its whole data directory only with
 	// ephemeral_disk.
 	if p.EphemeralDisk {

@@ -47,6 +47,11 @@ type Config struct {
 	Lookup      Lookup
 	// Log receives how the address wait went.
 	Log logr.Logger
+	// Rendered, when set, runs once the jobs are written, before the
+	// address wait, which then holds nothing up: a render container
+	// beside the processes lets them start at once, as a director does not
+	// wait for its DNS records to reach every VM.
+	Rendered func() error
 }
 
 // ConfigFromEnv fills the instance part of c from the environment the
@@ -115,6 +120,11 @@ func Run(ctx context.Context, c Config) error {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return err
 			}
+		}
+	}
+	if c.Rendered != nil {
+		if err := c.Rendered(); err != nil {
+			return err
 		}
 	}
 	if c.AddressWait > 0 && c.PodIP != "" {

@@ -11,11 +11,13 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -178,7 +180,7 @@ func WriteJob(dir string, files []File) error {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return err
 	}
-	if err := os.Chmod(dir, 0o750); err != nil {
+	if err := os.Chmod(dir, 0o750); err != nil && !madeForMount(dir, err) {
 		return err
 	}
 	root, err := os.OpenRoot(dir)
@@ -209,4 +211,17 @@ func WriteJob(dir string, files []File) error {
 		}
 	}
 	return nil
+}
+
+// madeForMount says whether dir, which render may not chmod (err), is one
+// the kubelet made for a container's subPath mount before render wrote it:
+// owned by root, with the volume's mode, open to all. It keeps that mode;
+// the files render writes in it get theirs.
+func madeForMount(dir string, err error) bool {
+	info, statErr := os.Stat(dir)
+	if !errors.Is(err, fs.ErrPermission) || statErr != nil {
+		return false
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	return ok && st.Uid == 0 && info.Mode().Perm()&0o002 != 0
 }

@@ -128,8 +128,8 @@ func TestWalkthrough(t *testing.T) {
 		if err != nil || rerr != nil {
 			t.Fatalf("%v %v\n%s\ncontainers: %+v", err, rerr, logs, results)
 		}
-		// Its jobs started once its own address resolved to its IP, as on
-		// a VM whose DNS record exists before its jobs start.
+		// Its own address resolved to its IP, which render checks and
+		// logs (beside the processes it holds nothing up).
 		if i := slices.IndexFunc(results, func(r cluster.Container) bool { return r.Name == "render" }); i < 0 || !strings.Contains(results[i].Logs, rendering.AddressResolved) {
 			t.Errorf("render did not say %q: %+v", rendering.AddressResolved, results)
 		}

@@ -65,9 +65,11 @@ func BenchmarkPodStart(b *testing.B) {
 	kinds := []struct {
 		name, group string
 		jobs        inject.ReleaseJobs
-	}{{"plain pod of the release image", "", ""},
-		{"1-job group, copied", "one", inject.ReleaseJobsCopy}, {"1-job group, image volume", "one", inject.ReleaseJobsImage},
-		{"10-job group, copied", "ten", inject.ReleaseJobsCopy}, {"10-job group, image volume", "ten", inject.ReleaseJobsImage}}
+		// processes is how many process containers the pod runs.
+		processes int
+	}{{"plain pod of the release image", "", "", 1},
+		{"1-job group, copied", "one", inject.ReleaseJobsCopy, 1}, {"1-job group, image volume", "one", inject.ReleaseJobsImage, 1},
+		{"10-job group, copied", "ten", inject.ReleaseJobsCopy, 10}, {"10-job group, image volume", "ten", inject.ReleaseJobsImage, 10}}
 	for range b.N {
 		samples := make([][]podStart, len(kinds))
 		// Interleaved, so that a slower moment of the machine weighs on
@@ -77,6 +79,9 @@ func BenchmarkPodStart(b *testing.B) {
 				s, err := startPod(ctx, w.Client, ns, fmt.Sprintf("s%d-%d", k, i), kind.group, kind.jobs, image)
 				if err != nil {
 					b.Fatal(err)
+				}
+				if s.processes < kind.processes {
+					b.Fatalf("%s: %d containers ran, want %d processes: %s", kind.name, s.processes, kind.processes, s.inits)
 				}
 				samples[k] = append(samples[k], s)
 			}
@@ -96,6 +101,8 @@ func BenchmarkPodStart(b *testing.B) {
 type podStart struct {
 	ready time.Duration
 	inits string
+	// processes is how many containers ran.
+	processes int
 }
 
 func median(s []podStart) podStart {
@@ -152,6 +159,11 @@ func startPod(ctx context.Context, c client.Client, ns, name, group string, jobs
 			}
 		}
 		for _, st := range pod.Status.ContainerStatuses {
+			for _, t := range []*corev1.ContainerStateTerminated{st.State.Terminated, st.LastTerminationState.Terminated} {
+				if t != nil && t.ExitCode != 0 {
+					return false, fmt.Errorf("container %s of %s exited %d: %s", st.Name, pod.Name, t.ExitCode, t.Message)
+				}
+			}
 			if st.State.Running != nil && !running[st.Name] {
 				running[st.Name] = true
 				if len(running) == 1 {
@@ -170,6 +182,7 @@ func startPod(ctx context.Context, c client.Client, ns, name, group string, jobs
 	})
 	inits = append(inits, fmt.Sprintf("%d containers running %.2f–%.2fs", len(running), firstRunning.Seconds(), lastRunning.Seconds()))
 	s.inits = strings.Join(inits, ", ")
+	s.processes = len(running)
 	return s, err
 }
 
@@ -181,8 +194,10 @@ func starterRelease(b *testing.B, dir string, jobs int) string {
 	for i := 1; i <= jobs; i++ {
 		job := "job" + strconv.Itoa(i)
 		files := map[string]string{
-			"spec":                    fmt.Sprintf("---\nname: %s\ntemplates:\n  bpm.yml.erb: config/bpm.yml\n  pre-start.erb: bin/pre-start\npackages: []\nproperties: {}\n", job),
-			"monit":                   "",
+			"spec": fmt.Sprintf("---\nname: %s\ntemplates:\n  bpm.yml.erb: config/bpm.yml\n  pre-start.erb: bin/pre-start\npackages: []\nproperties: {}\n", job),
+			// BPM's processes run under monit: an empty monit file would
+			// make the job idle (no process), as on a VM.
+			"monit":                   fmt.Sprintf("check process %[1]s\n  with pidfile /var/vcap/sys/run/bpm/%[1]s/%[1]s.pid\n  start program \"/var/vcap/jobs/bpm/bin/bpm start %[1]s\"\n  stop program \"/var/vcap/jobs/bpm/bin/bpm stop %[1]s\"\n  group vcap\n", job),
 			"templates/bpm.yml.erb":   fmt.Sprintf("processes:\n- name: %s\n  executable: /bin/sleep\n  args: [infinity]\n", job),
 			"templates/pre-start.erb": fmt.Sprintf("#!/bin/sh\necho pre-start of <%%= name %%>\nsleep %g\n", preStartSleep.Seconds()),
 		}

@@ -86,20 +86,30 @@ func TestRuntime(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The job laid out here, and the instance's plan written from the
-		// render container's environment, stand in for copy and render.
+		// render container's environment, stand in for copy and render; an
+		// init container marks the render step done for the pod's sandbox
+		// as render does (contract.Boot: its namespaces).
+		plan := filepath.Join(root, "plan")
 		for _, c := range pod.Spec.InitContainers {
 			for _, e := range c.Env {
 				if e.Name == contract.EnvInstance {
-					if err := contract.WriteInstance(bin, e.Value); err != nil {
+					if err := contract.WriteInstance(plan, e.Value); err != nil {
 						t.Fatal(err)
 					}
 				}
 			}
 		}
-		pod.Spec.InitContainers = nil
+		if err := os.Chmod(plan, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		pod.Spec.InitContainers = []corev1.Container{{Name: "render", Image: fixtures.Image(releaseURL, "lifecycle"),
+			Command:      []string{"/bin/sh", "-c", `printf '%s %s' "$(readlink /proc/self/ns/net)" "$(readlink /proc/self/ns/ipc)" > /plan/` + contract.Rendered + ".done"},
+			VolumeMounts: []corev1.VolumeMount{{Name: "render-plan", MountPath: "/plan"}}}}
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "render-plan", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: plan}}})
 		hostVolume(t, pod, inject.VolumeJobs, jobs)
 		hostVolume(t, pod, inject.VolumeSys, filepath.Join(root, "sys"))
 		hostVolume(t, pod, contract.BinVolume, bin)
+		hostVolume(t, pod, contract.PlanVolume, plan)
 		hostVolume(t, pod, inject.VolumeResolved, "")
 		if err := c.Client.Create(ctx, pod); err != nil {
 			t.Fatal(err)

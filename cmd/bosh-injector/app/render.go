@@ -1,7 +1,6 @@
 package app
 
 import (
-	"errors"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,37 +13,62 @@ import (
 func init() {
 	register(func(g *globalOptions) *cobra.Command {
 		var cfg rendering.Config
-		var terminationLog, launcherDir, instance string
+		var terminationLog, launcherDir, instance, planDir string
+		var hold bool
 		cmd := &cobra.Command{
 			Use:   "render",
-			Short: "Render the BOSH jobs of this pod's instance (the render init container)",
+			Short: "Render the BOSH jobs of this pod's instance (the render step of its setup)",
 			Long: `render takes the pod's instance from the environment the webhook sets
 (` + contract.EnvIndex + `, ` + contract.EnvPodIP + `, ` + contract.EnvNamespace + `), reads the mounted
-ig-resolved Secret and the jobs copied from the release images, and renders every
-template of every job into /var/vcap/jobs in one Ruby process. It then waits
-(--address-wait) for the instance's address to resolve to the pod's IP, as a VM's
-DNS record exists before its jobs start, and installs the launcher and the
-process containers' shared plan (--instance) in --install-launcher's directory.`,
+ig-resolved Secret and the release images' jobs, and renders every template of
+every job into /var/vcap/jobs in one Ruby process. It then waits (--address-wait)
+for the instance's address to resolve to the pod's IP, as a VM's DNS record exists
+before its jobs start, installs the launcher (--install-launcher) where the jobs are
+copied, writes the process containers' shared plan (--instance) in --plan-dir, and
+marks the render step done there for this pod's sandbox, which pre-start and the
+launchers wait for. With --hold (a container beside the processes) it marks the
+step done before the address wait, which then only logs how it went, and waits to
+be stopped; a restart in the same sandbox renders nothing again.`,
 			Args: cobra.NoArgs,
 			PreRunE: func(cmd *cobra.Command, _ []string) error {
 				return flagsFromEnv(cmd)
 			},
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				c, err := rendering.ConfigFromEnv(cfg)
-				if err == nil && instance != "" && launcherDir == "" {
-					err = errors.New("--instance is written next to the launcher: give --install-launcher too")
+				if hold && contract.Done(planDir, contract.Rendered) {
+					<-cmd.Context().Done()
+					return nil
 				}
+				done := func() error {
+					if launcherDir != "" {
+						if err := installLauncher(launcherDir); err != nil {
+							return err
+						}
+					}
+					if instance != "" {
+						if err := contract.WriteInstance(planDir, instance); err != nil {
+							return err
+						}
+					}
+					return contract.MarkDone(planDir, contract.Rendered)
+				}
+				c, err := rendering.ConfigFromEnv(cfg)
 				if err == nil {
 					c.Log, err = g.logger(cmd.ErrOrStderr())
+				}
+				if hold {
+					c.Rendered = done
 				}
 				if err == nil {
 					err = rendering.Run(cmd.Context(), c)
 				}
-				if err == nil && launcherDir != "" {
-					err = installLauncher(launcherDir, instance)
+				if err == nil && !hold {
+					err = done()
 				}
 				if err != nil {
 					return fail(cmd, terminationLog, err, 1)
+				}
+				if hold {
+					<-cmd.Context().Done()
 				}
 				return nil
 			},
@@ -55,7 +79,9 @@ process containers' shared plan (--instance) in --install-launcher's directory.`
 		f.StringVar(&cfg.VCAP, "vcap", "/var/vcap", "root of the BOSH directories")
 		f.DurationVar(&cfg.AddressWait, "address-wait", 30*time.Second, "how long to wait, after rendering, for the instance's address to resolve to the pod's IP (0: not at all); the jobs start either way")
 		f.StringVar(&launcherDir, "install-launcher", "", "copy this binary there, the process containers' launcher")
-		f.StringVar(&instance, "instance", "", "the process containers' shared plan (JSON), written next to the launcher")
+		f.StringVar(&instance, "instance", "", "the process containers' shared plan (JSON), written in --plan-dir")
+		f.StringVar(&planDir, "plan-dir", contract.PlanDir, "where the instance's plan and the setup steps' marks are")
+		f.BoolVar(&hold, "hold", false, "after rendering, wait to be stopped")
 		f.StringVar(&terminationLog, "termination-log", "/dev/termination-log", "file receiving the error list on failure")
 		return cmd
 	})

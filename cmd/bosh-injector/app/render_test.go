@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -34,29 +33,45 @@ func TestGatherNeedsItsInputs(t *testing.T) {
 	}
 }
 
-// render installs the process containers' shared plan next to the
-// launcher, where their launchers, hooks and probes load it.
-func TestInstallLauncherWritesThePlan(t *testing.T) {
+// render installs the launcher, for the process containers, where the
+// release jobs are copied.
+func TestInstallLauncher(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "bin")
-	instance := contract.Instance{Containers: []string{"web-server"}, DrainSeconds: 30}
-	if err := installLauncher(dir, instance.Encode()); err != nil {
+	if err := installLauncher(dir); err != nil {
 		t.Fatal(err)
 	}
 	if info, err := os.Stat(filepath.Join(dir, "bosh-injector")); err != nil || info.Mode().Perm() != 0o755 {
 		t.Fatalf("launcher: %v %v", info, err)
 	}
-	t.Setenv(contract.EnvPlan, contract.Plan{Job: "web", Process: "server", Container: "web-server"}.Encode())
-	p, err := contract.Load(dir)
-	if err != nil || !slices.Equal(p.Containers, instance.Containers) || p.DrainSeconds != 30 {
-		t.Fatalf("loaded %+v, %v", p, err)
-	}
+}
 
+// The pre-start step waits for render, runs the scripts, and marks its end
+// only when they all passed; the failure goes to the termination log.
+func TestPreStartStep(t *testing.T) {
+	vcap, plan := t.TempDir(), t.TempDir()
+	script := filepath.Join(vcap, "jobs", "web", "bin", contract.PreStart)
+	if err := os.MkdirAll(filepath.Dir(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho preparing\nexit ${FAIL:-0}\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := contract.MarkDone(plan, contract.Rendered); err != nil {
+		t.Fatal(err)
+	}
+	termLog := filepath.Join(t.TempDir(), "termination-log")
+	args := []string{contract.PreStart, "--vcap", vcap, "--plan-dir", plan, "--step", "pre-start-web", "--termination-log", termLog, "web"}
+	t.Setenv("FAIL", "3")
 	var out, errOut bytes.Buffer
-	t.Setenv("BOSH_INJECTOR_INSTANCE_INDEX", "0")
-	t.Setenv("POD_NAMESPACE", "ns")
-	t.Setenv(contract.EnvInstance, instance.Encode())
-	code := Main([]string{"render", "--termination-log", filepath.Join(t.TempDir(), "log")}, &out, &errOut)
-	if code != 1 || !strings.Contains(out.String(), "give --install-launcher too") {
-		t.Fatalf("render with a plan but nowhere to write it: exit %d: %s %s", code, out.String(), errOut.String())
+	if code := Main(args, &out, &errOut); code != 1 || contract.Done(plan, "pre-start-web") {
+		t.Fatalf("failing pre-start: exit %d, marked %v: %s %s", code, contract.Done(plan, "pre-start-web"), out.String(), errOut.String())
+	}
+	if msg, _ := os.ReadFile(termLog); !strings.Contains(string(msg), "Failed Jobs: web") || !strings.Contains(string(msg), "preparing") {
+		t.Errorf("termination log: %s", msg)
+	}
+	t.Setenv("FAIL", "0")
+	out.Reset()
+	if code := Main(args, &out, &errOut); code != 0 || !contract.Done(plan, "pre-start-web") || !strings.Contains(out.String(), "web: preparing") {
+		t.Fatalf("pre-start: exit %d, marked %v: %s %s", code, contract.Done(plan, "pre-start-web"), out.String(), errOut.String())
 	}
 }

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"time"
@@ -15,17 +16,17 @@ import (
 type runtimeOptions struct {
 	vcap     string
 	stateDir string
-	binDir   string
+	planDir  string
 }
 
 func (o *runtimeOptions) flags(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.vcap, "vcap", "/var/vcap", "root of the BOSH directories")
 	cmd.Flags().StringVar(&o.stateDir, "state-dir", contract.StateDir, "the instance's shared lifecycle state")
-	cmd.Flags().StringVar(&o.binDir, "bin-dir", contract.BinDir, "where render installed the launcher and the instance's plan")
+	cmd.Flags().StringVar(&o.planDir, "plan-dir", contract.PlanDir, "where render wrote the instance's plan and the setup steps mark their end")
 }
 
 func (o *runtimeOptions) instance(cmd *cobra.Command, g *globalOptions) (runtime.Instance, error) {
-	plan, err := contract.Load(o.binDir)
+	plan, err := contract.Load(o.planDir)
 	if err != nil {
 		return runtime.Instance{}, err
 	}
@@ -50,10 +51,19 @@ environment, working directory, limits and capabilities as vcap, its output in
 container's output; on SIGTERM it sends the BPM shutdown signal, waits as BPM does,
 then kills. The container hosting a job's scripts runs its post-start and post-stop.
 A process of a job without bpm.yml runs through its monit file's start and stop
-programs instead. The plan comes from ` + contract.EnvPlan + ` and the instance's ` + contract.InstanceFile + `,
-which the render init container writes next to the launcher.`,
+programs instead. It starts nothing before the instance's setup (render, the
+pre-start steps) ended, as monit starts nothing before the agent applied the jobs
+and ran their pre-start scripts. The plan comes from ` + contract.EnvPlan + ` and the
+instance's ` + contract.InstanceFile + `, which render writes in --plan-dir.`,
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
+				if err := contract.WaitSetup(cmd.Context(), o.planDir); err != nil {
+					if cmd.Context().Err() != nil {
+						// Stopped before it started: nothing to stop.
+						return nil
+					}
+					return fail(cmd, terminationLog, err, 1)
+				}
 				in, err := o.instance(cmd, g)
 				if err != nil {
 					return fail(cmd, terminationLog, err, 1)
@@ -88,26 +98,53 @@ which the render init container writes next to the launcher.`,
 
 	register(func(g *globalOptions) *cobra.Command {
 		var o runtimeOptions
-		var terminationLog string
+		var terminationLog, step string
+		var hold bool
 		cmd := &cobra.Command{
 			Use:   contract.PreStart + " JOB...",
-			Short: "Run the jobs' bin/pre-start scripts at once, as the agent does (the pre-start init container)",
-			Long: `pre-start runs /var/vcap/jobs/<job>/bin/pre-start of every job named, all at once,
-as root with the job's BPM default environment, and waits for all of them; output
-goes to /var/vcap/sys/log/<job>/pre-start.stdout.log and .stderr.log and, each line
-prefixed with its job, to the container's output. If any fails, the error names the
-failed jobs with their last output lines and goes to the termination log too.`,
+			Short: "Run the jobs' bin/pre-start scripts at once, as the agent does (a pre-start step of the instance's setup)",
+			Long: `pre-start waits for the render step, then runs /var/vcap/jobs/<job>/bin/pre-start of
+every job named, all at once, as root with the job's BPM default environment, and
+waits for all of them; output goes to /var/vcap/sys/log/<job>/pre-start.stdout.log
+and .stderr.log and, each line prefixed with its job, to the container's output. If
+any fails, the error names the failed jobs with their last output lines and goes to
+the termination log too. Once all passed it marks --step done in --plan-dir, which
+the launchers wait for. With --hold it then waits to be stopped (a container beside
+the processes), and a restart in the same sandbox runs nothing again.`,
 			Args: cobra.MinimumNArgs(1),
 			RunE: func(cmd *cobra.Command, jobs []string) error {
-				s := runtime.Scripts{VCAP: o.vcap, Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr()}
-				if err := s.PreStart(cmd.Context(), jobs); err != nil {
-					return fail(cmd, terminationLog, err, 1)
+				ctx := cmd.Context()
+				// The container's init: the scripts' background children
+				// are reaped here.
+				if stop, err := runtime.ReapOrphans(); err == nil {
+					defer stop()
+				}
+				if !hold || !contract.Done(o.planDir, step) {
+					if err := contract.WaitDone(ctx, o.planDir, contract.Rendered); err != nil {
+						if ctx.Err() != nil {
+							return nil
+						}
+						return fail(cmd, terminationLog, err, 1)
+					}
+					s := runtime.Scripts{VCAP: o.vcap, Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr()}
+					err := s.PreStart(ctx, jobs)
+					if err == nil {
+						err = contract.MarkDone(o.planDir, step)
+					}
+					if err != nil {
+						return fail(cmd, terminationLog, err, 1)
+					}
+				}
+				if hold {
+					<-ctx.Done()
 				}
 				return nil
 			},
 		}
 		o.flags(cmd)
 		cmd.Flags().StringVar(&terminationLog, "termination-log", "/dev/termination-log", "file receiving the error on failure")
+		cmd.Flags().StringVar(&step, "step", contract.PreStart, "the setup step this is, marked done in --plan-dir")
+		cmd.Flags().BoolVar(&hold, "hold", false, "after the scripts passed, wait to be stopped")
 		return cmd
 	})
 
@@ -132,16 +169,32 @@ failed jobs with their last output lines and goes to the termination log too.`,
 	register(func(g *globalOptions) *cobra.Command {
 		var o runtimeOptions
 		cmd := &cobra.Command{
-			Use:       "probe ready|alive",
-			Short:     "Readiness (process running, post-start done, dns/healthy) or liveness of this container",
+			Use:       "probe ready|alive|setup",
+			Short:     "Readiness (process running, post-start done, dns/healthy) or liveness of this container, or the end of the instance's setup",
 			Args:      cobra.MatchAll(cobra.ExactArgs(1), cobra.OnlyValidArgs),
-			ValidArgs: []string{"ready", "alive"},
+			ValidArgs: []string{"ready", "alive", "setup"},
 			RunE: func(cmd *cobra.Command, args []string) error {
-				in, err := o.instance(cmd, g)
-				if err == nil {
+				var err error
+				if args[0] == "setup" {
+					// The setup probe waits as long as the kubelet lets it
+					// (its timeout), so the end is seen at once.
+					ctx, cancel := context.WithTimeout(cmd.Context(), contract.SetupProbeTimeout*time.Second-5*time.Second)
+					defer cancel()
+					err = contract.WaitSetup(ctx, o.planDir)
+				} else {
+					var in runtime.Instance
 					if args[0] == "ready" {
+						// Before the setup ended the plan may not be there.
+						ctx, cancel := context.WithTimeout(cmd.Context(), setupReadyWait)
+						err = contract.WaitSetup(ctx, o.planDir)
+						cancel()
+					}
+					if err == nil {
+						in, err = o.instance(cmd, g)
+					}
+					if err == nil && args[0] == "ready" {
 						err = in.Ready(cmd.Context())
-					} else {
+					} else if err == nil {
 						err = in.Alive()
 					}
 				}
@@ -158,15 +211,13 @@ failed jobs with their last output lines and goes to the termination log too.`,
 	})
 }
 
-// installLauncher copies this binary to dir, for the process containers,
-// with the instance's plan (EnvInstance's value) when given: dir is
-// read-only there.
-func installLauncher(dir, instance string) error {
-	if instance != "" {
-		if err := contract.WriteInstance(dir, instance); err != nil {
-			return err
-		}
-	}
+// setupReadyWait is how long a readiness probe waits for the instance's
+// setup before it answers not ready.
+const setupReadyWait = 4 * time.Second
+
+// installLauncher copies this binary to dir, for the process containers:
+// dir is read-only there.
+func installLauncher(dir string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err

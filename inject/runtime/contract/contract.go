@@ -8,7 +8,6 @@ package contract
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,14 +15,26 @@ import (
 )
 
 const (
-	// BinVolume is the emptyDir the render init container copies the
-	// static bosh-injector binary and the instance's plan (InstanceFile)
-	// into; every process container mounts it read-only, so the job's own
-	// processes cannot change what the root launcher and hooks run.
+	// BinVolume holds the static bosh-injector binary, the launcher, at
+	// BinDir: an image volume of the operator image (its OperatorBinSubPath)
+	// where the node has image volumes, else an emptyDir the render init
+	// container copies the binary into. Every container mounts it
+	// read-only, so the job's own processes cannot change what the root
+	// launcher and hooks run.
 	BinVolume = "bosh-injector-bin"
 	// BinDir is where BinVolume is mounted and Binary the launcher in it.
 	BinDir = "/var/vcap/bosh-injector/bin"
 	Binary = BinDir + "/bosh-injector"
+	// OperatorBinSubPath is the operator image's directory holding the
+	// binary (the Dockerfile's), under the same name as in BinDir.
+	OperatorBinSubPath = "usr/local/bin"
+
+	// PlanVolume is the emptyDir, mounted at PlanDir, where render writes
+	// the instance's part of the plan (InstanceFile) and the setup steps
+	// (render, pre-start) mark their end; read-only in the process
+	// containers.
+	PlanVolume = "bosh-injector-plan"
+	PlanDir    = "/var/vcap/bosh-injector/plan"
 
 	// StateSubPath is the directory of the bosh-sys volume, mounted at
 	// StateDir in every process container, where launchers, hooks and
@@ -34,13 +45,13 @@ const (
 	// EnvPlan holds a process container's own part of its Plan (not its
 	// Instance); preStop hooks and exec probes inherit it.
 	EnvPlan = "BOSH_INJECTOR_RUNTIME"
-	// EnvInstance holds the JSON Instance on the render init container,
-	// which writes it as InstanceFile next to the launcher in BinDir (the
-	// render command's flag --instance, from the environment).
+	// EnvInstance holds the JSON Instance on the render container, which
+	// writes it as InstanceFile in PlanDir (the render command's flag
+	// --instance, from the environment).
 	EnvInstance  = "BOSH_INJECTOR_INSTANCE"
 	InstanceFile = "instance.json"
 
-	// The webhook sets these on the render init container: the instance's
+	// The webhook sets these on the render container: the instance's
 	// index, the pod's IP and namespace, and EnvResolvedDigest, the digest
 	// (secretdata.Digest) of the resolved Secret the webhook accepted for
 	// the pod, so a Secret replaced between admission and mount is refused,
@@ -95,12 +106,15 @@ type Plan struct {
 }
 
 // Instance is the part of the Plan common to an instance's process
-// containers. The render init container writes it into BinDir
-// (InstanceFile) from EnvInstance.
+// containers. The render container writes it into PlanDir (InstanceFile)
+// from EnvInstance.
 type Instance struct {
 	// Containers are every process container of the instance: post-start
 	// waits for all of them.
 	Containers []string `json:"containers"`
+	// PreStarts are the instance's pre-start steps (the containers running
+	// the jobs' bin/pre-start), which end before any process starts.
+	PreStarts []string `json:"pre_starts,omitempty"`
 	// Jobs are the instance's jobs with lifecycle scripts, in manifest
 	// order, each with the container that runs them.
 	Jobs []Job `json:"jobs,omitempty"`
@@ -145,7 +159,7 @@ func (in Instance) Encode() string {
 }
 
 // WriteInstance writes encoded, EnvInstance's value, as InstanceFile in dir
-// (BinDir), after checking it decodes; a reader sees the old file or the
+// (PlanDir), after checking it decodes; a reader sees the old file or the
 // new one.
 func WriteInstance(dir, encoded string) error {
 	var in Instance
@@ -163,7 +177,7 @@ func WriteInstance(dir, encoded string) error {
 }
 
 // Load reads this container's Plan from EnvPlan and the instance's part
-// from InstanceFile in dir (BinDir).
+// from InstanceFile in dir (PlanDir).
 func Load(dir string) (Plan, error) {
 	var p Plan
 	raw := os.Getenv(EnvPlan)
@@ -173,31 +187,25 @@ func Load(dir string) (Plan, error) {
 	if err := json.Unmarshal([]byte(raw), &p); err != nil {
 		return p, fmt.Errorf("%s: %w", EnvPlan, err)
 	}
+	in, err := loadInstance(dir)
+	p.Instance = in
+	return p, err
+}
+
+// loadInstance reads InstanceFile in dir.
+func loadInstance(dir string) (Instance, error) {
+	var in Instance
 	file := filepath.Join(dir, InstanceFile)
 	data, err := os.ReadFile(file)
-	if errors.Is(err, os.ErrNotExist) && legacy(raw) {
-		// A pod injected before the plan was split carries it whole in
-		// EnvPlan; its render wrote no file.
-		data, err = []byte(raw), nil
-	}
 	if err != nil {
-		return p, fmt.Errorf("reading the instance's plan, which the render init container writes: %w", err)
+		return in, fmt.Errorf("reading the instance's plan, which the render container writes: %w", err)
 	}
-	if err := json.Unmarshal(data, &p.Instance); err != nil {
-		return p, fmt.Errorf("%s: %w", file, err)
+	if err := json.Unmarshal(data, &in); err != nil {
+		return in, fmt.Errorf("%s: %w", file, err)
 	}
-	return p, nil
+	return in, nil
 }
 
-// legacy says whether raw, EnvPlan's value, holds the whole plan, with the
-// instance's containers.
-func legacy(raw string) bool {
-	var whole struct {
-		Containers json.RawMessage `json:"containers"`
-	}
-	return json.Unmarshal([]byte(raw), &whole) == nil && whole.Containers != nil
-}
-
-// PreStart is the script the pre-start init container runs for every job
-// that ships it (the launcher's command of that name).
+// PreStart is the script the pre-start step runs for every job that ships
+// it (the launcher's command of that name, and the step's container).
 const PreStart = "pre-start"

@@ -1,17 +1,19 @@
 package contract_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
 
 // A process container's plan is its own part, from EnvPlan, and the
-// instance's, which render wrote once next to the launcher.
+// instance's, which render wrote once in the plan directory.
 func TestLoadJoinsEnvAndInstanceFile(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "bin")
 	in := contract.Instance{Containers: []string{"web-server", `odd,"containers":[]`},
@@ -46,7 +48,7 @@ func TestLoadErrors(t *testing.T) {
 		t.Errorf("Load without %s: %v", contract.EnvPlan, err)
 	}
 	t.Setenv(contract.EnvPlan, contract.Plan{Job: "web"}.Encode())
-	if _, err := contract.Load(dir); err == nil || !strings.Contains(err.Error(), "render init container") {
+	if _, err := contract.Load(dir); err == nil || !strings.Contains(err.Error(), "render container") {
 		t.Errorf("Load without %s: %v", contract.InstanceFile, err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, contract.InstanceFile), []byte("[]"), 0o644); err != nil {
@@ -57,17 +59,46 @@ func TestLoadErrors(t *testing.T) {
 	}
 }
 
-// A pod injected before the plan was split has it whole in EnvPlan and no
-// file: a newer launcher still runs it.
-func TestLoadReadsAWholePlanFromEnv(t *testing.T) {
-	t.Setenv(contract.EnvPlan, `{"job":"web","process":"server","container":"web-server","containers":["web-server","web-other"],"jobs":[{"name":"web","scripts":["drain"],"host":"web-server"}],"drain_seconds":120}`)
-	got, err := contract.Load(t.TempDir())
-	if err != nil {
+// The setup's steps mark their end for the pod's sandbox: a waiter sees
+// render, then the pre-start steps the rendered instance names, and a mark
+// of another sandbox (a recreated pod sandbox) is not the end.
+func TestSetupSteps(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := contract.WaitSetup(ctx, dir); err == nil || !strings.Contains(err.Error(), "waiting for the render step") {
+		t.Fatalf("WaitSetup before render: %v", err)
+	}
+	if err := contract.WriteInstance(dir, contract.Instance{Containers: []string{"web-server"}, PreStarts: []string{"pre-start"}}.Encode()); err != nil {
 		t.Fatal(err)
 	}
-	want := contract.Plan{Job: "web", Process: "server", Container: "web-server", Instance: contract.Instance{Containers: []string{"web-server", "web-other"},
-		Jobs: []contract.Job{{Name: "web", Scripts: []string{contract.Drain}, Host: "web-server"}}, DrainSeconds: 120}}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("Load gave %+v, want %+v", got, want)
+	if err := contract.MarkDone(dir, contract.Rendered); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := contract.WaitSetup(ctx, dir); err == nil || !strings.Contains(err.Error(), "waiting for the pre-start step") {
+		t.Fatalf("WaitSetup before pre-start: %v", err)
+	}
+	// An earlier sandbox's mark.
+	if err := os.WriteFile(filepath.Join(dir, "pre-start.done"), []byte("net:[1] ipc:[2]"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if contract.Done(dir, "pre-start") {
+		t.Fatal("a mark of another sandbox counts")
+	}
+	done := make(chan error, 1)
+	go func() { done <- contract.WaitSetup(context.Background(), dir) }()
+	time.Sleep(50 * time.Millisecond)
+	if err := contract.MarkDone(dir, "pre-start"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("WaitSetup did not see pre-start end")
 	}
 }

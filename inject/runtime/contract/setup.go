@@ -1,0 +1,87 @@
+package contract
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// An instance's setup runs in steps before its processes start, as the
+// agent applies the jobs and runs their pre-start scripts before monit
+// starts anything: render (Rendered), then each pre-start step (named after
+// its container). A step marks its end in PlanDir with the pod's boot, so a
+// container restarted in the same sandbox finds the step done, while a
+// recreated sandbox (a rebooted VM, as the kubelet re-runs init containers
+// then) runs it again.
+
+// Rendered is the render step.
+const Rendered = "render"
+
+// SetupProbeTimeout is the setup probe's timeout, in seconds: the probe
+// waits a little less for the setup to end.
+const SetupProbeTimeout = 60
+
+// stepPoll is how often a waiter looks for a step's mark.
+const stepPoll = 20 * time.Millisecond
+
+// Boot identifies the pod's sandbox: the network and IPC namespaces every
+// container of a pod shares, and a new sandbox replaces.
+func Boot() string {
+	var ids []string
+	for _, ns := range []string{"net", "ipc"} {
+		id, err := os.Readlink("/proc/self/ns/" + ns)
+		if err != nil {
+			id = ns + ":?"
+		}
+		ids = append(ids, id)
+	}
+	return strings.Join(ids, " ")
+}
+
+// MarkDone records that step ended in this boot.
+func MarkDone(dir, step string) error {
+	tmp := filepath.Join(dir, "."+step+".done.tmp")
+	if err := os.WriteFile(tmp, []byte(Boot()), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, doneFile(dir, step))
+}
+
+// Done says whether step ended in this boot.
+func Done(dir, step string) bool {
+	data, err := os.ReadFile(doneFile(dir, step))
+	return err == nil && string(data) == Boot()
+}
+
+func doneFile(dir, step string) string { return filepath.Join(dir, step+".done") }
+
+// WaitDone waits until every step ended in this boot; when ctx ends first,
+// the error names the step still awaited.
+func WaitDone(ctx context.Context, dir string, steps ...string) error {
+	for _, step := range steps {
+		for !Done(dir, step) {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("waiting for the %s step of the instance's setup: %w", step, context.Cause(ctx))
+			case <-time.After(stepPoll):
+			}
+		}
+	}
+	return nil
+}
+
+// WaitSetup waits for the instance's whole setup: render, then the
+// pre-start steps the rendered instance names.
+func WaitSetup(ctx context.Context, dir string) error {
+	if err := WaitDone(ctx, dir, Rendered); err != nil {
+		return err
+	}
+	in, err := loadInstance(dir)
+	if err != nil {
+		return err
+	}
+	return WaitDone(ctx, dir, in.PreStarts...)
+}
