@@ -256,10 +256,10 @@ type Parts struct {
 	// containers: the kubelet starts them in order), process containers
 	// and volumes.
 	inits, setup, containers []corev1.Container
-	volumes                []corev1.Volume
-	initNames, volumeNames []string
-	gracePeriod            int64
-	hostPID                bool
+	volumes                  []corev1.Volume
+	initNames, volumeNames   []string
+	gracePeriod              int64
+	hostPID                  bool
 	// denials are the plan's, in the order Mutate meets them.
 	denials []partDenial
 }
