@@ -465,7 +465,7 @@ func renderContainer(plan Plan, instance contract.Instance, beside bool) corev1.
 		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: field}}}
 	}
 	c := corev1.Container{
-		Name:  "render",
+		Name:  RenderContainer,
 		Image: plan.Settings.OperatorImage,
 		Args:  []string{"render", "--plan-dir", contract.PlanDir},
 		Env: []corev1.EnvVar{
@@ -537,6 +537,15 @@ func planMount(readOnly bool) corev1.VolumeMount {
 func setupProbe() *corev1.Probe {
 	return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: launcher("probe", "setup")}},
 		PeriodSeconds: 30, TimeoutSeconds: contract.SetupProbeTimeout}
+}
+
+// RenderContainer is the name of the container rendering the jobs.
+const RenderContainer = "render"
+
+// SetupContainer says whether an injected container of that name runs a
+// step of the instance's setup (render, a pre-start), not a process.
+func SetupContainer(name string) bool {
+	return name == RenderContainer || name == contract.PreStart || strings.HasPrefix(name, contract.PreStart+"-")
 }
 
 // imageJobsSubPath is where a release image holds its jobs

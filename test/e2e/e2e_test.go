@@ -24,7 +24,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/ruby"
 	"github.com/bosh-injector/bosh-injector/gather/runner"
 	"github.com/bosh-injector/bosh-injector/inject"
-	"github.com/bosh-injector/bosh-injector/test/cluster"
+	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 )
@@ -128,10 +128,12 @@ func TestWalkthrough(t *testing.T) {
 		if err != nil || rerr != nil {
 			t.Fatalf("%v %v\n%s\ncontainers: %+v", err, rerr, logs, results)
 		}
-		// Its own address resolved to its IP, which render checks and
-		// logs (beside the processes it holds nothing up).
-		if i := slices.IndexFunc(results, func(r cluster.Container) bool { return r.Name == "render" }); i < 0 || !strings.Contains(results[i].Logs, rendering.AddressResolved) {
-			t.Errorf("render did not say %q: %+v", rendering.AddressResolved, results)
+		// Its own address resolves to its IP, which render checks and
+		// logs; beside the processes it holds nothing up, and a lookup
+		// made before the kubelet reported the pod's IP stays cached as
+		// missing for the cluster DNS's negative TTL.
+		if said, err := run.WaitForLog(ctx, inject.RenderContainer, rendering.AddressResolved, 30*time.Second); err != nil {
+			t.Errorf("render did not say %q: %v\n%s", rendering.AddressResolved, err, said)
 		}
 		for _, want := range []string{
 			"==> /var/vcap/jobs/storefront/config/storefront.yml <==",
@@ -172,6 +174,12 @@ func TestWalkthrough(t *testing.T) {
 		dbLogs, err := db.WaitForLog(ctx, "pgstore-pgstore", "/var/vcap/store/pgstore:", 2*time.Minute)
 		if _, rerr := w.Report(ctx, db); err != nil || rerr != nil {
 			t.Fatalf("%v %v\n%s", err, rerr, dbLogs)
+		}
+		// Its pre-start ran beside the process container, whose launcher
+		// started the process only after it ended.
+		preStart, started := logTimes(t, w, db.Key(), contract.PreStart, ""), logTimes(t, w, db.Key(), "pgstore-pgstore", `"msg":"started"`)
+		if len(preStart) == 0 || len(started) == 0 || !started[0].After(preStart[len(preStart)-1]) {
+			t.Errorf("pgstore started at %v, its pre-start wrote at %v", started, preStart)
 		}
 		for _, want := range []string{"port: 5432", "- name: shop\n  owner: storefront", "==> /var/vcap/store/pgstore: writable <=="} {
 			if !strings.Contains(dbLogs, want) {
@@ -228,4 +236,22 @@ func TestWalkthrough(t *testing.T) {
 			t.Errorf("versions after a failed gathering: %v, before: %v", status.Versions, before.Versions)
 		}
 	})
+}
+
+// logTimes are the times the kubelet gives the lines of a container's log
+// that contain text.
+func logTimes(t *testing.T, w *walkthrough.Walkthrough, pod client.ObjectKey, container, text string) []time.Time {
+	t.Helper()
+	data, err := w.Cluster.Clientset.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: container, Timestamps: true}).DoRaw(context.Background())
+	if err != nil {
+		t.Fatalf("logs of %s: %v", container, err)
+	}
+	var times []time.Time
+	for line := range strings.Lines(string(data)) {
+		stamp, rest, _ := strings.Cut(line, " ")
+		if at, err := time.Parse(time.RFC3339Nano, stamp); err == nil && strings.Contains(rest, text) {
+			times = append(times, at)
+		}
+	}
+	return times
 }

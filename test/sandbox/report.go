@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/test/cluster"
 )
 
@@ -139,12 +140,15 @@ func (s *Sandbox) describe(ctx context.Context, pod *corev1.Pod, r *instanceRepo
 	results, _ := cluster.Containers(pod)
 	r.Rendered = true
 	allEnded := true
+	setup := 0
 	for _, res := range results {
 		switch {
 		case res.Ran && res.ExitCode != 0:
 			what := "process"
 			if res.Init {
 				what, r.Rendered = "init container", false
+			} else if inject.SetupContainer(res.Name) {
+				what, r.Rendered = "setup container", false
 			}
 			r.Failure = fmt.Sprintf("%s %s exited %d", what, res.Name, res.ExitCode)
 			if res.Restarting {
@@ -165,6 +169,12 @@ func (s *Sandbox) describe(ctx context.Context, pod *corev1.Pod, r *instanceRepo
 			r.Rendered = false
 			return
 		case res.Init:
+		case inject.SetupContainer(res.Name):
+			// Beside the processes, a setup step is done once its
+			// container is ready (the last one's probe waits for the
+			// whole setup).
+			r.Rendered = r.Rendered && res.Running && res.Ready
+			setup++
 		case res.Running:
 			r.Running = append(r.Running, res.Name)
 			allEnded = false
@@ -175,7 +185,7 @@ func (s *Sandbox) describe(ctx context.Context, pod *corev1.Pod, r *instanceRepo
 		}
 	}
 	ready := !slices.ContainsFunc(results, func(c cluster.Container) bool { return c.Running && !c.Ready })
-	r.Settled = allEnded || ready && len(r.Running)+len(r.Ended) == len(pod.Spec.Containers)
+	r.Settled = allEnded || ready && len(r.Running)+len(r.Ended)+setup == len(pod.Spec.Containers)
 	if ports && len(r.Running) > 0 {
 		r.Ports, r.Address = map[string][]listener{}, pod.Status.PodIP
 		for _, st := range pod.Status.ContainerStatuses {
