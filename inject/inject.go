@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
@@ -348,7 +349,13 @@ func Build(plan Plan) *Parts {
 	}
 	if len(setup) > 0 {
 		// The pod is not ready before its setup ended.
-		setup[len(setup)-1].ReadinessProbe = setupProbe()
+		gate := &setup[len(setup)-1]
+		gate.ReadinessProbe = setupProbe()
+		if len(gate.Command) > 0 {
+			gate.Command = append(gate.Command, "--serve-setup")
+		} else {
+			gate.Args = append(gate.Args, "--serve-setup")
+		}
 	}
 	configs := info.ForIndex(plan.Instance.Index)
 	volumes = append(volumes, extraVolumes...)
@@ -528,14 +535,14 @@ func planMount(readOnly bool) corev1.VolumeMount {
 	return corev1.VolumeMount{Name: contract.PlanVolume, MountPath: contract.PlanDir, ReadOnly: readOnly}
 }
 
-// setupProbe holds the pod unready until its setup ended: the probe waits
-// for it, a minute at most, then tries again. A readiness probe, not a
-// startup probe: the kubelet runs it as soon as it sees the container
-// running rather than at its next period, and it never restarts the
-// container, as a VM's pre-start may take long; once the setup ended it
-// answers at once, every 30 s.
+// setupProbe holds the pod unready until its setup ended: the last setup
+// container answers it (runtime.ServeSetup), waiting for the end, a minute
+// at most, then saying what it waits for. A readiness probe, not a startup
+// probe: the kubelet asks as soon as it sees the container running rather
+// than at its next period, and never restarts the container, as a VM's
+// pre-start may take long.
 func setupProbe() *corev1.Probe {
-	return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: launcher("probe", "setup")}},
+	return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: contract.SetupPath, Port: intstr.FromInt32(contract.SetupPort)}},
 		PeriodSeconds: 30, TimeoutSeconds: contract.SetupProbeTimeout}
 }
 

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,7 +15,7 @@ func init() {
 	register(func(g *globalOptions) *cobra.Command {
 		var cfg rendering.Config
 		var terminationLog, launcherDir, instance, planDir string
-		var hold bool
+		var step setupStep
 		cmd := &cobra.Command{
 			Use:   "render",
 			Short: "Render the BOSH jobs of this pod's instance (the render step of its setup)",
@@ -34,43 +35,36 @@ be stopped; a restart in the same sandbox renders nothing again.`,
 				return flagsFromEnv(cmd)
 			},
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				if hold && contract.Done(planDir, contract.Rendered) {
-					<-cmd.Context().Done()
-					return nil
-				}
-				done := func() error {
-					if launcherDir != "" {
-						if err := installLauncher(launcherDir); err != nil {
-							return err
+				step.planDir, step.name, step.terminationLog = planDir, contract.Rendered, terminationLog
+				return step.run(cmd, func(ctx context.Context) error {
+					done := func() error {
+						if launcherDir != "" {
+							if err := installLauncher(launcherDir); err != nil {
+								return err
+							}
 						}
-					}
-					if instance != "" {
-						if err := contract.WriteInstance(planDir, instance); err != nil {
-							return err
+						if instance != "" {
+							if err := contract.WriteInstance(planDir, instance); err != nil {
+								return err
+							}
 						}
+						return contract.MarkDone(planDir, contract.Rendered)
 					}
-					return contract.MarkDone(planDir, contract.Rendered)
-				}
-				c, err := rendering.ConfigFromEnv(cfg)
-				if err == nil {
-					c.Log, err = g.logger(cmd.ErrOrStderr())
-				}
-				if hold {
-					c.Rendered = done
-				}
-				if err == nil {
-					err = rendering.Run(cmd.Context(), c)
-				}
-				if err == nil && !hold {
-					err = done()
-				}
-				if err != nil {
-					return fail(cmd, terminationLog, err, 1)
-				}
-				if hold {
-					<-cmd.Context().Done()
-				}
-				return nil
+					c, err := rendering.ConfigFromEnv(cfg)
+					if err != nil {
+						return err
+					}
+					if c.Log, err = g.logger(cmd.ErrOrStderr()); err != nil {
+						return err
+					}
+					if step.hold {
+						c.Rendered = done
+					}
+					if err := rendering.Run(ctx, c); err != nil || step.hold {
+						return err
+					}
+					return done()
+				})
 			},
 		}
 		f := cmd.Flags()
@@ -81,7 +75,7 @@ be stopped; a restart in the same sandbox renders nothing again.`,
 		f.StringVar(&launcherDir, "install-launcher", "", "copy this binary there, the process containers' launcher")
 		f.StringVar(&instance, "instance", "", "the process containers' shared plan (JSON), written in --plan-dir")
 		f.StringVar(&planDir, "plan-dir", contract.PlanDir, "where the instance's plan and the setup steps' marks are")
-		f.BoolVar(&hold, "hold", false, "after rendering, wait to be stopped")
+		step.flags(cmd)
 		f.StringVar(&terminationLog, "termination-log", "/dev/termination-log", "file receiving the error list on failure")
 		return cmd
 	})

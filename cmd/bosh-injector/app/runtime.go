@@ -98,8 +98,8 @@ instance's ` + contract.InstanceFile + `, which render writes in --plan-dir.`,
 
 	register(func(g *globalOptions) *cobra.Command {
 		var o runtimeOptions
-		var terminationLog, step string
-		var hold bool
+		var terminationLog string
+		var step setupStep
 		cmd := &cobra.Command{
 			Use:   contract.PreStart + " JOB...",
 			Short: "Run the jobs' bin/pre-start scripts at once, as the agent does (a pre-start step of the instance's setup)",
@@ -113,38 +113,28 @@ the launchers wait for. With --hold it then waits to be stopped (a container bes
 the processes), and a restart in the same sandbox runs nothing again.`,
 			Args: cobra.MinimumNArgs(1),
 			RunE: func(cmd *cobra.Command, jobs []string) error {
-				ctx := cmd.Context()
 				// The container's init: the scripts' background children
 				// are reaped here.
 				if stop, err := runtime.ReapOrphans(); err == nil {
 					defer stop()
 				}
-				if !hold || !contract.Done(o.planDir, step) {
+				step.planDir, step.terminationLog = o.planDir, terminationLog
+				return step.run(cmd, func(ctx context.Context) error {
 					if err := contract.WaitDone(ctx, o.planDir, contract.Rendered); err != nil {
-						if ctx.Err() != nil {
-							return nil
-						}
-						return fail(cmd, terminationLog, err, 1)
+						return err
 					}
 					s := runtime.Scripts{VCAP: o.vcap, Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr()}
-					err := s.PreStart(ctx, jobs)
-					if err == nil {
-						err = contract.MarkDone(o.planDir, step)
+					if err := s.PreStart(ctx, jobs); err != nil {
+						return err
 					}
-					if err != nil {
-						return fail(cmd, terminationLog, err, 1)
-					}
-				}
-				if hold {
-					<-ctx.Done()
-				}
-				return nil
+					return contract.MarkDone(o.planDir, step.name)
+				})
 			},
 		}
 		o.flags(cmd)
 		cmd.Flags().StringVar(&terminationLog, "termination-log", "/dev/termination-log", "file receiving the error on failure")
-		cmd.Flags().StringVar(&step, "step", contract.PreStart, "the setup step this is, marked done in --plan-dir")
-		cmd.Flags().BoolVar(&hold, "hold", false, "after the scripts passed, wait to be stopped")
+		cmd.Flags().StringVar(&step.name, "step", contract.PreStart, "the setup step this is, marked done in --plan-dir")
+		step.flags(cmd)
 		return cmd
 	})
 
@@ -169,34 +159,26 @@ the processes), and a restart in the same sandbox runs nothing again.`,
 	register(func(g *globalOptions) *cobra.Command {
 		var o runtimeOptions
 		cmd := &cobra.Command{
-			Use:       "probe ready|alive|setup",
-			Short:     "Readiness (process running, post-start done, dns/healthy) or liveness of this container, or the end of the instance's setup",
+			Use:       "probe ready|alive",
+			Short:     "Readiness (process running, post-start done, dns/healthy) or liveness of this container",
 			Args:      cobra.MatchAll(cobra.ExactArgs(1), cobra.OnlyValidArgs),
-			ValidArgs: []string{"ready", "alive", "setup"},
+			ValidArgs: []string{"ready", "alive"},
 			RunE: func(cmd *cobra.Command, args []string) error {
 				var err error
-				if args[0] == "setup" {
-					// The setup probe waits as long as the kubelet lets it
-					// (its timeout), so the end is seen at once.
-					ctx, cancel := context.WithTimeout(cmd.Context(), contract.SetupProbeTimeout*time.Second-5*time.Second)
-					defer cancel()
+				if args[0] == "ready" {
+					// Before the setup ended the plan may not be there.
+					ctx, cancel := context.WithTimeout(cmd.Context(), setupReadyWait)
 					err = contract.WaitSetup(ctx, o.planDir)
-				} else {
-					var in runtime.Instance
-					if args[0] == "ready" {
-						// Before the setup ended the plan may not be there.
-						ctx, cancel := context.WithTimeout(cmd.Context(), setupReadyWait)
-						err = contract.WaitSetup(ctx, o.planDir)
-						cancel()
-					}
-					if err == nil {
-						in, err = o.instance(cmd, g)
-					}
-					if err == nil && args[0] == "ready" {
-						err = in.Ready(cmd.Context())
-					} else if err == nil {
-						err = in.Alive()
-					}
+					cancel()
+				}
+				var in runtime.Instance
+				if err == nil {
+					in, err = o.instance(cmd, g)
+				}
+				if err == nil && args[0] == "ready" {
+					err = in.Ready(cmd.Context())
+				} else if err == nil {
+					err = in.Alive()
 				}
 				if err != nil {
 					// The kubelet shows a probe's output in its event.
@@ -209,6 +191,52 @@ the processes), and a restart in the same sandbox runs nothing again.`,
 		o.flags(cmd)
 		return cmd
 	})
+}
+
+// setupStep is a step of the instance's setup (render, a pre-start) as
+// its command runs it.
+type setupStep struct {
+	planDir, name, terminationLog string
+	// hold: the container runs beside the processes; it waits to be
+	// stopped once the step ended, and a restart in the same sandbox finds
+	// it done.
+	hold bool
+	// serve: the container answers the pod's readiness probe.
+	serve bool
+}
+
+func (s *setupStep) flags(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&s.hold, "hold", false, "once the step ended, wait to be stopped (a container beside the processes)")
+	cmd.Flags().BoolVar(&s.serve, "serve-setup", false, fmt.Sprintf("answer the pod's readiness probe at %s on port %d: ready once the whole setup ended", contract.SetupPath, contract.SetupPort))
+}
+
+// run runs work, unless a held step finds itself done in this sandbox
+// already, serving the setup probe meanwhile; stopped, it ends quietly.
+func (s *setupStep) run(cmd *cobra.Command, work func(context.Context) error) error {
+	ctx := cmd.Context()
+	served := make(chan error, 1)
+	if s.serve {
+		go func() { served <- runtime.ServeSetup(ctx, s.planDir) }()
+	}
+	if !s.hold || !contract.Done(s.planDir, s.name) {
+		if err := work(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fail(cmd, s.terminationLog, err, 1)
+		}
+	}
+	if !s.hold {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		if err != nil {
+			return fail(cmd, s.terminationLog, err, 1)
+		}
+	}
+	return nil
 }
 
 // setupReadyWait is how long a readiness probe waits for the instance's

@@ -20,9 +20,16 @@ import (
 // Rendered is the render step.
 const Rendered = "render"
 
-// SetupProbeTimeout is the setup probe's timeout, in seconds: the probe
-// waits a little less for the setup to end.
-const SetupProbeTimeout = 60
+// The last setup container answers the pod's readiness probe over HTTP,
+// at SetupPath on SetupPort of the pod's IP: monit's port on every BOSH
+// VM, which no job can use there. An HTTP probe costs the kubelet a request,
+// not a process started in the container; the answer waits for the setup,
+// a little less than SetupProbeTimeout seconds.
+const (
+	SetupPort         = 2822
+	SetupPath         = "/setup"
+	SetupProbeTimeout = 60
+)
 
 // stepPoll is how often a waiter looks for a step's mark.
 const stepPoll = 20 * time.Millisecond

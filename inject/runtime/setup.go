@@ -1,0 +1,51 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
+)
+
+// setupWait bounds how long an answer waits for the setup: less than the
+// probe's timeout, so the kubelet hears "not yet" rather than a timeout.
+const setupWait = contract.SetupProbeTimeout*time.Second - 5*time.Second
+
+// ServeSetup answers the pod's readiness probe at contract.SetupPath on
+// contract.SetupPort until ctx ends: 200 once the instance's setup in
+// planDir ended, else, after waiting for it, 503 with what it still waits
+// for.
+func ServeSetup(ctx context.Context, planDir string) error {
+	l, err := net.Listen("tcp", ":"+strconv.Itoa(contract.SetupPort))
+	if err != nil {
+		return fmt.Errorf("serving the setup probe: %w", err)
+	}
+	return serveSetup(ctx, l, planDir, setupWait)
+}
+
+func serveSetup(ctx context.Context, l net.Listener, planDir string, wait time.Duration) error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+contract.SetupPath, func(w http.ResponseWriter, r *http.Request) {
+		waitCtx, cancel := context.WithTimeout(r.Context(), wait)
+		defer cancel()
+		if err := contract.WaitSetup(waitCtx, planDir); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "the instance's setup ended")
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
