@@ -316,7 +316,7 @@ func Build(plan Plan) *Parts {
 		}
 		volumes = append(volumes, emptyDir(contract.BinVolume))
 	}
-	volumes = append(volumes, emptyDir(VolumeJobs), emptyDir(VolumeData), emptyDir(VolumeSys), emptyDir(contract.PlanVolume),
+	volumes = append(volumes, emptyDir(VolumeJobs), emptyDir(VolumeData), emptyDir(VolumeSys), emptyDir(contract.StateVolume), emptyDir(contract.PlanVolume),
 		corev1.Volume{Name: VolumeResolved, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: info.ResolvedSecret}}})
 
 	containers, extraVolumes, instance, denials := processContainers(plan, images)
@@ -324,39 +324,8 @@ func Build(plan Plan) *Parts {
 	if len(denials) > 0 && !denials[len(denials)-1].withoutStore {
 		return parts
 	}
-	// The setup runs beside the processes, whose launchers wait for it, so
-	// the kubelet starts every container at once rather than each init
-	// container after the previous one ended. Render needs the launcher
-	// installed first where it is copied; an errand group's pod runs to
-	// completion, which containers waiting beside it would hold up.
-	beside := !errandGroup(info)
-	renderBeside := beside && plan.Settings.ReleaseJobs == ReleaseJobsImage
-	preStarts := preStartContainers(info, images, plan.Settings, beside)
-	for _, c := range preStarts {
-		instance.PreStarts = append(instance.PreStarts, c.Name)
-	}
-	render := renderContainer(plan, instance, renderBeside)
-	var setup []corev1.Container
-	if renderBeside {
-		setup = append(setup, render)
-	} else {
-		inits = append(inits, render)
-	}
-	if beside {
-		setup = append(setup, preStarts...)
-	} else {
-		inits = append(inits, preStarts...)
-	}
-	if len(setup) > 0 {
-		// The pod is not ready before its setup ended.
-		gate := &setup[len(setup)-1]
-		gate.ReadinessProbe = setupProbe()
-		if len(gate.Command) > 0 {
-			gate.Command = append(gate.Command, "--serve-setup")
-		} else {
-			gate.Args = append(gate.Args, "--serve-setup")
-		}
-	}
+	setupInits, setup := setupContainers(plan, images, instance)
+	inits = append(inits, setupInits...)
 	configs := info.ForIndex(plan.Instance.Index)
 	volumes = append(volumes, extraVolumes...)
 	for _, j := range info.Jobs {
@@ -380,6 +349,44 @@ func Build(plan Plan) *Parts {
 	parts.gracePeriod = gracePeriod(plan)
 	parts.hostPID = hostPID(configs)
 	return parts
+}
+
+// setupContainers are the instance's setup steps, render then pre-start,
+// as init containers and as containers beside the processes.
+// The setup runs beside the processes, whose launchers wait for it, so the
+// kubelet starts every container at once rather than each init container
+// after the previous one ended. Render needs the launcher installed first
+// where it is copied; an errand group's pod runs to completion, which
+// containers waiting beside it would hold up.
+func setupContainers(plan Plan, images map[string]string, instance contract.Instance) (inits, beside []corev1.Container) {
+	besideProcesses := !errandGroup(plan.Info)
+	renderBeside := besideProcesses && plan.Settings.ReleaseJobs == ReleaseJobsImage
+	preStarts := preStartContainers(plan.Info, images, plan.Settings, besideProcesses)
+	for _, c := range preStarts {
+		instance.PreStarts = append(instance.PreStarts, c.Name)
+	}
+	render := renderContainer(plan, instance, renderBeside)
+	if renderBeside {
+		beside = append(beside, render)
+	} else {
+		inits = append(inits, render)
+	}
+	if besideProcesses {
+		beside = append(beside, preStarts...)
+	} else {
+		inits = append(inits, preStarts...)
+	}
+	if len(beside) > 0 {
+		// The pod is not ready before its setup ended.
+		gate := &beside[len(beside)-1]
+		gate.ReadinessProbe = setupProbe()
+		if len(gate.Command) > 0 {
+			gate.Command = append(gate.Command, "--serve-setup")
+		} else {
+			gate.Args = append(gate.Args, "--serve-setup")
+		}
+	}
+	return inits, beside
 }
 
 // Strip removes what an earlier injection added, restoring the user's

@@ -145,7 +145,7 @@ func launcherContainer(pr process, image string, settings Settings) corev1.Conta
 			{Name: VolumeJobs, MountPath: "/var/vcap/jobs/" + j.Name, SubPath: j.Name, ReadOnly: true},
 			{Name: VolumeSys, MountPath: "/var/vcap/sys/log/" + j.Name, SubPath: "log/" + j.Name},
 			{Name: VolumeSys, MountPath: "/var/vcap/sys/run/" + j.Name, SubPath: "run/" + j.Name},
-			{Name: VolumeSys, MountPath: contract.StateDir, SubPath: contract.StateSubPath},
+			{Name: contract.StateVolume, MountPath: contract.StateDir},
 			binMount(settings),
 			planMount(true),
 		},

@@ -36,11 +36,13 @@ const (
 	PlanVolume = "bosh-injector-plan"
 	PlanDir    = "/var/vcap/bosh-injector/plan"
 
-	// StateSubPath is the directory of the bosh-sys volume, mounted at
-	// StateDir in every process container, where launchers, hooks and
-	// probes of one instance meet: who runs, which scripts ran and how.
-	StateSubPath = "run/bosh-injector"
-	StateDir     = "/var/vcap/sys/run/bosh-injector"
+	// StateVolume is the emptyDir, mounted at StateDir in every process
+	// container, where launchers, hooks and probes of one instance meet:
+	// who runs, which scripts ran and how. A volume of its own, not a
+	// subPath of bosh-sys: the kubelet prepares every subPath mount of
+	// every container, one container after another, at pod start.
+	StateVolume = "bosh-injector-state"
+	StateDir    = "/var/vcap/sys/run/bosh-injector"
 
 	// EnvPlan holds a process container's own part of its Plan (not its
 	// Instance); preStop hooks and exec probes inherit it.
