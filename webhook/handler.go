@@ -79,6 +79,8 @@ type Handler struct {
 	decoded, verified sync.Map
 	// warned holds the UIDs of untrusted Secrets already reported.
 	warned sync.Map
+	// records decodes each version of a deployment's record once.
+	records trust.Records
 	// parts holds, by partsKey, an instance's injected parts and their
 	// JSON: the pods of an instance (a StatefulSet's pod recreated, a
 	// rollout's) get the same ones. partsSize is the containers and
@@ -272,7 +274,7 @@ func (h *Handler) skip(log logr.Logger, r inject.Reason) admission.Response {
 // wrote them; Secrets and records carry them sanitized.
 func (h *Handler) info(ctx context.Context, req admission.Request, pod *corev1.Pod, deployment, group string) (*bpm.Info, *trust.Version, error) {
 	namespace := req.Namespace
-	rec, err := trust.Read(ctx, h.Cache, h.OperatorNamespace, namespace, deployment)
+	rec, err := h.records.Read(ctx, h.Cache, h.OperatorNamespace, namespace, deployment)
 	if err != nil {
 		return nil, nil, err
 	}

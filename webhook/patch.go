@@ -87,8 +87,11 @@ type reuse struct {
 // volumes, by patch path and name: the same for every pod of the instance.
 type encodings struct{ m sync.Map }
 
+// encodingKey is an element's: its array's patch path and its name.
+type encodingKey struct{ path, name string }
+
 // of returns the encoding under key, encoding v first if none is there.
-func (e *encodings) of(key string, v any) ([]byte, error) {
+func (e *encodings) of(key encodingKey, v any) ([]byte, error) {
 	if data, ok := e.m.Load(key); ok {
 		return data.([]byte), nil
 	}
@@ -102,30 +105,59 @@ func (e *encodings) of(key string, v any) ([]byte, error) {
 // fields writes the ops for the changed fields of the structs before and
 // after at path, descending depth levels into non-empty structs.
 func (w *patchWriter) fields(path string, before, after reflect.Value, depth int) {
-	t := before.Type()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		b, a := before.Field(i), after.Field(i)
-		switch {
-		case name == "-" || !f.IsExported():
-			continue
-		case name == "" && f.Anonymous && a.Kind() == reflect.Struct:
-			// Inlined (TypeMeta): its fields are the parent's members.
-			w.fields(path, b, a, depth)
-			continue
-		case name == "":
-			name = f.Name
+	for _, f := range jsonFields(before.Type()) {
+		b, a := before.Field(f.index), after.Field(f.index)
+		if f.inline {
+			if a.Kind() == reflect.Struct {
+				// Inlined (TypeMeta): its fields are the parent's members.
+				w.fields(path, b, a, depth)
+				continue
+			}
 		}
 		switch {
 		// Compared through pointers: boxing a field's value would copy it.
 		case reflect.DeepEqual(b.Addr().Interface(), a.Addr().Interface()):
 		case depth > 0 && a.Kind() == reflect.Struct && !b.IsZero():
-			w.fields(path+"/"+name, b, a, depth-1)
+			w.fields(path+"/"+f.name, b, a, depth-1)
 		default:
-			w.add(path+"/"+name, a.Addr().Interface())
+			w.add(path+"/"+f.name, a.Addr().Interface())
 		}
 	}
+}
+
+// jsonField is a struct field as encoding/json names it.
+type jsonField struct {
+	index  int
+	name   string
+	inline bool
+}
+
+// fieldsOf holds each struct type's jsonFields: reading the tags is most
+// of a walk over fields that did not change.
+var fieldsOf sync.Map
+
+// jsonFields are t's exported fields that JSON encodes, with their names.
+func jsonFields(t reflect.Type) []jsonField {
+	if fs, ok := fieldsOf.Load(t); ok {
+		return fs.([]jsonField)
+	}
+	var fs []jsonField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-" || !f.IsExported():
+			continue
+		case name == "" && f.Anonymous:
+			fs = append(fs, jsonField{index: i, name: f.Name, inline: true})
+			continue
+		case name == "":
+			name = f.Name
+		}
+		fs = append(fs, jsonField{index: i, name: name})
+	}
+	fieldsOf.Store(t, fs)
+	return fs
 }
 
 // add writes an `add` operation of value at path.
@@ -176,7 +208,7 @@ func elements[T any](w *patchWriter, path string, elems []T, name func(*T) strin
 			w.buf.WriteByte(',')
 		}
 		if n := name(&elems[i]); slices.Contains(added, n) {
-			data, err := w.reuse.json.of(path+"/"+n, &elems[i])
+			data, err := w.reuse.json.of(encodingKey{path, n}, &elems[i])
 			if w.err == nil {
 				w.err = err
 			}

@@ -54,7 +54,7 @@ func generated(b *testing.B, dir string) []byte {
 		}
 	}
 	var m strings.Builder
-	m.WriteString("name: big\nreleases: [{name: gen, version: '1', image: localhost/gen:1}]\ninstance_groups:\n")
+	m.WriteString("name: big\nreleases: [{name: gen, version: '1', image: localhost/gen:1}]\n" + benchUpdate + "instance_groups:\n")
 	for g := range 20 {
 		fmt.Fprintf(&m, "- name: group%02d\n  azs: [z1, z2]\n  instances: 3\n  networks: [{name: default}]\n  jobs:\n", g)
 		for j := range 5 {
@@ -159,7 +159,7 @@ func scaled(b *testing.B, dir string, n int) []byte {
 	}
 	return fmt.Appendf(nil, `name: scale
 releases: [{name: gen, version: '1', image: localhost/gen:1}]
-instance_groups:
+`+benchUpdate+`instance_groups:
 - {name: db, azs: [z1, z2], instances: %d, networks: [{name: default}], jobs: [{name: db, release: gen}]}
 - {name: web, azs: [z1, z2], instances: %d, networks: [{name: default}], jobs: [{name: web, release: gen}, {name: client, release: gen}]}
 `, n, n)
@@ -240,3 +240,6 @@ func BenchmarkGatherInstances(b *testing.B) {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// benchUpdate is the update block a deployment manifest needs.
+const benchUpdate = "update: {canaries: 1, max_in_flight: 1, canary_watch_time: 1000, update_watch_time: 1000}\n"

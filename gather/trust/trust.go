@@ -18,6 +18,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -152,6 +153,14 @@ func (g Group) Pinned(resolved int) *Version {
 
 // Read returns the record of a deployment, nil when there is none.
 func Read(ctx context.Context, c client.Reader, trustNamespace, namespace, deployment string) (*Record, error) {
+	cm, err := get(ctx, c, trustNamespace, namespace, deployment)
+	if cm == nil || err != nil {
+		return nil, err
+	}
+	return decode(cm)
+}
+
+func get(ctx context.Context, c client.Reader, trustNamespace, namespace, deployment string) (*corev1.ConfigMap, error) {
 	var cm corev1.ConfigMap
 	err := c.Get(ctx, client.ObjectKey{Namespace: trustNamespace, Name: Name(namespace, deployment)}, &cm)
 	if apierrors.IsNotFound(err) {
@@ -160,11 +169,44 @@ func Read(ctx context.Context, c client.Reader, trustNamespace, namespace, deplo
 	if err != nil {
 		return nil, fmt.Errorf("reading the accepted versions of deployment '%s': %w", deployment, err)
 	}
+	return &cm, nil
+}
+
+func decode(cm *corev1.ConfigMap) (*Record, error) {
 	var rec Record
 	if err := json.Unmarshal([]byte(cm.Data[Key]), &rec); err != nil {
-		return nil, fmt.Errorf("record %s/%s: %w", trustNamespace, cm.Name, err)
+		return nil, fmt.Errorf("record %s/%s: %w", cm.Namespace, cm.Name, err)
 	}
 	return &rec, nil
+}
+
+// Records reads records as Read does, decoding each version of a record's
+// ConfigMap once: the webhook reads one at every admission. The records it
+// returns are shared: read-only.
+type Records struct{ m sync.Map }
+
+// recordVersion is a record decoded from a version of its ConfigMap.
+type recordVersion struct {
+	uid             types.UID
+	resourceVersion string
+	rec             *Record
+}
+
+// Read is the package's Read through the cache of decoded records.
+func (r *Records) Read(ctx context.Context, c client.Reader, trustNamespace, namespace, deployment string) (*Record, error) {
+	cm, err := get(ctx, c, trustNamespace, namespace, deployment)
+	if cm == nil || err != nil {
+		return nil, err
+	}
+	if v, ok := r.m.Load(cm.Name); ok && v.(recordVersion).uid == cm.UID && v.(recordVersion).resourceVersion == cm.ResourceVersion {
+		return v.(recordVersion).rec, nil
+	}
+	rec, err := decode(cm)
+	if err == nil {
+		// By name: a deployment has one entry, its record's latest.
+		r.m.Store(cm.Name, recordVersion{uid: cm.UID, resourceVersion: cm.ResourceVersion, rec: rec})
+	}
+	return rec, err
 }
 
 // Written is what a gathering left as each instance group's latest BPM

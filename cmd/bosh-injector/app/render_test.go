@@ -2,10 +2,14 @@ package app
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
@@ -73,5 +77,36 @@ func TestPreStartStep(t *testing.T) {
 	out.Reset()
 	if code := Main(args, &out, &errOut); code != 0 || !contract.Done(plan, "pre-start-web") || !strings.Contains(out.String(), "web: preparing") {
 		t.Fatalf("pre-start: exit %d, marked %v: %s %s", code, contract.Done(plan, "pre-start-web"), out.String(), errOut.String())
+	}
+}
+
+// A held setup step runs its work once per sandbox: restarted in the same
+// one, its container finds the step done and only waits to be stopped.
+func TestHeldStepRunsOncePerSandbox(t *testing.T) {
+	plan := t.TempDir()
+	step := setupStep{planDir: plan, name: "pre-start", hold: true}
+	ran := 0
+	work := func(context.Context) error {
+		ran++
+		return contract.MarkDone(plan, "pre-start")
+	}
+	for range 2 {
+		ctx, cancel := context.WithCancel(context.Background())
+		cmd := &cobra.Command{}
+		cmd.SetContext(ctx)
+		done := make(chan error, 1)
+		go func() { done <- step.run(cmd, work) }()
+		select {
+		case err := <-done:
+			t.Fatalf("a held step ended before it was stopped: %v", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ran != 1 {
+		t.Errorf("the step's work ran %d times, want once", ran)
 	}
 }
