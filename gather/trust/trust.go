@@ -162,7 +162,8 @@ func Read(ctx context.Context, c client.Reader, trustNamespace, namespace, deplo
 
 func get(ctx context.Context, c client.Reader, trustNamespace, namespace, deployment string) (*corev1.ConfigMap, error) {
 	var cm corev1.ConfigMap
-	err := c.Get(ctx, client.ObjectKey{Namespace: trustNamespace, Name: Name(namespace, deployment)}, &cm)
+	// Only read: a cache need not copy it.
+	err := c.Get(ctx, client.ObjectKey{Namespace: trustNamespace, Name: Name(namespace, deployment)}, &cm, client.UnsafeDisableDeepCopy)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
