@@ -107,12 +107,10 @@ func (e *encodings) of(key encodingKey, v any) ([]byte, error) {
 func (w *patchWriter) fields(path string, before, after reflect.Value, depth int) {
 	for _, f := range jsonFields(before.Type()) {
 		b, a := before.Field(f.index), after.Field(f.index)
-		if f.inline {
-			if a.Kind() == reflect.Struct {
-				// Inlined (TypeMeta): its fields are the parent's members.
-				w.fields(path, b, a, depth)
-				continue
-			}
+		if f.inline && a.Kind() == reflect.Struct {
+			// Inlined (TypeMeta): its fields are the parent's members.
+			w.fields(path, b, a, depth)
+			continue
 		}
 		switch {
 		// Compared through pointers: boxing a field's value would copy it.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -35,8 +36,9 @@ const (
 const stepPoll = 20 * time.Millisecond
 
 // Boot identifies the pod's sandbox: the network and IPC namespaces every
-// container of a pod shares, and a new sandbox replaces.
-func Boot() string {
+// container of a pod shares, and a new sandbox replaces. A process keeps
+// its namespaces, so it is read once; waiters ask at every poll.
+var Boot = sync.OnceValue(func() string {
 	var ids []string
 	for _, ns := range []string{"net", "ipc"} {
 		id, err := os.Readlink("/proc/self/ns/" + ns)
@@ -46,7 +48,7 @@ func Boot() string {
 		ids = append(ids, id)
 	}
 	return strings.Join(ids, " ")
-}
+})
 
 // MarkDone records that step ended in this boot.
 func MarkDone(dir, step string) error {
