@@ -8,7 +8,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/bosh-injector/bosh-injector/gather/errand"
+	"github.com/bosh-injector/bosh-injector/gather/client/errand"
 )
 
 func init() {

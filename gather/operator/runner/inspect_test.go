@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
-	"github.com/bosh-injector/bosh-injector/gather/runner"
+	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
 )
 
 // The deployments a manifest consumes shared links from are inputs of its
