@@ -327,12 +327,17 @@ func (b *builder) store(g *manifest.InstanceGroup) (*corev1.PersistentVolumeClai
 		b.warn("instance group '%s': the errand's persistent disk is not mapped: a Job has no volumeClaimTemplates", g.Name)
 		return nil, nil
 	}
+	// As the API server stores it (type, volume mode, phase): the list is
+	// atomic to kubectl apply, which would otherwise send it at every apply.
 	claim := &corev1.PersistentVolumeClaim{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
 		ObjectMeta: metav1.ObjectMeta{Name: VolumeStore},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+			VolumeMode:  ptr.To(corev1.PersistentVolumeFilesystem),
 		},
+		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending},
 	}
 	if diskType != "" {
 		class, ok := b.opts.StorageClasses[diskType]
