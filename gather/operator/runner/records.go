@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,12 +30,16 @@ func (r *Reconciler) forgetDeleted(ctx context.Context, namespace string) error 
 	if err := r.APIReader.List(ctx, &records, client.InNamespace(r.Config.TrustNamespace), sel); err != nil {
 		return fmt.Errorf("listing the records of accepted versions: %w", err)
 	}
+	// One record's error (a namespace the operator may not read) does not
+	// keep the others.
+	var errs []error
 	for i := range records.Items {
 		cm := &records.Items[i]
 		ns, deployment := cm.Labels[trust.LabelNamespace], cm.Annotations[names.AnnotationDeploymentName]
 		manifests, err := ManifestRequests(ctx, r.APIReader, ns, deployment)
 		if err != nil {
-			return err
+			errs = append(errs, fmt.Errorf("reading the manifest Secrets of deployment '%s' in namespace %s: %w", deployment, ns, err))
+			continue
 		}
 		if len(manifests) > 0 {
 			continue
@@ -43,12 +48,12 @@ func (r *Reconciler) forgetDeleted(ctx context.Context, namespace string) error 
 		switch {
 		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 		case err != nil:
-			return fmt.Errorf("deleting the record %s of deleted deployment '%s': %w", cm.Name, deployment, err)
+			errs = append(errs, fmt.Errorf("deleting the record %s of deleted deployment '%s': %w", cm.Name, deployment, err))
 		default:
 			r.Log.Info("deployment deleted: its record of accepted versions too", "namespace", ns, "deployment", deployment, "record", cm.Name)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // forgetDeletedAtStart runs forgetDeleted over every namespace once the
