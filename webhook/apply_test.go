@@ -66,7 +66,7 @@ var _ = Describe("kubectl apply of what `objects` prints", func() {
 		}
 
 		withBroken := []deployment.OpsFile{{Name: "missing-bus-password.yml", Data: broken}}
-		Expect(apply(withBroken...)).To(HaveLen(6))
+		Expect(apply(withBroken...)).To(HaveLen(7))
 		Expect(secretKeys()).To(Equal([]string{names.ManifestKey, objects.OpsKey(0, "missing-bus-password.yml")}))
 		Expect(apply(withBroken...)).To(unchanged)
 
