@@ -85,7 +85,7 @@ func TestREADME(t *testing.T) {
 	const harness = `set -euo pipefail
 make() {
 	case "$1" in
-	image) podman tag "$README_OPERATOR_IMAGE" "${2#IMAGE=}" ;;
+	image) podman tag "$README_OPERATOR_IMAGE" "${2#IMAGE=}" && echo "${2#IMAGE=}" >> tagged ;;
 	build) mkdir -p bin && ln -sf "$README_BINARY" bin/bosh-injector ;;
 	example-releases) command make -s -C "$README_ROOT" example-releases EXAMPLE_DIR="$PWD/example" ;;
 	*) echo "make $*: not a step of the README's cluster path" >&2; return 2 ;;
@@ -96,6 +96,15 @@ podman() {
 	command podman "$@"
 }
 `
+	// The tags `make image` added go again: podman's storage is the machine's.
+	t.Cleanup(func() {
+		tagged, _ := os.ReadFile(filepath.Join(dir, "tagged"))
+		for _, tag := range strings.Fields(string(tagged)) {
+			if out, err := fixtures.Podman(ctx, "untag", walkthrough.OperatorImage, tag).CombinedOutput(); err != nil {
+				t.Logf("podman untag %s: %v: %s", tag, err, out)
+			}
+		}
+	})
 	run := func(command string) string {
 		t.Helper()
 		start := time.Now()
