@@ -14,6 +14,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -96,6 +98,12 @@ podman() {
 	command podman "$@"
 }
 `
+	// Its instances stop; the cluster is shared with the tests after it.
+	t.Cleanup(func() {
+		if err := w.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: readmeNamespace}}); err != nil && !apierrors.IsNotFound(err) {
+			t.Logf("deleting namespace %s: %v", readmeNamespace, err)
+		}
+	})
 	// The tags `make image` added go again: podman's storage is the machine's.
 	t.Cleanup(func() {
 		tagged, _ := os.ReadFile(filepath.Join(dir, "tagged"))
