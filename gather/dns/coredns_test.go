@@ -66,7 +66,7 @@ func TestCoreDNS(t *testing.T) {
 	defer cluster.Stop()
 
 	d := shop(t)
-	recs, _, err := dns.Records(d, network, nil)
+	recs, _, _, err := dns.Records(d, network, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
