@@ -193,7 +193,7 @@ var monitCaps = capabilities(append(slices.Clone(launcherCaps), "NET_BIND_SERVIC
 
 // processContainer maps a BPM process onto a container started by the
 // launcher, which reads the rest of bpm.yml at run time.
-// Mounting the store volume is denied to a pod without it; a glob ends it.
+// Mounting the store volume is denied to a pod without it.
 func processContainer(group string, pr process, image string, settings Settings) (corev1.Container, []corev1.Volume, []partDenial) {
 	j, p := pr.job, pr.p
 	c := launcherContainer(pr, image, settings)
@@ -221,8 +221,17 @@ func processContainer(group string, pr process, image string, settings Settings)
 	}
 	if p.Unsafe != nil {
 		for _, v := range p.Unsafe.UnrestrictedVolumes {
-			if strings.ContainsAny(v.Path, "*?[") {
-				return c, nil, append(denials, partDenial{Denial: deny(ReasonUnrestrictedGlob, "job '%s' of instance group '%s', process '%s': unsafe.unrestricted_volumes path %s is a glob, which BPM expands on the VM; a pod's volumes are fixed at admission: list the paths", j.Name, group, p.Name, v.Path)})
+			// BPM mounts a glob's matches as they are at each start, and
+			// creates none: the pod volume holding them all (the jobs
+			// volume for route_registrar's /var/vcap/jobs/*/config/...)
+			// shows every match as the process looks. Gathering refuses
+			// globs over another directory (bpm.CheckPodVolumes).
+			if root, ok := bpm.GlobRoot(v.Path); ok {
+				v.Path = root
+				if m, ok := additionalMount(v); ok {
+					c.VolumeMounts = mergeMount(c.VolumeMounts, m)
+				}
+				continue
 			}
 			if m, ok := additionalMount(v); ok {
 				c.VolumeMounts = append(c.VolumeMounts, m)
@@ -253,6 +262,17 @@ func processContainer(group string, pr process, image string, settings Settings)
 		c.SecurityContext.AllowPrivilegeEscalation = nil
 	}
 	return c, volumes, denials
+}
+
+// mergeMount adds m to mounts unless a mount at its path is there already
+// (two globs under one directory), which then is writable if either is.
+func mergeMount(mounts []corev1.VolumeMount, m corev1.VolumeMount) []corev1.VolumeMount {
+	i := slices.IndexFunc(mounts, func(o corev1.VolumeMount) bool { return o.MountPath == m.MountPath })
+	if i < 0 {
+		return append(mounts, m)
+	}
+	mounts[i].ReadOnly = mounts[i].ReadOnly && m.ReadOnly
+	return mounts
 }
 
 // capabilities are BPM capability names (CAP_ prefix optional, any case)
