@@ -191,6 +191,14 @@ func monitContainer(pr process, image string, settings Settings) corev1.Containe
 // programs as root, which daemons use to listen on such ports.
 var monitCaps = capabilities(append(slices.Clone(launcherCaps), "NET_BIND_SERVICE"))
 
+// hookCaps are what the launcher's root gets for a BPM pre_start hook
+// beyond launcherCaps: BPM runs the hook as root on the VM, outside the
+// process's confinement (gorouter's hook runs setcap, which needs SETFCAP).
+// A pod gives the hook the capabilities a container runtime gives root by
+// default, not the VM's all (bpm.WarnHookCapabilities says so); the process
+// itself still gets only its BPM capabilities, ambient, as vcap.
+var hookCaps = []string{"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE", "NET_RAW", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"}
+
 // processContainer maps a BPM process onto a container started by the
 // launcher, which reads the rest of bpm.yml at run time.
 // Mounting the store volume is denied to a pod without it.
@@ -256,6 +264,9 @@ func processContainer(group string, pr process, image string, settings Settings)
 		return c, volumes, denials
 	}
 	caps := capabilities(append(slices.Clone(launcherCaps), p.Capabilities...))
+	if p.Hooks != nil && p.Hooks.PreStart != "" {
+		caps = capabilities(append(append(slices.Clone(launcherCaps), p.Capabilities...), hookCaps...))
+	}
 	c.SecurityContext = asUser(Hardened(caps), 0)
 	// Kubernetes refuses no_new_privs together with SYS_ADMIN.
 	if slices.Contains(caps, "SYS_ADMIN") {
