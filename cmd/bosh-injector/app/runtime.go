@@ -72,12 +72,6 @@ instance's ` + contract.InstanceFile + `, which render writes in --plan-dir.`,
 				if err != nil {
 					return fail(cmd, terminationLog, err, 1)
 				}
-				if err := awaitOwnAddress(cmd.Context(), o.planDir, in.Log, addressWait); err != nil {
-					if cmd.Context().Err() != nil {
-						return nil
-					}
-					return fail(cmd, terminationLog, err, 1)
-				}
 				// As the container's init, it reaps the orphans of the
 				// process tree; without the right it still runs the job.
 				if stop, err := runtime.ReapOrphans(); err != nil {
@@ -86,7 +80,8 @@ instance's ` + contract.InstanceFile + `, which render writes in --plan-dir.`,
 					defer stop()
 				}
 				l := runtime.Launcher{Plan: in.Plan, VCAP: o.vcap, State: in.State, Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr(), Log: in.Log,
-					StopTimeout: contract.BPMStopTimeout * time.Second, QuitGrace: contract.BPMQuitGrace * time.Second, PostStopWait: 10 * time.Second}
+					StopTimeout: contract.BPMStopTimeout * time.Second, QuitGrace: contract.BPMQuitGrace * time.Second, PostStopWait: 10 * time.Second,
+					BeforeStart: func(ctx context.Context) error { return awaitOwnAddress(ctx, o.planDir, in.Log, addressWait) }}
 				run := l.Run
 				if in.Plan.Monit {
 					run = l.RunMonit
