@@ -130,15 +130,15 @@ func TestCoreDNS(t *testing.T) {
 	// A name whose instance has no address yet (its pod has no IP) is not
 	// found; once the cluster DNS has the address, the name answers at
 	// once: the denial was not cached.
-	pending := bus[1].ID + ".bus.default.shop.bosh." + zone + "."
-	delete(ips, "shop-bus-1")
+	pending := "0.web.default.shop.bosh." + zone + "."
+	delete(ips, "shop-web-0")
 	if err := os.WriteFile(filepath.Join(clusterDir, "db.cluster.local"), clusterZone(t, ips, 2), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	awaitCluster := func(found bool) {
 		t.Helper()
 		for {
-			_, err := cluster.Resolver().LookupHost(ctx, "shop-bus-1.shop-ns.svc.cluster.local.")
+			_, err := cluster.Resolver().LookupHost(ctx, "shop-web-0.shop-ns.svc.cluster.local.")
 			if (err == nil) == found {
 				return
 			}
@@ -152,12 +152,12 @@ func TestCoreDNS(t *testing.T) {
 	if _, err := r.LookupHost(ctx, pending); !errors.As(err, &dnsErr) || !dnsErr.IsNotFound {
 		t.Errorf("an instance without address: got %v, want not found", err)
 	}
-	ips["shop-bus-1"] = []string{"10.1.0.11"}
+	ips["shop-web-0"] = []string{"10.1.0.30"}
 	if err := os.WriteFile(filepath.Join(clusterDir, "db.cluster.local"), clusterZone(t, ips, 3), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	awaitCluster(true)
-	if got, err := r.LookupHost(ctx, pending); err != nil || !slices.Equal(got, ips["shop-bus-1"]) {
+	if got, err := r.LookupHost(ctx, pending); err != nil || !slices.Equal(got, ips["shop-web-0"]) {
 		t.Errorf("an instance given its address: got %v, %v; the denial was cached", got, err)
 	}
 
