@@ -11,6 +11,7 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
 	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
+	"github.com/bosh-injector/bosh-injector/gather/rendering"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 )
@@ -58,7 +59,8 @@ func TestCFSlice(t *testing.T) {
 	if err != nil || rerr != nil {
 		t.Fatalf("%v %v\n%s\ncontainers: %+v", err, rerr, logs, results)
 	}
-	for _, want := range []string{"hook: uid 0 with CAP_SETFCAP", ".nats.default.cfslice.bosh (", "route from job registrar of nats"} {
+	t.Logf("listener:\n%s", logs)
+	for _, want := range []string{rendering.AddressResolved, "hook: uid 0 with CAP_SETFCAP", "listening on cfslice-nats-0.", "route from job registrar of nats"} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("listener's log lacks %q:\n%s", want, logs)
 		}
