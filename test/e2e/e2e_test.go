@@ -73,7 +73,7 @@ func startWalkthrough(tb testing.TB) (w *walkthrough.Walkthrough, releaseURL str
 		// The release images are pushed to the cluster's registry, which
 		// its node pulls them from.
 		shared.releaseURL = shared.w.Registry() + "/bosh-injector-fixtures"
-		shared.err = fixtures.BuildImages(ctx, walkthrough.BaseImage, shared.releaseURL, append(fixtures.Releases, "echo", "dns")...)
+		shared.err = fixtures.BuildImages(ctx, walkthrough.BaseImage, shared.releaseURL, append(fixtures.Releases, "echo", "dns", "cfslice")...)
 	})
 	tb.Cleanup(func() {
 		if tb.Failed() {
