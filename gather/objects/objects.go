@@ -226,8 +226,8 @@ func (b *builder) job(name string, t corev1.PodTemplateSpec, n int) client.Objec
 	}
 }
 
-// podTemplate is the labels and the one container the webhook completes, in
-// its job's release image. Process container names come from bpm.yml, which
+// podTemplate is the labels and the one container the webhook completes,
+// named after its job's release image. Process container names come from bpm.yml, which
 // the manifest does not hold, so the template marks the container a
 // placeholder: where no process has its name the webhook removes it, which
 // would otherwise run the image's own command beside the processes.
@@ -244,6 +244,12 @@ func (b *builder) podTemplate(g *manifest.InstanceGroup) (corev1.PodTemplateSpec
 	if err != nil {
 		return corev1.PodTemplateSpec{}, fmt.Errorf("instance group '%s', job '%s': %w", g.Name, c.Job, err)
 	}
+	// A container needs an image; the webhook replaces the placeholder's
+	// with the accepted release image. Without its digest the template
+	// stays the same when the release images are rebuilt, so applying the
+	// objects again does not roll every pod at once: the deploy rolls the
+	// new images out.
+	image, _, _ = strings.Cut(image, "@")
 	t := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{
 			Labels: map[string]string{
@@ -355,7 +361,7 @@ func (b *builder) store(g *manifest.InstanceGroup) (*corev1.PersistentVolumeClai
 // operator's deploy honours.
 var unhonoured = map[string]string{
 	"vm_strategy":                       "a StatefulSet replaces a pod in place",
-	"initial_deploy_az_update_strategy": "a first deploy creates every instance at once",
+	"initial_deploy_az_update_strategy": "a first deploy starts the AZs one after another, as an update does",
 }
 
 // warnUnhonoured warns of an update block's keys without an equivalent.

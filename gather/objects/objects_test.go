@@ -270,3 +270,19 @@ func TestTemplatesMarkThePlaceholder(t *testing.T) {
 		t.Errorf("placeholders %v, want %v", got, want)
 	}
 }
+
+// A release image pinned by digest (release-image's ops file) names the
+// template's container without the digest: rebuilt images change the
+// objects not at all, and the webhook runs the accepted image.
+func TestTemplatesNameTheReleaseImageWithoutDigest(t *testing.T) {
+	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	m := "name: cf\nreleases: [{name: nats, version: '56', image: 'registry.example/nats:jammy-56@" + digest + "'}]\n" + updateBlock +
+		"instance_groups:\n- {name: nats, instances: 1, jobs: [{name: nats, release: nats}]}\n"
+	res, err := objects.Build([]byte(m), nil, objects.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Objects[1].(*appsv1.StatefulSet).Spec.Template.Spec.Containers[0].Image; got != "registry.example/nats:jammy-56" {
+		t.Errorf("image %q, want registry.example/nats:jammy-56", got)
+	}
+}
