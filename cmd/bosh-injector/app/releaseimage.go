@@ -39,7 +39,7 @@ images is printed.`,
 				}
 				cfg.Log, cfg.Tarballs = log, args
 				if manifestPath != "" {
-					if cfg.Manifest, err = inputfile.Read("--manifest", manifestPath); err != nil {
+					if cfg.Manifest, err = inputfile.Read(cmd.Context(), "--manifest", manifestPath); err != nil {
 						return err
 					}
 				} else if len(args) == 0 {
