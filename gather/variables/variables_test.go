@@ -1,9 +1,11 @@
 package variables
 
 import (
+	"context"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -206,20 +208,35 @@ func TestUnknownTypeWithValue(t *testing.T) {
 	}
 }
 
+// TestFileSource: generated values reach the file at Save, in one write,
+// mode 0600 even over a 0644 store; 30000 passwords take well under a
+// second of writing.
 func TestFileSource(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "vars.yml")
-	s, err := OpenFile(path)
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenFile(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := Generate(defs(t, `[{name: b, type: password}, {name: a, type: password}]`), s, time.Now()); err != nil {
 		t.Fatal(err)
 	}
+	if data, _ := os.ReadFile(path); len(data) != 0 {
+		t.Fatalf("written before Save: %q", data)
+	}
+	if err := s.Save(); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := os.Stat(path); err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("store mode %v (%v), want 0600", info.Mode(), err)
+	}
 	data, _ := os.ReadFile(path)
 	if !regexp.MustCompile(`^b: [a-z0-9]{20}\na: [a-z0-9]{20}\n$`).Match(data) {
 		t.Fatalf("store %q", data)
 	}
-	again, err := OpenFile(path)
+	again, err := OpenFile(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,5 +244,29 @@ func TestFileSource(t *testing.T) {
 	v2, _, _ := again.Get("a")
 	if v1 != v2 {
 		t.Fatal("store does not read back")
+	}
+}
+
+func TestFileSourceManyPasswords(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "vars.yml")
+	s, err := OpenFile(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	b.WriteString("[")
+	for i := range 30000 {
+		fmt.Fprintf(&b, "{name: p%d, type: password},", i)
+	}
+	b.WriteString("]")
+	start := time.Now()
+	if err := Generate(defs(t, b.String()), s, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("30000 passwords took %v", took)
 	}
 }
