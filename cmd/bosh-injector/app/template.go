@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,11 +33,12 @@ type templateOptions struct {
 	index                                            int
 	network                                          instance.Network
 	render                                           renderOptions
+	secrets                                          *variables.Redactor
 }
 
 func init() {
-	register(func(*globalOptions) *cobra.Command {
-		o := &templateOptions{}
+	register(func(g *globalOptions) *cobra.Command {
+		o := &templateOptions{secrets: g.secrets}
 		cmd := &cobra.Command{
 			Use:   "template",
 			Short: "Render a whole deployment offline, as the director would",
@@ -48,7 +50,7 @@ it was.`,
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				if err := o.run(cmd); err != nil {
-					fmt.Fprintln(cmd.OutOrStdout(), err)
+					fmt.Fprintln(cmd.OutOrStdout(), o.secrets.Redact(err.Error()))
 					return exitError{code: 1}
 				}
 				return nil
@@ -72,24 +74,29 @@ it was.`,
 	})
 }
 
-func (o *templateOptions) run(cmd *cobra.Command) error {
+func (o *templateOptions) run(cmd *cobra.Command) (err error) {
 	if o.manifest == "" || o.output == "" {
 		return fmt.Errorf("--manifest and --output are required")
 	}
 	if err := o.checkFlags(cmd); err != nil {
 		return err
 	}
-	data, err := inputfile.Read("--manifest", o.manifest)
+	data, err := inputfile.Read(cmd.Context(), "--manifest", o.manifest)
 	if err != nil {
 		return err
 	}
-	ops, err := deployment.ReadOpsFiles(o.opsFiles)
+	ops, err := deployment.ReadOpsFiles(cmd.Context(), o.opsFiles)
 	if err != nil {
 		return err
 	}
-	vars, err := o.variables()
+	vars, store, err := o.variables(cmd.Context())
 	if err != nil {
 		return err
+	}
+	if store != nil {
+		// Generated values are kept even when the render fails: the next
+		// one renders the same.
+		defer func() { err = errors.Join(err, store.Save()) }()
 	}
 	specs, err := o.specSource()
 	if err != nil {
@@ -195,13 +202,9 @@ func (o *templateOptions) checkFlags(cmd *cobra.Command) error {
 	if _, err := netip.ParseAddr(o.ip); err != nil {
 		return fmt.Errorf("--ip %q: not an IP address", o.ip)
 	}
-	dirs := make([]string, len(o.releases))
-	for i, r := range o.releases {
-		_, dirs[i], _ = strings.Cut(r, "=")
-	}
 	return checkOutput(o.output, map[string][]string{
 		"--manifest": {o.manifest}, "--ops-file": o.opsFiles, "--vars-file": {o.varsFile},
-		"--vars-store": {o.varsStore}, "--release": dirs,
+		"--vars-store": {o.varsStore}, "--release": releaseDirs(o.releases),
 	})
 }
 
@@ -242,17 +245,19 @@ func (o *templateOptions) checkSelection(m *manifest.Manifest) error {
 	return nil
 }
 
-// variables layers --vars-file and --var over the vars store (or memory).
-func (o *templateOptions) variables() (variables.Source, error) {
+// variables layers --vars-file and --var over the vars store (or memory),
+// every value watched by o.secrets; store is the vars store to save, if
+// any.
+func (o *templateOptions) variables(ctx context.Context) (src variables.Source, store *variables.FileSource, err error) {
 	given := variables.NewMapSource(nil)
 	if o.varsFile != "" {
-		data, err := inputfile.Read("--vars-file", o.varsFile)
+		data, err := inputfile.Read(ctx, "--vars-file", o.varsFile)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		doc, err := yamlvalue.Parse(data)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", o.varsFile, err)
+			return nil, nil, fmt.Errorf("%s: %w", o.varsFile, err)
 		}
 		if m, ok := doc.(*yamlvalue.Map); ok {
 			for _, k := range m.Keys() {
@@ -260,25 +265,27 @@ func (o *templateOptions) variables() (variables.Source, error) {
 				_ = given.Put(k, v)
 			}
 		} else if doc != nil {
-			return nil, fmt.Errorf("%s: expected a hash of variables", o.varsFile)
+			return nil, nil, fmt.Errorf("%s: expected a hash of variables", o.varsFile)
 		}
 	}
 	for _, kv := range o.vars {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
-			return nil, fmt.Errorf("--var %q: expected NAME=VALUE", kv)
+			return nil, nil, fmt.Errorf("--var %q: expected NAME=VALUE", kv)
 		}
 		_ = given.Put(k, v)
 	}
-	var store variables.Source = variables.NewMapSource(nil)
+	// Given values are redacted even when unused: an error may quote the
+	// manifest text they were meant for.
+	o.secrets.Remember(given.Values())
+	var kept variables.Source = variables.NewMapSource(nil)
 	if o.varsStore != "" {
-		s, err := variables.OpenFile(o.varsStore)
-		if err != nil {
-			return nil, err
+		if store, err = variables.OpenFile(ctx, o.varsStore); err != nil {
+			return nil, nil, err
 		}
-		store = s
+		kept = store
 	}
-	return variables.Layered{Given: given, Store: store, Where: "--var, --vars-file or --vars-store"}, nil
+	return o.secrets.Watch(variables.Layered{Given: given, Store: kept, Where: "--var, --vars-file or --vars-store"}), store, nil
 }
 
 // specSource reads each --release from a source tree or a jobs directory;
