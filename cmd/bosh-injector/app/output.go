@@ -64,6 +64,15 @@ func checkOutput(output string, inputs map[string][]string) error {
 	return nil
 }
 
+// releaseDirs are the DIRs of --release NAME=DIR flags.
+func releaseDirs(releases []string) []string {
+	dirs := make([]string, len(releases))
+	for i, r := range releases {
+		_, dirs[i], _ = strings.Cut(r, "=")
+	}
+	return dirs
+}
+
 // resolve makes p absolute with symlinks resolved as far as it exists (a
 // vars store may not exist yet).
 func resolve(p string) (string, error) {
@@ -138,7 +147,7 @@ func fillRoot(dir string, fill func(dir string, root *os.Root) error) error {
 		return err
 	}
 	defer root.Close()
-	if err := root.WriteFile(renderMarker, []byte("rendered by bosh-injector template; the next render replaces this directory\n"), 0o640); err != nil {
+	if err := root.WriteFile(renderMarker, []byte("written by bosh-injector template or objects; the next run replaces this directory\n"), 0o640); err != nil {
 		return err
 	}
 	return fill(dir, root)
