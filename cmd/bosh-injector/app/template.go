@@ -199,6 +199,10 @@ func (o *templateOptions) checkFlags(cmd *cobra.Command) error {
 	if errs := validation.IsDNS1123Label(o.network.Namespace); len(errs) > 0 {
 		return fmt.Errorf("--namespace %q: not a valid namespace name: %s", o.network.Namespace, strings.Join(errs, "; "))
 	}
+	// The domain is part of every instance address templates render.
+	if errs := validation.IsDNS1123Subdomain(o.network.ClusterDomain); len(errs) > 0 {
+		return fmt.Errorf("--cluster-domain %q: not a valid DNS domain: %s", o.network.ClusterDomain, strings.Join(errs, "; "))
+	}
 	if _, err := netip.ParseAddr(o.ip); err != nil {
 		return fmt.Errorf("--ip %q: not an IP address", o.ip)
 	}
