@@ -270,3 +270,25 @@ func TestFileSourceManyPasswords(t *testing.T) {
 		t.Errorf("30000 passwords took %v", took)
 	}
 }
+
+// TestInterpolateBounded: 2000 references to a 1 MiB value in one string,
+// or 600 to a list of 200k items, are refused without building them.
+func TestInterpolateBounded(t *testing.T) {
+	items := make([]any, 200000)
+	for i := range items {
+		items[i] = "x"
+	}
+	src := NewMapSource(nil)
+	_ = src.Put("s", strings.Repeat("a", 1<<20))
+	_ = src.Put("l", items)
+	list := make([]any, 600)
+	for i := range list {
+		list[i] = "((l))"
+	}
+	for name, doc := range map[string]any{"s": strings.Repeat("((s))", 2000), "l": list} {
+		_, err := Interpolate(doc, src)
+		if err == nil || !strings.Contains(err.Error(), "'(("+name+"))'") || !strings.Contains(err.Error(), "128 MiB") {
+			t.Errorf("%s: error %v", name, err)
+		}
+	}
+}
