@@ -52,6 +52,11 @@ const drainWait = time.Second
 // machine. Ruby with context.rb's libraries maps under 100 MiB.
 const maxMemory = 1 << 30
 
+// maxBatchOutput bounds the output of all templates of a batch, which is
+// held until written: a deployment's renders are a few MiB to a few
+// hundred.
+const maxBatchOutput = 512 << 20
+
 // minimalEnv is all of the environment Ruby gets: nothing of the caller's
 // (tokens, proxies) reaches templates or their errors.
 var minimalEnv = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
@@ -223,6 +228,8 @@ type reader struct {
 	r     *bufio.Reader
 	jobs  []Job
 	limit int
+	// total is the output held so far, bounded by maxBatchOutput.
+	total int
 	out   [][]Output
 	// job and template are the template started last; pending says its
 	// result is still to come.
@@ -248,6 +255,9 @@ func (rd *reader) read() error {
 		case (tag == frameContent || tag == frameError) && rd.pending:
 			if n > uint64(rd.limit) {
 				return protocolError(fmt.Sprintf("its rendered output exceeds %s, the limit per template", size(rd.limit)))
+			}
+			if rd.total += int(n); rd.total > maxBatchOutput {
+				return protocolError(fmt.Sprintf("the rendered output of the batch exceeds %s, the limit of all templates together", size(maxBatchOutput)))
 			}
 			data := make([]byte, n)
 			if _, err := io.ReadFull(rd.r, data); err != nil {
