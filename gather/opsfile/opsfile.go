@@ -16,6 +16,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v2"
+
+	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
 )
 
 // Op is one operation of an ops file.
@@ -37,6 +39,9 @@ type definition struct {
 // {type, path, value}. Errors name the op index as the CLI does.
 func Parse(data []byte) ([]Op, error) {
 	var defs []definition
+	if err := yamlvalue.CheckValues(data); err != nil {
+		return nil, err
+	}
 	if err := yaml.Unmarshal(data, &defs); err != nil {
 		return nil, err
 	}

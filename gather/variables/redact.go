@@ -15,9 +15,11 @@ import (
 // group named `((c.private_key))` or a stemcell named after a vars-file
 // value is reported without the value.
 type Redactor struct {
-	mu       sync.Mutex
-	secrets  map[string]bool
-	replacer *strings.Replacer
+	mu      sync.Mutex
+	secrets map[string]bool
+	// sorted holds secrets longest first (nil when stale), so a value is
+	// replaced whole before its lines.
+	sorted []string
 }
 
 // Redacted stands for a value in redacted text.
@@ -67,7 +69,7 @@ func (r *Redactor) add(s string) {
 		if (i < 2 && len(f) >= minSecret) || len(f) >= minSecretLine {
 			if !r.secrets[f] {
 				r.secrets[f] = true
-				r.replacer = nil
+				r.sorted = nil
 			}
 		}
 	}
@@ -83,20 +85,20 @@ func (r *Redactor) Redact(s string) string {
 	if len(r.secrets) == 0 {
 		return s
 	}
-	if r.replacer == nil {
-		// Longest first, so a value is replaced whole before its lines.
-		secrets := make([]string, 0, len(r.secrets))
+	if r.sorted == nil {
 		for s := range r.secrets {
-			secrets = append(secrets, s)
+			r.sorted = append(r.sorted, s)
 		}
-		slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
-		pairs := make([]string, 0, 2*len(secrets))
-		for _, s := range secrets {
-			pairs = append(pairs, s, Redacted)
-		}
-		r.replacer = strings.NewReplacer(pairs...)
+		slices.SortFunc(r.sorted, func(a, b string) int { return len(b) - len(a) })
 	}
-	return r.replacer.Replace(s)
+	// Not a strings.Replacer: it preprocesses each value in quadratic
+	// time, and a value may be MiBs.
+	for _, secret := range r.sorted {
+		if len(secret) <= len(s) && strings.Contains(s, secret) {
+			s = strings.ReplaceAll(s, secret, Redacted)
+		}
+	}
+	return s
 }
 
 // Writer is w with every write redacted (a log line, an error).

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -289,6 +290,26 @@ func TestInterpolateBounded(t *testing.T) {
 		_, err := Interpolate(doc, src)
 		if err == nil || !strings.Contains(err.Error(), "'(("+name+"))'") || !strings.Contains(err.Error(), "128 MiB") {
 			t.Errorf("%s: error %v", name, err)
+		}
+	}
+}
+
+// TestRedact: a value, its quoted form and the lines of a multi-line value
+// are redacted from text; short values stay.
+func TestRedact(t *testing.T) {
+	var r Redactor
+	key := "-----BEGIN KEY-----\nMIIEowIBAAKCAQEAx1\n-----END KEY-----\n"
+	r.Remember(yamlvalue.NewMap())
+	src := r.Watch(NewMapSource(nil))
+	_ = src.Put("c", key)
+	r.Remember([]any{"z1", "a-long-password"})
+	for in, want := range map[string]string{
+		"name " + strconv.Quote(key):         `name "<redacted>"`,
+		"line MIIEowIBAAKCAQEAx1 of it":       "line <redacted> of it",
+		"az z1 and a-long-password, z1 again": "az z1 and <redacted>, z1 again",
+	} {
+		if got := r.Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

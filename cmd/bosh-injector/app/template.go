@@ -93,11 +93,22 @@ func (o *templateOptions) run(cmd *cobra.Command) (err error) {
 	if err != nil {
 		return err
 	}
-	if store != nil {
-		// Generated values are kept even when the render fails: the next
-		// one renders the same.
-		defer func() { err = errors.Join(err, store.Save()) }()
+	// Generated values are saved before the render is written, so no
+	// render holds a value the store lacks, and kept when a step fails,
+	// so the next run generates nothing again.
+	saved := false
+	save := func() error {
+		saved = true
+		if store == nil {
+			return nil
+		}
+		return store.Save()
 	}
+	defer func() {
+		if err != nil && !saved {
+			err = errors.Join(err, save())
+		}
+	}()
 	specs, err := o.specSource()
 	if err != nil {
 		return err
@@ -114,6 +125,9 @@ func (o *templateOptions) run(cmd *cobra.Command) (err error) {
 	}
 	d, err := deployment.Resolve(deployment.Input{Manifest: m, Specs: specs, Variables: vars, Network: o.network})
 	if err != nil {
+		return err
+	}
+	if err := save(); err != nil {
 		return err
 	}
 	renderer, err := o.render.offline(cmd.ErrOrStderr(), o.releases)
