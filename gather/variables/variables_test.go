@@ -304,7 +304,7 @@ func TestRedact(t *testing.T) {
 	_ = src.Put("c", key)
 	r.Remember([]any{"z1", "a-long-password"})
 	for in, want := range map[string]string{
-		"name " + strconv.Quote(key):         `name "<redacted>"`,
+		"name " + strconv.Quote(key):          `name "<redacted>"`,
 		"line MIIEowIBAAKCAQEAx1 of it":       "line <redacted> of it",
 		"az z1 and a-long-password, z1 again": "az z1 and <redacted>, z1 again",
 	} {

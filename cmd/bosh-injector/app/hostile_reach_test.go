@@ -154,12 +154,16 @@ var reachCases = []hostileCase{
 		want: []string{"manifest.yml", "value separators"}},
 	{name: "2000 references to a 1 MiB value in one string", args: hostileTemplate("--output", "../out", "--vars-file", "../vars.yml"), output: "out",
 		manifest: hostileBase + "tags: {x: \"" + strings.Repeat("((s))", 2000) + "\"}\n",
-		prepare:  func(t *testing.T, ws string) { writeFile(t, filepath.Join(ws, "vars.yml"), "s: "+strings.Repeat("a", 1<<20)+"\n") },
-		want:     []string{"'((s))'", "128 MiB"}},
+		prepare: func(t *testing.T, ws string) {
+			writeFile(t, filepath.Join(ws, "vars.yml"), "s: "+strings.Repeat("a", 1<<20)+"\n")
+		},
+		want: []string{"'((s))'", "128 MiB"}},
 	{name: "600 references to a list of 200k items", args: hostileTemplate("--output", "../out", "--vars-file", "../vars.yml"), output: "out",
 		manifest: hostileBase + "tags: {x: [" + strings.Repeat("((l)),", 600) + "]}\n",
-		prepare:  func(t *testing.T, ws string) { writeFile(t, filepath.Join(ws, "vars.yml"), "l:\n"+strings.Repeat("- x\n", 200000)) },
-		want:     []string{"'((l))'", "128 MiB"}},
+		prepare: func(t *testing.T, ws string) {
+			writeFile(t, filepath.Join(ws, "vars.yml"), "l:\n"+strings.Repeat("- x\n", 200000))
+		},
+		want: []string{"'((l))'", "128 MiB"}},
 	{name: "an ops path of 100k segments", args: hostileTemplate("--output", "../out", "--ops-file", "../ops.yml"), output: "out", manifest: hostileBase,
 		prepare: func(t *testing.T, ws string) {
 			writeFile(t, filepath.Join(ws, "ops.yml"), "- {type: replace, path: \""+strings.Repeat("/a?", 100000)+"\", value: 1}\n")
