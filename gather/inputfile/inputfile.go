@@ -47,12 +47,21 @@ func read(what, path string) ([]byte, error) {
 	} else if info.IsDir() {
 		return nil, fmt.Errorf("%s %s: is a directory, not a file", what, path)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxInputSize+1))
+	data, err := readBounded(f)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
+		return nil, fmt.Errorf("%s %s: %w", what, path, err)
+	}
+	return data, nil
+}
+
+// readBounded reads r to its end, failing past MaxInputSize bytes.
+func readBounded(r io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxInputSize+1))
+	if err != nil {
+		return nil, err
 	}
 	if len(data) > MaxInputSize {
-		return nil, fmt.Errorf("%s %s: larger than the %d MiB an input file may be", what, path, MaxInputSize>>20)
+		return nil, fmt.Errorf("larger than the %d MiB an input file may be", MaxInputSize>>20)
 	}
 	return data, nil
 }

@@ -2,7 +2,6 @@ package inputfile
 
 import (
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"syscall"
@@ -27,12 +26,9 @@ func ReadIn(root *os.Root, name string) ([]byte, error) {
 	if !info.Mode().IsRegular() {
 		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("not a regular file (%s)", info.Mode().Type())}
 	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxInputSize+1))
+	data, err := readBounded(f)
 	if err != nil {
-		return nil, err
-	}
-	if len(data) > MaxInputSize {
-		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("larger than the %d MiB a release file may be", MaxInputSize>>20)}
+		return nil, &fs.PathError{Op: "read", Path: name, Err: err}
 	}
 	return data, nil
 }
