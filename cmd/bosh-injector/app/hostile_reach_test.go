@@ -138,6 +138,8 @@ var reachCases = []hostileCase{
 	{name: "objects: output is a link", args: hostileObjects("--output", "../out"), manifest: hostileBase,
 		prepare: func(t *testing.T, ws string) { symlink(t, filepath.Join(ws, "rel"), filepath.Join(ws, "out")) },
 		want:    []string{"--output ../out", "symbolic link"}},
+	{name: "release-image: OCI layout is /etc", args: append(releaseImageArgs("../a.tgz"), "--oci-layout", "/etc"),
+		want: []string{"--oci-layout /etc", "not empty", "not a previous OCI image layout"}},
 	// Variable values never in errors.
 	{name: "group named after a generated key", args: hostileTemplate("--output", "../out", "--vars-store", "../store/creds.yml"), output: "store",
 		manifest: replace("name: web", "name: ((c.private_key))") + "variables:\n- {name: c, type: rsa}\n",

@@ -20,23 +20,8 @@ const renderMarker = ".bosh-injector-template"
 // directory, and must not hold any input (flag to paths), such as the vars
 // store a render extends.
 func checkOutput(output string, inputs map[string][]string) error {
-	info, err := os.Lstat(output)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return fmt.Errorf("--output %s: %w", output, err)
-	case info.Mode()&fs.ModeSymlink != 0:
-		return fmt.Errorf("--output %s: is a symbolic link; give the directory it points to, or a new one", output)
-	case !info.IsDir():
-		return fmt.Errorf("--output %s: exists and is not a directory", output)
-	default:
-		entries, err := os.ReadDir(output)
-		if err != nil {
-			return fmt.Errorf("--output %s: %w", output, err)
-		}
-		if _, err := os.Lstat(filepath.Join(output, renderMarker)); len(entries) > 0 && err != nil {
-			return fmt.Errorf("--output %s: the directory is not empty and is not a previous render of template (it has no %s): give a new or empty directory, nothing in it is replaced", output, renderMarker)
-		}
+	if err := checkOutputDir("--output", output, renderMarker, "render of template or objects"); err != nil {
+		return err
 	}
 	out, err := resolve(output)
 	if err != nil {
@@ -71,6 +56,32 @@ func releaseDirs(releases []string) []string {
 		_, dirs[i], _ = strings.Cut(r, "=")
 	}
 	return dirs
+}
+
+// checkOutputDir fails, naming flag, unless output is missing, an empty
+// directory or one holding marker (a previous output, what): never a
+// symbolic link, a file, or a directory of the user's or the system's
+// (/, /etc).
+func checkOutputDir(flag, output, marker, what string) error {
+	info, err := os.Lstat(output)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("%s %s: %w", flag, output, err)
+	case info.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("%s %s: is a symbolic link; give the directory it points to, or a new one", flag, output)
+	case !info.IsDir():
+		return fmt.Errorf("%s %s: exists and is not a directory", flag, output)
+	default:
+		entries, err := os.ReadDir(output)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", flag, output, err)
+		}
+		if _, err := os.Lstat(filepath.Join(output, marker)); len(entries) > 0 && err != nil {
+			return fmt.Errorf("%s %s: the directory is not empty and is not a previous %s (it has no %s): give a new or empty directory, nothing in it is replaced", flag, output, what, marker)
+		}
+	}
+	return nil
 }
 
 // resolve makes p absolute with symlinks resolved as far as it exists (a
