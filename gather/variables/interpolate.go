@@ -5,6 +5,7 @@
 package variables
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"regexp"
@@ -200,10 +201,21 @@ func (in *interpolator) str(s string) any {
 		}
 		return yamlvalue.Clone(v)
 	}
+	// The string's growth is spent before it is built.
+	size, first := 0, ""
+	for _, m := range placeholder.FindAllStringSubmatch(s, -1) {
+		if _, ok := in.fetch(m[1]); ok {
+			size += in.cache[strings.TrimPrefix(m[1], "!")].size
+			first = cmp.Or(first, m[1])
+		}
+	}
+	if size > 0 && !in.spend(first, size) {
+		return s
+	}
 	return placeholder.ReplaceAllStringFunc(s, func(ph string) string {
 		name := placeholder.FindStringSubmatch(ph)[1]
 		v, ok := in.fetch(name)
-		if !ok || !in.spend(name, in.cache[strings.TrimPrefix(name, "!")].size) {
+		if !ok {
 			return ph
 		}
 		switch t := v.(type) {
