@@ -123,6 +123,13 @@ var reachCases = []hostileCase{
 	{name: "template allocates 4 GB", args: hostileTemplate("--output", "../out"), output: "out", manifest: evilManifest,
 		prepare: func(t *testing.T, ws string) { evilJob(t, ws, "<%= 'a' * 4e9 %>") },
 		want:    []string{"Error filling in template 'x.erb' (line (unknown): failed to allocate memory)"}},
+	{name: "template renders a bpm.yml of 20M values", args: hostileTemplate("--output", "../out"), output: "out", manifest: evilManifest,
+		prepare: func(t *testing.T, ws string) {
+			evilJob(t, ws, "")
+			writeFile(t, filepath.Join(ws, "rel", "jobs", "evil", "spec"), "name: evil\ntemplates: {x.erb: config/bpm.yml}\n")
+			writeFile(t, filepath.Join(ws, "rel", "jobs", "evil", "templates", "x.erb"), `<%= "[" + "1," * 20_000_000 + "1]" %>`)
+		},
+		want: []string{"evil", "value separators"}},
 	// Output writers.
 	{name: "objects: output holds a link out", args: hostileObjects("--output", "../out"), output: "out", manifest: hostileBase,
 		prepare: func(t *testing.T, ws string) {
