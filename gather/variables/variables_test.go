@@ -313,3 +313,23 @@ func TestRedact(t *testing.T) {
 		}
 	}
 }
+
+// TestFileSourceTooLarge: a store that could not be read back is not
+// written; the previous one stays.
+func TestFileSourceTooLarge(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "vars.yml")
+	if err := os.WriteFile(path, []byte("a: b\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenFile(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Put("big", strings.Repeat("x", 17<<20))
+	if err := s.Save(); err == nil || !strings.Contains(err.Error(), "can be read back") {
+		t.Errorf("error %v", err)
+	}
+	if data, _ := os.ReadFile(path); string(data) != "a: b\n" {
+		t.Errorf("store now %d bytes", len(data))
+	}
+}
