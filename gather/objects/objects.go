@@ -291,7 +291,9 @@ func (b *builder) resources(g *manifest.InstanceGroup) (*corev1.ResourceRequirem
 			return nil, fmt.Errorf("instance_groups.%s.vm_resources.%s: %w", g.Name, f.key, err)
 		}
 		if ok {
-			req[f.name] = resource.MustParse(strconv.Itoa(n) + f.unit)
+			if req[f.name], err = vmQuantity(n, f.unit); err != nil {
+				return nil, fmt.Errorf("instance_groups.%s.vm_resources.%s: %w", g.Name, f.key, err)
+			}
 		}
 	}
 	if vm.Has("ephemeral_disk_size") {

@@ -83,7 +83,7 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 
 	var releases []*Release
 	for i, t := range cfg.Tarballs {
-		r, err := openIn(t, filepath.Join(work, "releases", fmt.Sprint(i)))
+		r, err := openIn(ctx, t, filepath.Join(work, "releases", fmt.Sprint(i)))
 		if err != nil {
 			return nil, err
 		}
@@ -103,7 +103,7 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 			return nil, fmt.Errorf("--manifest: %w", err)
 		}
 		for i, mr := range m.Releases {
-			r, err := forManifest(mr, releases, filepath.Join(work, "releases", fmt.Sprint("url-", i)))
+			r, err := forManifest(ctx, mr, releases, filepath.Join(work, "releases", fmt.Sprint("url-", i)))
 			if err != nil {
 				return nil, err
 			}
@@ -228,16 +228,16 @@ func uniqueReleases(releases []*Release) error {
 	return nil
 }
 
-func openIn(path, work string) (*Release, error) {
+func openIn(ctx context.Context, path, work string) (*Release, error) {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return nil, err
 	}
-	return Open(path, work)
+	return Open(ctx, path, work)
 }
 
 // forManifest finds the tarball of manifest release mr: one given whose
 // release.MF has its name, else its url when that is a local file.
-func forManifest(mr manifest.Release, given []*Release, work string) (*Release, error) {
+func forManifest(ctx context.Context, mr manifest.Release, given []*Release, work string) (*Release, error) {
 	for _, r := range given {
 		if r.Manifest.Name != mr.Name {
 			continue
@@ -248,7 +248,7 @@ func forManifest(mr manifest.Release, given []*Release, work string) (*Release, 
 		return r, nil
 	}
 	if path := localPath(mr.URL); path != "" {
-		r, err := openIn(path, work)
+		r, err := openIn(ctx, path, work)
 		if err != nil {
 			return nil, err
 		}

@@ -196,7 +196,7 @@ func (s *Sandbox) up(ctx context.Context) error {
 // run-errand` once the deployment is up, as one runs `bosh run-errand`
 // after `bosh deploy` succeeded, and prints their output and exit status.
 func (s *Sandbox) runErrands(ctx context.Context, name string, ops []string, reports []instanceReport) error {
-	files, err := deployment.ReadOpsFiles(ops)
+	files, err := deployment.ReadOpsFiles(ctx, ops)
 	if err != nil {
 		return err
 	}

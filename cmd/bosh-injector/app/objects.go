@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -27,11 +26,12 @@ type objectsOptions struct {
 	storageClasses, sizes []string
 	opts                  objects.Options
 	render                renderOptions
+	secrets               *variables.Redactor
 }
 
 func init() {
-	register(func(*globalOptions) *cobra.Command {
-		o := &objectsOptions{}
+	register(func(g *globalOptions) *cobra.Command {
+		o := &objectsOptions{secrets: g.secrets}
 		cmd := &cobra.Command{
 			Use:   "objects",
 			Short: "Print the Kubernetes objects that run a deployment",
@@ -62,11 +62,11 @@ func (o *objectsOptions) run(cmd *cobra.Command) error {
 	if o.manifest == "" {
 		return fmt.Errorf("--manifest is required")
 	}
-	data, err := inputfile.Read("--manifest", o.manifest)
+	data, err := inputfile.Read(cmd.Context(), "--manifest", o.manifest)
 	if err != nil {
 		return err
 	}
-	ops, err := deployment.ReadOpsFiles(o.opsFiles)
+	ops, err := deployment.ReadOpsFiles(cmd.Context(), o.opsFiles)
 	if err != nil {
 		return err
 	}
@@ -91,6 +91,11 @@ func (o *objectsOptions) run(cmd *cobra.Command) error {
 	if err := o.checkNames(); err != nil {
 		return err
 	}
+	if o.output != "" {
+		if err := checkOutput(o.output, map[string][]string{"--manifest": {o.manifest}, "--ops-file": o.opsFiles, "--release": releaseDirs(o.releases)}); err != nil {
+			return err
+		}
+	}
 	if len(o.releases) > 0 {
 		if o.opts.Containers, err = o.containers(cmd, data, ops); err != nil {
 			return err
@@ -111,17 +116,21 @@ func (o *objectsOptions) run(cmd *cobra.Command) error {
 		_, err = cmd.OutOrStdout().Write(out)
 		return err
 	}
-	if err := os.MkdirAll(o.output, 0o755); err != nil {
-		return err
-	}
-	for _, obj := range res.Objects {
-		out, err := objects.Encode(obj)
-		if err != nil {
-			return err
+	err = writeAtomically(o.output, func(_ string, root *os.Root) error {
+		for _, obj := range res.Objects {
+			out, err := objects.Encode(obj)
+			if err != nil {
+				return err
+			}
+			// The manifest Secret is as private as a render.
+			if err := root.WriteFile(objects.FileName(obj), out, 0o640); err != nil {
+				return err
+			}
 		}
-		if err := os.WriteFile(filepath.Join(o.output, objects.FileName(obj)), out, 0o644); err != nil {
-			return err
-		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("--output %s: %w", o.output, err)
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d objects to %s\n", len(res.Objects), o.output)
 	return nil
@@ -151,7 +160,7 @@ func (o *objectsOptions) containers(cmd *cobra.Command, data []byte, ops []deplo
 	if err != nil {
 		return nil, err
 	}
-	vars := variables.NewMapSource(nil)
+	vars := o.secrets.Watch(variables.NewMapSource(nil))
 	m, err := deployment.Load(data, ops, vars, time.Now())
 	if err != nil {
 		return nil, err

@@ -38,8 +38,14 @@ images is printed.`,
 					return err
 				}
 				cfg.Log, cfg.Tarballs = log, args
+				if cfg.OCILayout != "" {
+					// The layout is extended, so an existing one is fine.
+					if err := checkOutputDir("--oci-layout", cfg.OCILayout, "oci-layout", "OCI image layout"); err != nil {
+						return err
+					}
+				}
 				if manifestPath != "" {
-					if cfg.Manifest, err = inputfile.Read("--manifest", manifestPath); err != nil {
+					if cfg.Manifest, err = inputfile.Read(cmd.Context(), "--manifest", manifestPath); err != nil {
 						return err
 					}
 				} else if len(args) == 0 {
