@@ -47,7 +47,7 @@ func TestObjects(t *testing.T) {
 	for _, e := range entries {
 		files = append(files, e.Name())
 	}
-	want := []string{"job-shop-smoke-tests-z1.yaml", "secret-shop-manifest.yaml", "statefulset-shop-bus-z1.yaml", "statefulset-shop-bus-z2.yaml",
+	want := []string{"job-shop-smoke-tests-z1.yaml", "poddisruptionbudget-shop-bus.yaml", "poddisruptionbudget-shop-db.yaml", "poddisruptionbudget-shop-web.yaml", "secret-shop-manifest.yaml", "statefulset-shop-bus-z1.yaml", "statefulset-shop-bus-z2.yaml",
 		"statefulset-shop-db-z1.yaml", "statefulset-shop-web-z1.yaml", "statefulset-shop-web-z2.yaml"}
 	if !slices.Equal(files, want) {
 		t.Errorf("files %v, want %v", files, want)
@@ -63,6 +63,7 @@ func TestObjectsFlagErrors(t *testing.T) {
 		{nil, "--manifest is required"},
 		{[]string{"--manifest", shop, "--storage-class-map", "fast"}, `--storage-class-map "fast": expected TYPE=CLASS`},
 		{[]string{"--manifest", shop, "--disk-size", "fast=lots"}, "--disk-size fast=lots: quantities must match"},
+		{[]string{"--manifest", shop, "--az-zone", "z1"}, `--az-zone "z1": expected AZ=ZONE`},
 	} {
 		code, _, errOut := run(append([]string{"objects"}, c.args...)...)
 		if code != 1 || !strings.Contains(errOut, c.want) {
