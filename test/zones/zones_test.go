@@ -204,8 +204,10 @@ func TestZones(t *testing.T) {
 			}
 		}
 		slices.Sort(evicted)
-		if len(evicted) != 2 {
-			t.Fatalf("%s holds %v, want two instances", z1, evicted)
+		// Two at least (a deploy's update may have moved more there):
+		// the budget lets one go at a time.
+		if len(evicted) < 2 {
+			t.Fatalf("%s holds %v, want two instances or more", z1, evicted)
 		}
 		logs := drainLogs(ctx, t, w, tr, evicted)
 		tr.expect(6)
@@ -250,7 +252,7 @@ func TestZones(t *testing.T) {
 		}
 	})
 
-	step("a lost node: its instance comes back on the other z1 node after the out-of-service taint", func(t *testing.T) {
+	step("a lost node: cck recreates its instance on the other z1 node", func(t *testing.T) {
 		// One instance moved onto the z1 node to lose.
 		kubectl(t, "cordon", first)
 		lost := "zones-lc-z1-1"
@@ -277,9 +279,16 @@ func TestZones(t *testing.T) {
 		if err != nil || len(events.Items) == 0 {
 			t.Errorf("no NodeNotReady Event for %s: %v", lost, err)
 		}
-		// The documented recovery: the node is out of service, its pods
-		// are deleted and the StatefulSet makes them again elsewhere.
-		kubectl(t, "taint", "node", z1, "node.kubernetes.io/out-of-service=nodeshutdown:NoExecute")
+		// The documented recovery, as `bosh cck`: the lost instances
+		// listed, then recreated elsewhere.
+		for _, args := range [][]string{nil, {"--recreate"}} {
+			var out bytes.Buffer
+			code := app.Main(append([]string{"cck", "zones", "-n", ns, "--kubeconfig", w.Kubeconfig}, args...), &out, &out)
+			t.Logf("cck %v: exit %d\n%s", args, code, out.String())
+			if code != 0 || !strings.Contains(out.String(), "lc/"+before.Labels[names.LabelInstanceIndex]+" (pod "+lost+") on node "+z1+": its node is not Ready") {
+				t.Fatalf("cck %v did not name %s", args, lost)
+			}
+		}
 		pods := tr.waitFor(t, 3*time.Minute, lost+" Ready on "+first, func(pods map[string]*corev1.Pod) bool {
 			p := pods[lost]
 			return p != nil && ready(p) && p.Spec.NodeName == first && p.UID != before.UID
