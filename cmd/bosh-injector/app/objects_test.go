@@ -117,3 +117,17 @@ func TestObjectsNamesContainersFromBPM(t *testing.T) {
 		t.Error("output names the container storefront-storefront or web-check-web-check")
 	}
 }
+
+// TestObjectsZones: --az-zone renames an AZ's zone, --no-zone-affinity
+// requires none.
+func TestObjectsZones(t *testing.T) {
+	shop := filepath.Join(fixtures, "deployments", "shop.yml")
+	code, out, errOut := run("objects", "--manifest", shop, "--az-zone", "z2=eu-west-1b")
+	if code != 0 || !strings.Contains(out, "- eu-west-1b\n") || strings.Contains(out, "- z2\n") || !strings.Contains(out, "- z1\n") {
+		t.Errorf("--az-zone: exit %d, %s\n%s", code, errOut, out)
+	}
+	code, out, errOut = run("objects", "--manifest", shop, "--no-zone-affinity")
+	if code != 0 || strings.Contains(out, "topology.kubernetes.io/zone") || !strings.Contains(out, "kind: PodDisruptionBudget") {
+		t.Errorf("--no-zone-affinity: exit %d, %s\n%s", code, errOut, out)
+	}
+}
