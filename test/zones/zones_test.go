@@ -98,6 +98,11 @@ func TestZones(t *testing.T) {
 	}
 	first, z1, z2 := w.Cluster.Nodes[0].Name, w.Cluster.Nodes[1].Name, w.Cluster.Nodes[2].Name
 	t.Logf("cluster of 3 nodes up in %s", time.Since(began).Round(time.Second))
+	for line := range strings.Lines(said.String()) {
+		if strings.Contains(line, "Ready (kubelet") {
+			t.Log(strings.TrimSpace(line))
+		}
+	}
 	watchCtx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
 	tr := track(watchCtx, t, cs, ns, names.LabelDeployment+"=zones,"+names.LabelInstanceGroup+"="+group)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/bosh-injector/bosh-injector/gather/client/cck"
 )
@@ -26,11 +27,19 @@ node-local volume cannot follow: the instance waits for its node.
 It runs with your kubeconfig's credentials.`,
 			Args: cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				cluster, ns, err := errandCluster(kubeconfig, namespace)
+				ns, err := kubeNamespace(kubeconfig, namespace)
 				if err != nil {
 					return err
 				}
-				lost, err := cck.Of(cmd.Context(), cluster.Kube, ns, args[0])
+				cfg, err := restConfig(kubeconfig)
+				if err != nil {
+					return err
+				}
+				kube, err := kubernetes.NewForConfig(cfg)
+				if err != nil {
+					return err
+				}
+				lost, err := cck.Of(cmd.Context(), kube, ns, args[0])
 				if err != nil {
 					return err
 				}
@@ -46,7 +55,7 @@ It runs with your kubeconfig's credentials.`,
 					fmt.Fprintln(out, "run again with --recreate to recreate them on nodes that run")
 					return nil
 				}
-				if err := cck.Recreate(cmd.Context(), cluster.Kube, ns, lost); err != nil {
+				if err := cck.Recreate(cmd.Context(), kube, ns, lost); err != nil {
 					return err
 				}
 				fmt.Fprintf(out, "recreating %d instances: their StatefulSets make them again\n", len(lost))

@@ -81,7 +81,9 @@ func Find(pods []corev1.Pod, nodes []corev1.Node) []Lost {
 // Of lists a deployment's pods in namespace ns and the cluster's nodes and
 // returns Find of them.
 func Of(ctx context.Context, kube kubernetes.Interface, ns, deployment string) ([]Lost, error) {
-	pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: names.LabelDeployment + "=" + names.LabelValue(deployment)})
+	// Its instances, not its gathering Jobs' pods.
+	selector := names.LabelDeployment + "=" + names.LabelValue(deployment) + "," + names.LabelInstanceGroup
+	pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return nil, fmt.Errorf("listing deployment %s's pods in namespace %s: %w", deployment, ns, err)
 	}
