@@ -186,7 +186,7 @@ $(STATICCHECK):
 	GOBIN=$(@D) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 .PHONY: e2e
-e2e: deps testbin image ## The end-to-end tests: injected pods on a local cluster of one real node
+e2e: deps testbin image ## The end-to-end tests: injected pods on a local cluster of three real nodes
 	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) test $(GO_TEST_FLAGS) -v ./test/e2e
 
 # The walkthrough runs on a local cluster of one real node (test/cluster);

@@ -1,11 +1,4 @@
-// Package zones_test runs a deployment of two AZs on a local cluster of
-// three real nodes in two zones (test/cluster: z1 on two nodes, z2 on one),
-// with the objects `bosh-injector objects` prints: each AZ in its zone and
-// spread over its nodes, a node drained as a director's maintenance (at
-// most max_in_flight instances stopped, each running its drain), a lost
-// node recovered, the group scaled as a director scales it. One cluster
-// for every step, started once.
-package zones_test
+package e2e_test
 
 import (
 	"bytes"
@@ -36,18 +29,18 @@ import (
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 )
 
+// The zones test's deployment, namespace and group; the lifecycled job's
+// process container and where its scripts (drain among them) write.
 const (
-	ns    = "zones"
-	group = "lc"
-	// container is the lifecycled job's process container, lifecycleLog
-	// where its scripts (drain among them) write.
-	container    = "lifecycled-lifecycled"
-	lifecycleLog = "/var/vcap/sys/log/lifecycled/lifecycle.log"
+	zonesNS        = "zones"
+	zonesGroup     = "lc"
+	zonesContainer = "lifecycled-lifecycled"
+	lifecycleLog   = "/var/vcap/sys/log/lifecycled/lifecycle.log"
 )
 
-// manifest is a group of the lifecycle fixture job (pre-stop, a dynamic
+// zonesManifest is a group of the lifecycle fixture job (pre-stop, a dynamic
 // drain, post-stop) over two AZs, updated one instance at a time.
-func manifest(releaseURL string, instances int) []byte {
+func zonesManifest(releaseURL string, instances int) []byte {
 	return fmt.Appendf(nil, `name: zones
 releases:
 - {name: lifecycle, version: %q, url: %s}
@@ -61,43 +54,29 @@ instance_groups:
   networks: [{name: default}]
   jobs:
   - {name: lifecycled, release: lifecycle}
-`, fixtures.Version, releaseURL, fixtures.StemcellOS, fixtures.StemcellVersion, group, instances)
+`, fixtures.Version, releaseURL, fixtures.StemcellOS, fixtures.StemcellVersion, zonesGroup, instances)
 }
 
 // directorAZ is the AZ a director places index i of a fresh group in over
 // z1 and z2: the AZ with fewer instances, the lesser name on a tie.
 func directorAZ(i int) string { return []string{"z1", "z2"}[i%2] }
 
+// TestZones runs a deployment of two AZs on the shared cluster's three
+// real nodes in two zones (z1 on two, z2 on one), with the objects
+// `bosh-injector objects` prints: each AZ in its zone and spread over its
+// nodes, scaled as a director scales, a node drained as a director's
+// maintenance (at most max_in_flight instances stopped, each running its
+// drain), a lost node recovered with cck. It loses a node for good: it
+// runs last.
 func TestZones(t *testing.T) {
 	ctx := context.Background()
+	w, releaseURL, said := startWalkthrough(t)
 	began := time.Now()
-	var said fixtures.SyncBuffer
-	w, err := walkthrough.Start(ctx, walkthrough.Options{Out: &said, Dir: t.TempDir(), Nodes: 3, Zones: []string{"z1", "z1", "z2"}})
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("narration:\n%s", said.String())
-			if w.Cluster != nil {
-				w.Cluster.Logs(os.Stderr, 40)
-				t.Logf("operator logs:\n%s", w.OperatorLogs(ctx))
-			}
-		}
-		if err := w.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	releaseURL := w.Registry() + "/bosh-injector-fixtures"
-	if err := fixtures.BuildImages(ctx, walkthrough.BaseImage, releaseURL, "lifecycle"); err != nil {
-		t.Fatal(err)
-	}
 	cs, err := kubernetes.NewForConfig(w.Cluster.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
 	first, z1, z2 := w.Cluster.Nodes[0].Name, w.Cluster.Nodes[1].Name, w.Cluster.Nodes[2].Name
-	t.Logf("cluster of 3 nodes up in %s", time.Since(began).Round(time.Second))
 	for line := range strings.Lines(said.String()) {
 		if strings.Contains(line, "Ready (kubelet") {
 			t.Log(strings.TrimSpace(line))
@@ -105,7 +84,7 @@ func TestZones(t *testing.T) {
 	}
 	watchCtx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
-	tr := track(watchCtx, t, cs, ns, names.LabelDeployment+"=zones,"+names.LabelInstanceGroup+"="+group)
+	tr := track(watchCtx, cs, zonesNS, names.LabelDeployment+"=zones,"+names.LabelInstanceGroup+"="+zonesGroup)
 
 	kubectl := func(t *testing.T, args ...string) string {
 		t.Helper()
@@ -120,26 +99,26 @@ func TestZones(t *testing.T) {
 	// every instance Ready with the index and AZ the director gives it.
 	deploy := func(t *testing.T, n int) map[string]*corev1.Pod {
 		t.Helper()
-		m := manifest(releaseURL, n)
-		status, err := w.Deploy(ctx, ns, func(ctx context.Context, c client.Client, ns string) (*corev1.Secret, error) {
+		m := zonesManifest(releaseURL, n)
+		status, err := w.Deploy(ctx, zonesNS, func(ctx context.Context, c client.Client, ns string) (*corev1.Secret, error) {
 			return fixtures.Apply(ctx, c, ns, "zones", "zones-manifest", m)
 		})
 		if err != nil || status.State != runner.ReasonGathered {
 			t.Fatalf("gathering: %v, %+v", err, status)
 		}
-		res, err := objects.Build(m, nil, objects.Options{Namespace: ns})
+		res, err := objects.Build(m, nil, objects.Options{Namespace: zonesNS})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, o := range res.Objects[1:] {
-			if err := apply(ctx, w.Client, o); err != nil {
+			if err := applyObject(ctx, w.Client, o); err != nil {
 				t.Fatal(err)
 			}
 		}
 		return tr.waitFor(t, 4*time.Minute, fmt.Sprintf("%d instances Ready", n), func(pods map[string]*corev1.Pod) bool {
 			indexes := map[int]string{}
 			for _, p := range pods {
-				if !ready(p) {
+				if !podReady(p) {
 					return false
 				}
 				i, err := strconv.Atoi(p.Labels[names.LabelInstanceIndex])
@@ -183,7 +162,7 @@ func TestZones(t *testing.T) {
 			t.Errorf("z1's instances on %v, want one on each z1 node (%s, %s)", got, first, z1)
 		}
 		// The cluster has no zone z3: objects says so when it can look.
-		code, stderr := objectsWithKubeconfig(t, w.Kubeconfig, bytes.ReplaceAll(manifest(releaseURL, 4), []byte("[z1, z2]"), []byte("[z1, z3]")))
+		code, stderr := objectsWithKubeconfig(t, w.Kubeconfig, bytes.ReplaceAll(zonesManifest(releaseURL, 4), []byte("[z1, z2]"), []byte("[z1, z3]")))
 		if code != 0 || !strings.Contains(stderr, "AZ 'z3': no node of the cluster is in zone 'z3'") {
 			t.Errorf("objects --kubeconfig: exit %d, stderr %q", code, stderr)
 		}
@@ -214,14 +193,14 @@ func TestZones(t *testing.T) {
 		if len(evicted) < 2 {
 			t.Fatalf("%s holds %v, want two instances or more", z1, evicted)
 		}
-		logs := drainLogs(ctx, t, w, tr, evicted)
+		logs := drainLogs(ctx, w, tr, evicted)
 		tr.expect(6)
 		start := time.Now()
 		kubectl(t, "drain", z1, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=4m")
 		pods := tr.waitFor(t, 2*time.Minute, "6 instances Ready", func(pods map[string]*corev1.Pod) bool {
 			n := 0
 			for _, p := range pods {
-				if ready(p) {
+				if podReady(p) {
 					n++
 				}
 			}
@@ -245,7 +224,7 @@ func TestZones(t *testing.T) {
 
 	step("scaled 6 to 3: the highest indexes go, each drained", func(t *testing.T) {
 		removed := []string{"zones-lc-z1-2", "zones-lc-z2-1", "zones-lc-z2-2"}
-		logs := drainLogs(ctx, t, w, tr, removed)
+		logs := drainLogs(ctx, w, tr, removed)
 		pods := deploy(t, 3)
 		if got := slices.Sorted(maps.Keys(pods)); !slices.Equal(got, []string{"zones-lc-z1-0", "zones-lc-z1-1", "zones-lc-z2-0"}) {
 			t.Errorf("left %v", got)
@@ -261,10 +240,10 @@ func TestZones(t *testing.T) {
 		// One instance moved onto the z1 node to lose.
 		kubectl(t, "cordon", first)
 		lost := "zones-lc-z1-1"
-		kubectl(t, "delete", "pod", "-n", ns, lost)
+		kubectl(t, "delete", "pod", "-n", zonesNS, lost)
 		tr.waitFor(t, 2*time.Minute, lost+" Ready on "+z1, func(pods map[string]*corev1.Pod) bool {
 			p := pods[lost]
-			return p != nil && ready(p) && p.Spec.NodeName == z1
+			return p != nil && podReady(p) && p.Spec.NodeName == z1
 		})
 		kubectl(t, "uncordon", first)
 		before := tr.waitFor(t, time.Second, "pods", func(map[string]*corev1.Pod) bool { return true })[lost]
@@ -277,10 +256,10 @@ func TestZones(t *testing.T) {
 		// marks the instance not Ready, with an Event naming the node.
 		tr.waitFor(t, 2*time.Minute, lost+" not Ready", func(pods map[string]*corev1.Pod) bool {
 			p := pods[lost]
-			return p != nil && !ready(p)
+			return p != nil && !podReady(p)
 		})
 		t.Logf("%s not Ready %s after its node was lost", lost, time.Since(start).Round(100*time.Millisecond))
-		events, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + lost + ",reason=NodeNotReady"})
+		events, err := cs.CoreV1().Events(zonesNS).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + lost + ",reason=NodeNotReady"})
 		if err != nil || len(events.Items) == 0 {
 			t.Errorf("no NodeNotReady Event for %s: %v", lost, err)
 		}
@@ -288,7 +267,7 @@ func TestZones(t *testing.T) {
 		// listed, then recreated elsewhere.
 		for _, args := range [][]string{nil, {"--recreate"}} {
 			var out bytes.Buffer
-			code := app.Main(append([]string{"cck", "zones", "-n", ns, "--kubeconfig", w.Kubeconfig}, args...), &out, &out)
+			code := app.Main(append([]string{"cck", "zones", "-n", zonesNS, "--kubeconfig", w.Kubeconfig}, args...), &out, &out)
 			t.Logf("cck %v: exit %d\n%s", args, code, out.String())
 			if code != 0 || !strings.Contains(out.String(), "lc/"+before.Labels[names.LabelInstanceIndex]+" (pod "+lost+") on node "+z1+": its node is not Ready") {
 				t.Fatalf("cck %v did not name %s", args, lost)
@@ -296,7 +275,7 @@ func TestZones(t *testing.T) {
 		}
 		pods := tr.waitFor(t, 3*time.Minute, lost+" Ready on "+first, func(pods map[string]*corev1.Pod) bool {
 			p := pods[lost]
-			return p != nil && ready(p) && p.Spec.NodeName == first && p.UID != before.UID
+			return p != nil && podReady(p) && p.Spec.NodeName == first && p.UID != before.UID
 		})
 		t.Logf("%s Ready on %s %s after its node was lost", lost, first, time.Since(start).Round(100*time.Millisecond))
 		if pods[lost].Labels[names.LabelInstanceIndex] != before.Labels[names.LabelInstanceIndex] {
@@ -306,9 +285,9 @@ func TestZones(t *testing.T) {
 	t.Logf("all in %s", time.Since(began).Round(time.Second))
 }
 
-// apply creates an object or, where it exists, sets what a new `objects`
+// applyObject creates an object or, where it exists, sets what a new `objects`
 // output changes of it (a StatefulSet's replicas), as kubectl apply does.
-func apply(ctx context.Context, c client.Client, o client.Object) error {
+func applyObject(ctx context.Context, c client.Client, o client.Object) error {
 	err := c.Create(ctx, o)
 	if !apierrors.IsAlreadyExists(err) {
 		return err
@@ -331,7 +310,7 @@ func apply(ctx context.Context, c client.Client, o client.Object) error {
 // being deleted and its drain has run, while its container still runs
 // (the log is on the pod's own volume); each channel gets what it read
 // last.
-func drainLogs(ctx context.Context, t *testing.T, w *walkthrough.Walkthrough, tr *tracker, pods []string) map[string]chan string {
+func drainLogs(ctx context.Context, w *walkthrough.Walkthrough, tr *tracker, pods []string) map[string]chan string {
 	out := map[string]chan string{}
 	for _, name := range pods {
 		ch := make(chan string, 1)
@@ -349,7 +328,7 @@ func drainLogs(ctx context.Context, t *testing.T, w *walkthrough.Walkthrough, tr
 					continue
 				}
 				for range 100 {
-					l, err := w.Kubectl(ctx, "exec", "-n", ns, name, "-c", container, "--", "cat", lifecycleLog)
+					l, err := w.Kubectl(ctx, "exec", "-n", zonesNS, name, "-c", zonesContainer, "--", "cat", lifecycleLog)
 					if err == nil {
 						last = l
 					}

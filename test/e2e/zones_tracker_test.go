@@ -1,4 +1,4 @@
-package zones_test
+package e2e_test
 
 import (
 	"context"
@@ -27,7 +27,7 @@ type tracker struct {
 	seen  []string
 }
 
-func track(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, selector string) *tracker {
+func track(ctx context.Context, cs kubernetes.Interface, ns, selector string) *tracker {
 	tr := &tracker{pods: map[string]*corev1.Pod{}}
 	go func() {
 		for ctx.Err() == nil {
@@ -67,7 +67,7 @@ func track(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, selec
 	return tr
 }
 
-func ready(p *corev1.Pod) bool {
+func podReady(p *corev1.Pod) bool {
 	if p.DeletionTimestamp != nil {
 		return false
 	}
@@ -83,7 +83,7 @@ func ready(p *corev1.Pod) bool {
 func (tr *tracker) update(what string) {
 	n := 0
 	for _, p := range tr.pods {
-		if ready(p) {
+		if podReady(p) {
 			n++
 		}
 	}
@@ -121,7 +121,7 @@ func (tr *tracker) waitFor(t *testing.T, timeout time.Duration, what string, don
 			var states []string
 			for _, name := range slices.Sorted(maps.Keys(pods)) {
 				p := pods[name]
-				states = append(states, fmt.Sprintf("%s on %s: ready %v, deleting %v, %s", name, p.Spec.NodeName, ready(p), p.DeletionTimestamp != nil, p.Status.Phase))
+				states = append(states, fmt.Sprintf("%s on %s: ready %v, deleting %v, %s", name, p.Spec.NodeName, podReady(p), p.DeletionTimestamp != nil, p.Status.Phase))
 			}
 			t.Fatalf("%s: not after %s; pods:\n%s", what, timeout, strings.Join(states, "\n"))
 		}
