@@ -1,10 +1,9 @@
 // Package e2e_test runs bosh-injector end to end with real containers: the
 // walkthrough of `make demo` on a local cluster of three real nodes in two
 // zones (kubelet, containerd, kube-proxy each; cluster DNS; cert-manager;
-// the chart installed
-// with helm, its operator and CoreDNS as pods), with the gathering Job's
-// pod and the injected pods run by the kubelet, and checks what each step
-// produced.
+// the chart installed with helm, its operator and CoreDNS as pods), with
+// the gathering Job's pod and the injected pods run by the kubelet, and
+// checks what each step produced.
 package e2e_test
 
 import (
