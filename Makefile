@@ -186,18 +186,20 @@ $(STATICCHECK):
 	GOBIN=$(@D) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 .PHONY: e2e
-e2e: deps testbin image ## The end-to-end tests: injected pods on a local cluster of one real node
+e2e: deps testbin image ## The end-to-end tests: injected pods on a local cluster of three real nodes
 	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) test $(GO_TEST_FLAGS) -v ./test/e2e
 
-# The walkthrough runs on a local cluster of one real node (test/cluster).
+# The walkthrough runs on a local cluster of one real node (test/cluster);
+# NODES=3 ZONES=z1,z1,z2 makes it three, each in the zone named in order.
 # With MANIFEST and RELEASES (and OPS) the demo runs that deployment
 # instead, in a sandbox (test/sandbox). KEEP=1 leaves either up for kubectl
 # until `make demo-down`.
 SANDBOX_ARGS = $(if $(MANIFEST),--manifest $(abspath $(MANIFEST)) $(foreach r,$(RELEASES),--release $(abspath $(r))) \
-	$(foreach o,$(OPS),--ops-file $(abspath $(o)))) $(if $(filter 1 yes true,$(KEEP)),--keep)
+	$(foreach o,$(OPS),--ops-file $(abspath $(o)))) $(if $(filter 1 yes true,$(KEEP)),--keep) \
+	$(if $(NODES),--nodes $(NODES)) $(if $(ZONES),--zones $(ZONES))
 
 .PHONY: demo demo-down
-demo: deps testbin image build ## The walkthrough on a local one-node cluster [KEEP=1]; or your deployment: make demo MANIFEST=m.yml RELEASES="a.tgz b.tgz" [OPS="o.yml"] [KEEP=1]
+demo: deps testbin image build ## The walkthrough on a local one-node cluster [KEEP=1]; or your deployment: make demo MANIFEST=m.yml RELEASES="a.tgz b.tgz" [OPS="o.yml"] [NODES=3 ZONES=z1,z1,z2] [KEEP=1]
 	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) run ./test/demo --binary $(BIN_DIR)/bosh-injector $(SANDBOX_ARGS)
 
 demo-down: ## Stop the cluster or sandbox `make demo … KEEP=1` left up

@@ -1,7 +1,8 @@
 // Package objects turns a BOSH deployment manifest into the Kubernetes
 // objects a user applies to run it with bosh-injector: the manifest Secret
 // the job runner gathers, per instance group and AZ a labelled StatefulSet
-// (an Indexed Job for errands). The pod templates stay minimal: everything
+// (an Indexed Job for errands) placed in the AZ's zone, and per service
+// group a PodDisruptionBudget. The pod templates stay minimal: everything
 // the webhook injects is left out. The objects are a starting point the user
 // owns, so their order and content depend on the manifest only.
 package objects
@@ -52,6 +53,8 @@ type Options struct {
 	// makes of a job's process named like the job. Either way it is marked
 	// a placeholder, which the webhook removes when no process has its name.
 	Containers map[string]Container
+	// Placement ties AZs to the cluster's zones.
+	Placement Placement
 }
 
 // Container is the one container of a pod template: the webhook completes
@@ -66,6 +69,8 @@ type Container struct {
 type Result struct {
 	Objects  []client.Object
 	Warnings []string
+	// Zones is the zone each AZ's pods require.
+	Zones map[string]string
 }
 
 // Build makes the objects of a manifest with its ops files (applied in
@@ -171,13 +176,16 @@ func (b *builder) group(g *manifest.InstanceGroup) error {
 	for a, n := range replicas {
 		raw := b.m.Name + "-" + g.Name
 		labels := maps.Clone(tmpl.Labels)
+		az := ""
 		if len(g.AZs) > 0 {
-			raw += "-" + g.AZs[a]
+			az = g.AZs[a]
+			raw += "-" + az
 			labels[names.LabelAZIndex] = strconv.Itoa(a + 1)
 		}
 		name := names.DNS1123LabelMax(raw, maxWorkloadName)
 		t := *tmpl.DeepCopy()
 		t.Labels = labels
+		b.place(&t, az, labels)
 		if g.Lifecycle == "errand" {
 			b.res.Objects = append(b.res.Objects, b.job(name, t, n))
 			continue
@@ -202,7 +210,11 @@ func (b *builder) group(g *manifest.InstanceGroup) error {
 		}
 		b.res.Objects = append(b.res.Objects, sts)
 	}
-	return nil
+	pdb, err := b.disruptionBudget(g)
+	if pdb != nil {
+		b.res.Objects = append(b.res.Objects, pdb)
+	}
+	return err
 }
 
 // job is an errand's Job in one AZ: its completion index is the pod's

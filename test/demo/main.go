@@ -1,5 +1,5 @@
 // Command demo walks a newcomer through bosh-injector on this machine (`make
-// demo`): a local cluster of one real node (test/cluster) with cert-manager,
+// demo`): a local cluster of one real node or more (test/cluster) with cert-manager,
 // the chart installed with helm, the example shop deployment gathered, an
 // injected pod run by the kubelet, what a template mistake looks like, and
 // the Events. It stops everything it started, unless --keep leaves the
@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -45,6 +46,11 @@ func main() {
 	flags.StringVar(&sb.Manifest, "manifest", "", "run this deployment manifest in a sandbox instead of the walkthrough")
 	flags.Func("release", "with --manifest: a release tarball, source or compiled (repeatable)", appendTo(&sb.Releases))
 	flags.Func("ops-file", "with --manifest: an ops file (repeatable)", appendTo(&sb.OpsFiles))
+	flags.IntVar(&opts.Nodes, "nodes", 0, "how many nodes the local cluster has (default one, or one per zone)")
+	flags.Func("zones", "each node's zone, comma-separated in node order, e.g. z1,z1,z2", func(v string) error {
+		opts.Zones = strings.Split(v, ",")
+		return nil
+	})
 	stateDir := flags.String("state-dir", sandbox.DefaultDir(), "where a kept sandbox keeps its state")
 	down := flags.Bool("down", false, "stop the cluster or sandbox --keep left up")
 	daemon := flags.Bool("daemon", false, "be the kept sandbox's own process (--keep starts it)")
@@ -88,7 +94,7 @@ func run(ctx context.Context, opts walkthrough.Options) (err error) {
 	defer os.RemoveAll(opts.Dir)
 	out := opts.Out
 
-	where := "a local cluster of one real node"
+	where := "a local cluster of real nodes"
 	if opts.Kubeconfig != "" {
 		where = "your cluster"
 	}
@@ -176,7 +182,7 @@ func runSandbox(ctx context.Context, cfg sandbox.Config, opts walkthrough.Option
 	if down {
 		return sandbox.Down(os.Stdout, stateDir)
 	}
-	cfg.Out = os.Stdout
+	cfg.Out, cfg.Nodes, cfg.Zones = os.Stdout, opts.Nodes, opts.Zones
 	for _, p := range append([]*string{&cfg.Manifest, &cfg.Binary}, pointers(cfg.Releases, cfg.OpsFiles)...) {
 		if *p, err = filepath.Abs(*p); err != nil {
 			return err
@@ -190,6 +196,12 @@ func runSandbox(ctx context.Context, cfg sandbox.Config, opts walkthrough.Option
 		}
 		for _, o := range cfg.OpsFiles {
 			args = append(args, "--ops-file", o)
+		}
+		if opts.Nodes > 0 {
+			args = append(args, "--nodes", strconv.Itoa(opts.Nodes))
+		}
+		if len(opts.Zones) > 0 {
+			args = append(args, "--zones", strings.Join(opts.Zones, ","))
 		}
 		return sandbox.Background(os.Stdout, stateDir, args)
 	case opts.Keep:

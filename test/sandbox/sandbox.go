@@ -59,6 +59,11 @@ type Config struct {
 	// Ready, when set, is called once the report is out, with the state
 	// that Down needs; Run then keeps everything up until ctx ends.
 	Ready func(State) error
+	// Nodes and Zones shape the cluster (cluster.Options). Without zones
+	// each AZ's placement is the scheduler's (`objects
+	// --no-zone-affinity`); with them each AZ runs in the zone of its name.
+	Nodes int
+	Zones []string
 }
 
 // State is what a kept sandbox leaves for Down and for the user.
@@ -138,7 +143,7 @@ func (s *Sandbox) up(ctx context.Context) error {
 	s.namespace = names.DNS1123Label(head.Name)
 	fmt.Fprintf(out, "A sandbox for deployment %s (%s), in namespace %s.\n", head.Name, s.cfg.Manifest, s.namespace)
 
-	if s.w, err = walkthrough.Start(ctx, walkthrough.Options{Out: out, Dir: s.dir}); err != nil {
+	if s.w, err = walkthrough.Start(ctx, walkthrough.Options{Out: out, Dir: s.dir, Nodes: s.cfg.Nodes, Zones: s.cfg.Zones}); err != nil {
 		return err
 	}
 	s.client = s.w.Client
@@ -240,6 +245,12 @@ func (s *Sandbox) runErrands(ctx context.Context, name string, ops []string, rep
 // returns its objects in apply order, the manifest Secret first.
 func (s *Sandbox) objects(ctx context.Context, ops []string) ([]*unstructured.Unstructured, error) {
 	args := []string{"objects", "--manifest", s.cfg.Manifest, "--namespace", s.namespace}
+	if len(s.cfg.Zones) == 0 {
+		args = append(args, "--no-zone-affinity")
+	} else {
+		// Warns of an AZ no node's zone is.
+		args = append(args, "--kubeconfig", s.w.Kubeconfig)
+	}
 	for _, o := range ops {
 		args = append(args, "--ops-file", o)
 	}

@@ -79,7 +79,9 @@ func (w *Walkthrough) Rollout(ctx context.Context, ns, releaseURL string) error 
 	if err := w.Client.Get(ctx, manifestKey, &manifest); err != nil {
 		return err
 	}
-	res, err := objects.Build(manifest.Data[names.ManifestKey], deployment.OpsFilesOf(manifest.Data), objects.Options{Namespace: ns})
+	res, err := objects.Build(manifest.Data[names.ManifestKey], deployment.OpsFilesOf(manifest.Data), objects.Options{Namespace: ns,
+		// The one node has no zone: its AZs are the scheduler's to place.
+		Placement: objects.Placement{NoZoneAffinity: true}})
 	if err != nil {
 		return err
 	}

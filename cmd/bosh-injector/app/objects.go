@@ -8,8 +8,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
@@ -24,6 +27,8 @@ type objectsOptions struct {
 	manifest, output      string
 	opsFiles, releases    []string
 	storageClasses, sizes []string
+	azZones               []string
+	kubeconfig            string
 	opts                  objects.Options
 	render                renderOptions
 	secrets               *variables.Redactor
@@ -40,7 +45,11 @@ bosh-injector: the manifest Secret with its ops files, per instance group and AZ
 StatefulSet labelled for the webhook (an Indexed Job for errands), with the
 director's instance-to-AZ distribution, a "store" volumeClaimTemplate for the
 persistent disk, pod resources from vm_resources and a rolling update from
-max_in_flight. What the manifest says that Kubernetes cannot is printed as a
+max_in_flight, each AZ's pods required in the zone of its name and spread
+over its nodes, and per instance group a PodDisruptionBudget of max_in_flight
+so that a node drain stops no more instances at once than a deploy does.
+It works offline; with --kubeconfig it also warns of AZs no node's zone
+matches. What the manifest says that Kubernetes cannot is printed as a
 warning on stderr. The objects are yours to edit; the webhook adds the rest.`,
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
@@ -53,6 +62,9 @@ warning on stderr. The objects are yours to edit; the webhook adds the rest.`,
 		f.StringArrayVar(&o.storageClasses, "storage-class-map", nil, "TYPE=CLASS: the StorageClass of persistent_disk_type TYPE (repeatable)")
 		f.StringArrayVar(&o.sizes, "disk-size", nil, "TYPE=SIZE: the size of persistent_disk_type TYPE, e.g. large=10Gi (repeatable)")
 		f.StringArrayVar(&o.releases, "release", nil, "NAME=DIR: release sources as for template; their bpm.yml names each group's container after its first process (repeatable; needs ruby)")
+		f.StringArrayVar(&o.azZones, "az-zone", nil, "AZ=ZONE: run AZ's instances in the nodes of zone ZONE (label topology.kubernetes.io/zone; default: the AZ's name) (repeatable)")
+		f.BoolVar(&o.opts.Placement.NoZoneAffinity, "no-zone-affinity", false, "leave each AZ's placement to the scheduler: no zone is required")
+		f.StringVar(&o.kubeconfig, "kubeconfig", "", "check that the cluster of this kubeconfig has a node in each AZ's zone (the objects are printed offline otherwise)")
 		o.render.register(f)
 		return cmd
 	})
@@ -88,6 +100,9 @@ func (o *objectsOptions) run(cmd *cobra.Command) error {
 		}
 		o.opts.DiskSizes[k] = q
 	}
+	if o.opts.Placement.Zones, err = pairs("--az-zone", "AZ=ZONE", o.azZones); err != nil {
+		return err
+	}
 	if err := o.checkNames(); err != nil {
 		return err
 	}
@@ -104,6 +119,13 @@ func (o *objectsOptions) run(cmd *cobra.Command) error {
 	res, err := objects.Build(data, ops, o.opts)
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.manifest, err)
+	}
+	if o.kubeconfig != "" {
+		missing, err := missingZones(cmd, o.kubeconfig, res.Zones)
+		if err != nil {
+			return err
+		}
+		res.Warnings = append(res.Warnings, missing...)
 	}
 	for _, w := range res.Warnings {
 		fmt.Fprintln(cmd.ErrOrStderr(), "Warning:", w)
@@ -201,6 +223,33 @@ func (o *objectsOptions) containers(cmd *cobra.Command, data []byte, ops []deplo
 		}
 	}
 	return out, nil
+}
+
+// missingZones lists the cluster's nodes' zones and warns of each AZ whose
+// zone is not among them.
+func missingZones(cmd *cobra.Command, kubeconfig string, required map[string]string) ([]string, error) {
+	if len(required) == 0 {
+		return nil, nil
+	}
+	cfg, err := restConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := kube.CoreV1().Nodes().List(cmd.Context(), metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig %s: listing the cluster's nodes for their zones: %w", kubeconfig, err)
+	}
+	var zones []string
+	for _, n := range nodes.Items {
+		if z, ok := n.Labels[corev1.LabelTopologyZone]; ok {
+			zones = append(zones, z)
+		}
+	}
+	return objects.MissingZones(required, zones), nil
 }
 
 // pairs reads repeated KEY=VALUE flags.

@@ -65,18 +65,26 @@ It runs with your kubeconfig's credentials.`,
 	})
 }
 
+// kubeNamespace is namespace, else the kubeconfig context's.
+func kubeNamespace(kubeconfig, namespace string) (string, error) {
+	if namespace != "" {
+		return namespace, nil
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	ns, _, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).Namespace()
+	if err != nil {
+		return "", fmt.Errorf("kubeconfig: %w", err)
+	}
+	return ns, nil
+}
+
 // errandCluster connects with the user's kubeconfig and returns the
 // namespace given, else the context's.
 func errandCluster(kubeconfig, namespace string) (errand.Cluster, string, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
-	if namespace == "" {
-		ns, _, err := loader.Namespace()
-		if err != nil {
-			return errand.Cluster{}, "", fmt.Errorf("kubeconfig: %w", err)
-		}
-		namespace = ns
+	namespace, err := kubeNamespace(kubeconfig, namespace)
+	if err != nil {
+		return errand.Cluster{}, "", err
 	}
 	cfg, err := restConfig(kubeconfig)
 	if err != nil {
