@@ -142,6 +142,7 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, err
 			Recorder:          mgr.GetEventRecorder("bosh-injector-webhook"),
 			Log:               log.WithName("webhook"),
 		}})
+		hookServer.Register(StatefulSetPath, &crwebhook.Admission{Handler: &StatefulSets{Log: log.WithName("statefulsets")}})
 		if err := mgr.AddReadyzCheck("webhook", hookServer.StartedChecker()); err != nil {
 			return nil, err
 		}
