@@ -144,12 +144,12 @@ var _ = Describe("the disk controller", func() {
 	var ns string
 	var kube *node
 	var offset atomic.Int64
+	var stopOperator context.CancelFunc
 
-	BeforeEach(func() {
-		namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "disks-"}}
-		Expect(cp.Client.Create(ctx, namespace)).To(Succeed())
-		ns = namespace.Name
-		offset.Store(0)
+	// startOperator runs the controller in a manager of its own, as an
+	// operator process would; the function returned stops it.
+	startOperator := func() context.CancelFunc {
+		GinkgoHelper()
 		mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 			Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 		Expect(err).NotTo(HaveOccurred())
@@ -159,10 +159,21 @@ var _ = Describe("the disk controller", func() {
 		}).SetupWithManager(mgr)).To(Succeed())
 		mctx, cancel := context.WithCancel(ctx)
 		DeferCleanup(cancel)
+		done := make(chan struct{})
 		go func() {
 			defer GinkgoRecover()
+			defer close(done)
 			Expect(mgr.Start(mctx)).To(Succeed())
 		}()
+		return func() { cancel(); <-done }
+	}
+
+	BeforeEach(func() {
+		namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "disks-"}}
+		Expect(cp.Client.Create(ctx, namespace)).To(Succeed())
+		ns = namespace.Name
+		offset.Store(0)
+		stopOperator = startOperator()
 		kube = &node{}
 		kube.run(ns)
 	})
@@ -222,7 +233,7 @@ var _ = Describe("the disk controller", func() {
 		}).Should(BeEmpty())
 	})
 
-	It("grows each instance's claim after draining it, one instance at a time, in the deploy's order", func() {
+	It("grows each instance's claim after draining it, one instance at a time, in the deploy's order, across an operator restart", func() {
 		class := ns + "-grows"
 		Expect(cp.Client.Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class},
 			Provisioner: "example.com/none", AllowVolumeExpansion: ptr.To(true)})).To(Succeed())
@@ -234,6 +245,12 @@ var _ = Describe("the disk controller", func() {
 		Expect(cp.Client.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
 		s.Annotations = map[string]string{names.AnnotationDiskSizes: `{"store":"2Gi"}`}
 		Expect(cp.Client.Update(ctx, s)).To(Succeed())
+
+		// The operator restarts in the middle: the claims and their
+		// annotations say where the resize was.
+		Eventually(func() int { grown, _, _ := kube.snapshot(); return len(grown) }, "20s").Should(Equal(1))
+		stopOperator()
+		stopOperator = startOperator()
 
 		two := resource.MustParse("2Gi")
 		for i := range 3 {
