@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -169,11 +170,17 @@ func TestPersistentDisks(t *testing.T) {
 	// StorageClass (the host-path provisioner's) cannot grow, so the
 	// resize stops naming it, before any instance is drained.
 	var live appsv1.StatefulSet
-	if err := w.Client.Get(ctx, key, &live); err != nil {
-		t.Fatal(err)
+	// The StatefulSet controller writes its status meanwhile.
+	resize := func(size string) error {
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := w.Client.Get(ctx, key, &live); err != nil {
+				return err
+			}
+			live.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse(size)
+			return w.Client.Update(ctx, &live)
+		})
 	}
-	live.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("2Gi")
-	if err := w.Client.Update(ctx, &live); err != nil {
+	if err := resize("2Gi"); err != nil {
 		t.Fatalf("applying a larger disk: %v", err)
 	}
 	if got := live.Annotations[names.AnnotationDiskSizes]; got != `{"store":"2Gi"}` {
@@ -194,8 +201,7 @@ func TestPersistentDisks(t *testing.T) {
 	}
 
 	// A smaller disk is refused with the reason.
-	live.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("512Mi")
-	if err := w.Client.Update(ctx, &live); err == nil || !strings.Contains(err.Error(), "cannot shrink") {
+	if err := resize("512Mi"); err == nil || !strings.Contains(err.Error(), "cannot shrink") {
 		t.Errorf("applying a smaller disk: %v", err)
 	}
 	intact("resize refused", 0, 1, 2)
