@@ -30,8 +30,8 @@ import (
 // TestPersistentDisks runs the shop deployment's db group with three
 // instances, as `objects` prints it, in a namespace of its own, writes
 // bytes to each instance's persistent disk, and checks after each
-// operation that the bytes are there and the instances Ready: a pod
-// deleted; the group scaled down to two (index 2's claim orphaned, which
+// operation that the bytes are there and the instances Ready: a rollout,
+// a recreate (every pod deleted); the group scaled down to two (index 2's claim orphaned, which
 // `disks --orphaned` lists with its instance) and up to three again (the
 // claim mounted back); a larger disk applied to the StatefulSet (taken by
 // the webhook, the resize stopped naming the cluster's StorageClass, which
@@ -131,12 +131,48 @@ func TestPersistentDisks(t *testing.T) {
 		exec(i, fmt.Sprintf("printf '%%s' '%s' > %s && sync", written[i], marker))
 	}
 
-	// A pod deleted: the StatefulSet makes it again on the same claim.
-	if err := w.Client.Delete(ctx, &corev1.Pod{ObjectMeta: podMeta(ns, pod(0))}); err != nil {
+	// A rollout of the group (a change to its pod template), then a
+	// recreate (every pod deleted at once): each pod is made again on
+	// its claim.
+	replaced := func(what string, before map[int]types.UID) {
+		t.Helper()
+		deadline := time.Now().Add(3 * time.Minute)
+		for {
+			after := ready(3, what)
+			same := 0
+			for i, uid := range after {
+				if before[i] == uid {
+					same++
+				}
+			}
+			if same == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d pods not replaced", what, same)
+			}
+			time.Sleep(time.Second)
+		}
+		intact(what, 0, 1, 2)
+	}
+	before := ready(3, "before the rollout")
+	var rolled appsv1.StatefulSet
+	if err := w.Client.Get(ctx, key, &rolled); err != nil {
 		t.Fatal(err)
 	}
-	ready(3, "pod deleted")
-	intact("pod deleted", 0, 1, 2)
+	patch := client.MergeFrom(rolled.DeepCopy())
+	rolled.Spec.Template.Annotations = map[string]string{"disks-test/rollout": "1"}
+	if err := w.Client.Patch(ctx, &rolled, patch); err != nil {
+		t.Fatal(err)
+	}
+	replaced("rollout", before)
+	before = ready(3, "before the recreate")
+	for i := range 3 {
+		if err := w.Client.Delete(ctx, &corev1.Pod{ObjectMeta: podMeta(ns, pod(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	replaced("recreate", before)
 
 	// Scaled down: index 2's claim stays, orphaned, listed with its
 	// instance as `bosh disks --orphaned` lists it.
@@ -159,7 +195,7 @@ func TestPersistentDisks(t *testing.T) {
 	// Scaled up: the StatefulSet mounts index 2's claim again, with its
 	// bytes, and the operator takes the orphan label off.
 	scale(ctx, t, w.Client, key, 3)
-	before := ready(3, "scaled up")
+	before = ready(3, "scaled up")
 	waitClaim(ctx, t, w.Client, client.ObjectKey{Namespace: ns, Name: claim(2)}, func(c *corev1.PersistentVolumeClaim) bool {
 		return c.Labels[names.LabelOrphaned] == ""
 	})
