@@ -161,7 +161,10 @@ func TestPersistentDisks(t *testing.T) {
 		t.Fatal(err)
 	}
 	patch := client.MergeFrom(rolled.DeepCopy())
-	rolled.Spec.Template.Annotations = map[string]string{"disks-test/rollout": "1"}
+	if rolled.Spec.Template.Annotations == nil {
+		rolled.Spec.Template.Annotations = map[string]string{}
+	}
+	rolled.Spec.Template.Annotations["disks-test/rollout"] = "1"
 	if err := w.Client.Patch(ctx, &rolled, patch); err != nil {
 		t.Fatal(err)
 	}
