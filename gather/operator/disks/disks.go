@@ -265,7 +265,12 @@ func (r *Reconciler) resizeGroup(ctx context.Context, deployment, group string, 
 			return poll, nil
 		}
 	}
-	return 0, r.stop(ctx, sets[0], "")
+	for _, s := range sets {
+		if err := r.stop(ctx, s, ""); err != nil {
+			return 0, err
+		}
+	}
+	return 0, nil
 }
 
 // stopped is why a resize cannot go on, the StatefulSet's resize status.
@@ -324,6 +329,11 @@ func (r *Reconciler) resizeInstance(ctx context.Context, group string, sl slot) 
 		spec := c.Spec.Resources.Requests[corev1.ResourceStorage]
 		capacity := c.Status.Capacity[corev1.ResourceStorage]
 		drained := c.Annotations[names.AnnotationDrainedPod]
+		if spec.Cmp(want) >= 0 && capacity.Cmp(want) >= 0 && drained == "" {
+			continue // grown
+		}
+		// The pod is read from the API server only for an instance
+		// being resized, the one in flight.
 		var pod corev1.Pod
 		podErr := r.APIReader.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: podName}, &pod)
 		if podErr != nil && !apierrors.IsNotFound(podErr) {
