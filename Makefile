@@ -210,6 +210,13 @@ demo-cluster: deps testbin image ## The walkthrough on a real cluster: make demo
 	@if [ -z "$(REGISTRY)" ]; then echo "set REGISTRY to a registry prefix the cluster pulls from"; exit 2; fi
 	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) run ./test/demo --kubeconfig $${KUBECONFIG:-$$HOME/.kube/config} --registry $(REGISTRY) $(DEMO_FLAGS)
 
+# The README's example deployment (test/fixtures/deployments/shop.yml) as a
+# user builds it: its releases' source tarballs, for `release-image`.
+EXAMPLE_DIR ?= example
+.PHONY: example-releases
+example-releases: ## Write the example deployment's release tarballs (bus, store, shop) into $(EXAMPLE_DIR)/
+	$(GO) run ./test/fixtures/tarballs $(EXAMPLE_DIR) bus store shop
+
 .PHONY: lint
 lint: $(STATICCHECK) ## gofmt, go vet and staticcheck
 	@unformatted=$$(gofmt -l .); \

@@ -283,6 +283,13 @@ func (h *Handler) info(ctx context.Context, req admission.Request, pod *corev1.P
 			"deployment '%s' has not been gathered in namespace %s yet: create its manifest Secret (label %s=%s, key %s) and wait for its gathering Job; pods are retried",
 			deployment, namespace, names.LabelDeployment, deployment, names.ManifestKey)}
 	}
+	// A record is written when the first gathering Job starts: until one
+	// succeeds it names no group, and the group label is not to blame.
+	if len(rec.Groups) == 0 {
+		return nil, nil, &inject.Denial{Reason: inject.ReasonNotGathered, Message: fmt.Sprintf(
+			"deployment '%s' has not been gathered in namespace %s yet: its gathering is running or failed (its manifest Secret's label %s and Events say which, a failure with the director's errors); pods are retried",
+			deployment, namespace, names.LabelState)}
+	}
 	g, ok := rec.Groups[names.LabelValue(group)]
 	if !ok {
 		var groups []string

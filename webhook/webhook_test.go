@@ -126,24 +126,39 @@ var _ = Describe("the webhook on a real apiserver and controller manager", func(
 			HaveField("ObjectMeta.Annotations", Not(HaveKey(names.AnnotationInjected)))))
 	})
 
-	It("denies a pod of an ungathered deployment, with the reason in the StatefulSet's events", func() {
-		labels := map[string]string{names.LabelDeployment: "nope", names.LabelInstanceGroup: "web"}
-		Expect(cp.Client.Create(ctx, statefulSet(ns, "nope", labels, 1))).To(Succeed())
-		Eventually(func() ([]string, error) {
+	// failedCreates are the StatefulSet name's FailedCreate Events: the
+	// webhook's denials as the user sees them.
+	failedCreates := func(name string) func() ([]string, error) {
+		return func() ([]string, error) {
 			var events corev1.EventList
 			err := cp.Client.List(ctx, &events, client.InNamespace(ns))
 			var msgs []string
 			for _, e := range events.Items {
-				if e.InvolvedObject.Name == "nope" && e.Reason == "FailedCreate" {
+				if e.InvolvedObject.Name == name && e.Reason == "FailedCreate" {
 					msgs = append(msgs, e.Message)
 				}
 			}
 			return msgs, err
-		}).WithTimeout(20 * time.Second).Should(ContainElement(And(
+		}
+	}
+
+	It("denies a pod of an ungathered deployment, with the reason in the StatefulSet's events", func() {
+		labels := map[string]string{names.LabelDeployment: "nope", names.LabelInstanceGroup: "web"}
+		Expect(cp.Client.Create(ctx, statefulSet(ns, "nope", labels, 1))).To(Succeed())
+		Eventually(failedCreates("nope")).WithTimeout(20 * time.Second).Should(ContainElement(And(
 			ContainSubstring(string(inject.ReasonNotGathered)),
 			ContainSubstring("deployment 'nope' has not been gathered in namespace "+ns))))
 		list, _ := pods(ns, client.MatchingLabels(labels))()
 		Expect(list).To(BeEmpty())
+	})
+
+	It("denies a pod of a deployment whose first gathering has not succeeded as not gathered, not as an unknown group", func() {
+		Expect(trust.RecordJob(ctx, cp.Client, operatorNamespace, ns, "first", "first-gather-0123456789", "uid-1")).To(Succeed())
+		labels := map[string]string{names.LabelDeployment: "first", names.LabelInstanceGroup: "web"}
+		Expect(cp.Client.Create(ctx, statefulSet(ns, "first", labels, 1))).To(Succeed())
+		Eventually(failedCreates("first")).WithTimeout(20 * time.Second).Should(ContainElement(And(
+			ContainSubstring(string(inject.ReasonNotGathered)),
+			ContainSubstring("deployment 'first' has not been gathered in namespace "+ns+" yet: its gathering is running or failed"))))
 	})
 
 	It("injects a labelled Job's pod as an errand", func() {

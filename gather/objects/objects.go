@@ -133,15 +133,18 @@ func OpsKey(i int, name string) string {
 	return fmt.Sprintf("ops-%02d-%s.yaml", i+1, names.DNS1123Label(base))
 }
 
+// secret is written with data, not stringData: the server keeps only data,
+// so kubectl apply's three-way merge sees an unchanged Secret as unchanged
+// and deletes the key of an ops file no longer given.
 func (b *builder) secret(manifestYAML []byte, ops []deployment.OpsFile) client.Object {
 	s := &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: b.meta(SecretName(b.m.Name)),
-		StringData: map[string]string{names.ManifestKey: string(manifestYAML)},
+		Data:       map[string][]byte{names.ManifestKey: manifestYAML},
 	}
 	s.Labels = map[string]string{names.LabelDeployment: names.LabelValue(b.m.Name)}
 	for i, op := range ops {
-		s.StringData[OpsKey(i, op.Name)] = string(op.Data)
+		s.Data[OpsKey(i, op.Name)] = op.Data
 	}
 	return s
 }
@@ -325,12 +328,17 @@ func (b *builder) store(g *manifest.InstanceGroup) (*corev1.PersistentVolumeClai
 		b.warn("instance group '%s': the errand's persistent disk is not mapped: a Job has no volumeClaimTemplates", g.Name)
 		return nil, nil
 	}
+	// As the API server stores it (type, volume mode, phase): the list is
+	// atomic to kubectl apply, which would otherwise send it at every apply.
 	claim := &corev1.PersistentVolumeClaim{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
 		ObjectMeta: metav1.ObjectMeta{Name: VolumeStore},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+			VolumeMode:  ptr.To(corev1.PersistentVolumeFilesystem),
 		},
+		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending},
 	}
 	if diskType != "" {
 		class, ok := b.opts.StorageClasses[diskType]

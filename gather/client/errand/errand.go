@@ -164,7 +164,11 @@ func Resolve(m *manifest.Manifest, errand string, filters []Filter) (Target, err
 		t.Lifecycle = &Instance{Group: g.Name, Index: 0, ID: instance.ID(m.Name, g.Name, 0)}
 		return t, nil
 	}
-	if m.InstanceGroup(errand) != nil {
+	// The director warns whenever a group has the errand's name too; when
+	// the job's only group is that errand group (an errand group named after
+	// its job, as is usual) both readings run the same instance, so there is
+	// nothing ambiguous to warn about.
+	if g := m.InstanceGroup(errand); g != nil && !(len(byJob) == 1 && byJob[0] == g) {
 		t.Warnings = append(t.Warnings, fmt.Sprintf("Ambiguous request: the requested errand name '%s' matches both a job name and an errand instance group name. Executing errand on all relevant instances with job '%s'.", errand, errand))
 	}
 	for _, g := range byJob {

@@ -268,7 +268,7 @@ func (r *Reconciler) statefulSets(ctx context.Context, namespace, deployment str
 func (r *Reconciler) setStatus(ctx context.Context, manifest *corev1.Secret, prev, st Status) error {
 	stepLabel := ""
 	if st.Phase == PhaseDeploying {
-		stepLabel = names.LabelValue(st.Step)
+		stepLabel = names.FreeLabelValue(st.Step)
 	}
 	data, err := json.Marshal(st)
 	if err != nil {

@@ -173,6 +173,9 @@ func (a Status) same(b Status) bool {
 // SetupWithManager registers the runner with mgr. Controllers are leader
 // elected by the manager, so two operator replicas never both create Jobs.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.Add(r.forgetDeletedAtStart()); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("gather-runner").
 		For(&corev1.Secret{}, builder.WithPredicates(isManifest, inputChanged)).
@@ -247,7 +250,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.metrics.forget(req.NamespacedName)
 			lastSuccess.DeletePartialMatch(map[string]string{"namespace": req.Namespace})
 			certificateExpiry.DeletePartialMatch(map[string]string{"namespace": req.Namespace})
-			return reconcile.Result{}, nil
+			return reconcile.Result{}, r.forgetDeleted(ctx, req.Namespace)
 		}
 		return reconcile.Result{}, err
 	}
