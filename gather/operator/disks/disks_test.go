@@ -189,8 +189,10 @@ var _ = Describe("the disk controller", func() {
 		GinkgoHelper()
 		var s appsv1.StatefulSet
 		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "d-db"}, &s)).To(Succeed())
+		// A patch: the StatefulSet controller writes its status meanwhile.
+		patch := client.MergeFrom(s.DeepCopy())
 		s.Spec.Replicas = ptr.To(n)
-		Expect(cp.Client.Update(ctx, &s)).To(Succeed())
+		Expect(cp.Client.Patch(ctx, &s, patch)).To(Succeed())
 	}
 	orphaned := HaveField("Labels", HaveKeyWithValue(names.LabelOrphaned, "true"))
 
@@ -218,8 +220,9 @@ var _ = Describe("the disk controller", func() {
 		// Any change to the deployment's claims looks again; the timer
 		// the controller set is an hour away.
 		c := claim("store-d-db-0")(Default)
+		patch := client.MergeFrom(c.DeepCopy())
 		c.Annotations["touch"] = "1"
-		Expect(cp.Client.Update(ctx, c)).To(Succeed())
+		Expect(cp.Client.Patch(ctx, c, patch)).To(Succeed())
 		Eventually(func() []corev1.PersistentVolumeClaim {
 			var list corev1.PersistentVolumeClaimList
 			Expect(cp.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
@@ -243,8 +246,9 @@ var _ = Describe("the disk controller", func() {
 			Eventually(claim(fmt.Sprintf("store-d-db-%d", i))).Should(HaveField("Status.Phase", corev1.ClaimBound))
 		}
 		Expect(cp.Client.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
+		patch := client.MergeFrom(s.DeepCopy())
 		s.Annotations = map[string]string{names.AnnotationDiskSizes: `{"store":"2Gi"}`}
-		Expect(cp.Client.Update(ctx, s)).To(Succeed())
+		Expect(cp.Client.Patch(ctx, s, patch)).To(Succeed())
 
 		// The operator restarts in the middle: the claims and their
 		// annotations say where the resize was.
@@ -276,8 +280,9 @@ var _ = Describe("the disk controller", func() {
 		Eventually(func() error { return cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "d-db-0"}, &pod) }).Should(Succeed())
 
 		Expect(cp.Client.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
+		patch := client.MergeFrom(s.DeepCopy())
 		s.Annotations = map[string]string{names.AnnotationDiskSizes: `{"store":"2Gi"}`}
-		Expect(cp.Client.Update(ctx, s)).To(Succeed())
+		Expect(cp.Client.Patch(ctx, s, patch)).To(Succeed())
 		Eventually(func(g Gomega) string {
 			g.Expect(cp.Client.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
 			return s.Annotations[names.AnnotationDiskResize]
