@@ -207,6 +207,7 @@ func (b *builder) group(g *manifest.InstanceGroup) error {
 		}
 		if claim != nil {
 			sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{*claim}
+			retainClaims(sts)
 		}
 		b.res.Objects = append(b.res.Objects, sts)
 	}
