@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,15 +16,11 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/streaming/pkg/httpstream"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/bosh-injector/bosh-injector/gather/client/cluster"
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/manifest"
 	"github.com/bosh-injector/bosh-injector/gather/names"
@@ -49,16 +44,12 @@ type Options struct {
 const poll = time.Second
 
 // Cluster is how Run reaches the cluster: the user's own credentials.
-type Cluster struct {
-	Config *rest.Config
-	Client client.Client
-	Kube   kubernetes.Interface
-}
+type Cluster = cluster.Cluster
 
 // Run runs an errand and returns its exit status: 0 when every instance's
 // run exited 0 (or the run was skipped), else the first failure's.
 func Run(ctx context.Context, c Cluster, o Options) (int, error) {
-	secret, err := manifestSecret(ctx, c.Client, o.Namespace, o.Deployment)
+	secret, err := cluster.ManifestSecret(ctx, c.Client, o.Namespace, o.Deployment)
 	if err != nil {
 		return 0, err
 	}
@@ -145,22 +136,6 @@ func summarize(out io.Writer, errand string, results []result) int {
 		fmt.Fprintf(out, "\n%d errand(s)\n\nErrand '%s' completed with error (exit code %d)\n", len(results)-skipped, errand, code)
 	}
 	return code
-}
-
-// manifestSecret is the deployment's manifest Secret: labelled with the
-// deployment, holding the manifest, and not one gathering wrote.
-func manifestSecret(ctx context.Context, c client.Reader, namespace, deployment string) (*corev1.Secret, error) {
-	var list corev1.SecretList
-	if err := c.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{names.LabelDeployment: names.LabelValue(deployment)}); err != nil {
-		return nil, err
-	}
-	for i := range list.Items {
-		s := &list.Items[i]
-		if _, kind := s.Labels[names.LabelSecretKind]; !kind && s.Data[names.ManifestKey] != nil {
-			return s, nil
-		}
-	}
-	return nil, fmt.Errorf("deployment '%s' has no manifest Secret in namespace %s (label %s=%s, key %s)", deployment, namespace, names.LabelDeployment, names.LabelValue(deployment), names.ManifestKey)
 }
 
 type run struct {
@@ -531,23 +506,12 @@ func (r *run) exec(ctx context.Context, in Instance, pod *corev1.Pod) result {
 		res.Exit, res.Why = 1, fmt.Sprintf("no running container of pod %s has job '%s' (/var/vcap/jobs/%s)", pod.Name, r.o.Errand, r.o.Errand)
 		return res
 	}
-	req := r.Kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(pod.Namespace).Name(pod.Name).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{
-			Container: container,
-			Command:   []string{contract.Binary, contract.Errand, r.o.Errand},
-			Stdout:    true, Stderr: true,
-		}, scheme.ParameterCodec)
-	exec, err := executor(r.Config, req.URL())
-	if err != nil {
-		res.Exit, res.Why = 1, err.Error()
-		return res
-	}
 	prefix := ""
 	if r.several {
 		prefix = in.String()
 	}
 	stdout, stderr := r.out.pipe(prefix), r.out.pipe(prefix)
-	err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: stdout, Stderr: stderr})
+	err := r.Exec(ctx, pod, container, []string{contract.Binary, contract.Errand, r.o.Errand}, cluster.Streams{Stdout: stdout, Stderr: stderr})
 	stdout.Close()
 	stderr.Close()
 	var exit interface{ ExitStatus() int }
@@ -558,21 +522,6 @@ func (r *run) exec(ctx context.Context, in Instance, pod *corev1.Pod) result {
 		res.Exit, res.Why = 1, fmt.Sprintf("running bin/run in pod %s, container %s: %v", pod.Name, container, err)
 	}
 	return res
-}
-
-// executor is the exec protocol kubectl uses: WebSocket, else SPDY.
-func executor(cfg *rest.Config, u *url.URL) (remotecommand.Executor, error) {
-	ws, err := remotecommand.NewWebSocketExecutor(cfg, "GET", u.String())
-	if err != nil {
-		return nil, err
-	}
-	spdy, err := remotecommand.NewSPDYExecutor(cfg, "POST", u)
-	if err != nil {
-		return nil, err
-	}
-	return remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
-		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
-	})
 }
 
 // lineWriter writes whole lines of several streams to one output, each
