@@ -18,6 +18,8 @@ import (
 	"k8s.io/streaming/pkg/httpstream"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/bosh-injector/bosh-injector/gather/deployment"
+	"github.com/bosh-injector/bosh-injector/gather/manifest"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 )
 
@@ -86,4 +88,22 @@ func ManifestSecret(ctx context.Context, c client.Reader, namespace, deployment 
 		}
 	}
 	return nil, fmt.Errorf("deployment '%s' has no manifest Secret in namespace %s (label %s=%s, key %s)", deployment, namespace, names.LabelDeployment, names.LabelValue(deployment), names.ManifestKey)
+}
+
+// Manifest is the deployment's manifest Secret and its manifest, with the
+// Secret's ops files applied.
+func Manifest(ctx context.Context, c client.Reader, namespace, name string) (*corev1.Secret, *manifest.Manifest, error) {
+	secret, err := ManifestSecret(ctx, c, namespace, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	doc, err := deployment.Document(secret.Data[names.ManifestKey], deployment.OpsFilesOf(secret.Data))
+	if err != nil {
+		return nil, nil, fmt.Errorf("manifest Secret %s: %w", secret.Name, err)
+	}
+	m, err := manifest.FromDocument(doc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("manifest Secret %s: %w", secret.Name, err)
+	}
+	return secret, m, nil
 }

@@ -21,8 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/client/cluster"
-	"github.com/bosh-injector/bosh-injector/gather/deployment"
-	"github.com/bosh-injector/bosh-injector/gather/manifest"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
 	"github.com/bosh-injector/bosh-injector/inject"
@@ -49,17 +47,9 @@ type Cluster = cluster.Cluster
 // Run runs an errand and returns its exit status: 0 when every instance's
 // run exited 0 (or the run was skipped), else the first failure's.
 func Run(ctx context.Context, c Cluster, o Options) (int, error) {
-	secret, err := cluster.ManifestSecret(ctx, c.Client, o.Namespace, o.Deployment)
+	secret, m, err := cluster.Manifest(ctx, c.Client, o.Namespace, o.Deployment)
 	if err != nil {
 		return 0, err
-	}
-	doc, err := deployment.Document(secret.Data[names.ManifestKey], deployment.OpsFilesOf(secret.Data))
-	if err != nil {
-		return 0, fmt.Errorf("manifest Secret %s: %w", secret.Name, err)
-	}
-	m, err := manifest.FromDocument(doc)
-	if err != nil {
-		return 0, fmt.Errorf("manifest Secret %s: %w", secret.Name, err)
 	}
 	t, err := Resolve(m, o.Errand, o.Filters)
 	if err != nil {
