@@ -1,7 +1,6 @@
 package errand
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -66,7 +65,7 @@ func Run(ctx context.Context, c Cluster, o Options) (int, error) {
 		}
 		return v, nil
 	}
-	r := &run{Cluster: c, o: o, out: &lineWriter{w: o.Out}, several: len(t.Colocated) > 1}
+	r := &run{Cluster: c, o: o, out: cluster.NewLines(o.Out), several: len(t.Colocated) > 1}
 	var results []result
 	if t.Lifecycle != nil {
 		v, err := version(t.Lifecycle.Group)
@@ -131,7 +130,7 @@ func summarize(out io.Writer, errand string, results []result) int {
 type run struct {
 	Cluster
 	o   Options
-	out *lineWriter
+	out *cluster.Lines
 	// several: output lines are prefixed with their instance.
 	several bool
 }
@@ -259,7 +258,7 @@ func (r *run) follow(ctx context.Context, job *batchv1.Job, in Instance) (result
 	say := func(format string, args ...any) {
 		if line := fmt.Sprintf(format, args...); !said[line] {
 			said[line] = true
-			r.out.line(in.String(), line)
+			r.out.Line(in.String(), line)
 		}
 	}
 	var pod *corev1.Pod
@@ -362,11 +361,11 @@ func jobFailure(job *batchv1.Job) string {
 func (r *run) stream(ctx context.Context, namespace, pod, container, prefix string, follow bool) {
 	rc, err := r.Kube.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{Container: container, Follow: follow}).Stream(ctx)
 	if err != nil {
-		r.out.line(prefix, fmt.Sprintf("(no output of container %s: %v)", container, err))
+		r.out.Line(prefix, fmt.Sprintf("(no output of container %s: %v)", container, err))
 		return
 	}
 	defer rc.Close()
-	r.out.copy(prefix, rc)
+	r.out.Copy(prefix, rc)
 }
 
 // colocated runs the errand job's bin/run in each instance's running pod,
@@ -500,7 +499,7 @@ func (r *run) exec(ctx context.Context, in Instance, pod *corev1.Pod) result {
 	if r.several {
 		prefix = in.String()
 	}
-	stdout, stderr := r.out.pipe(prefix), r.out.pipe(prefix)
+	stdout, stderr := r.out.Pipe(prefix), r.out.Pipe(prefix)
 	err := r.Exec(ctx, pod, container, []string{contract.Binary, contract.Errand, r.o.Errand}, cluster.Streams{Stdout: stdout, Stderr: stderr})
 	stdout.Close()
 	stderr.Close()
@@ -512,53 +511,4 @@ func (r *run) exec(ctx context.Context, in Instance, pod *corev1.Pod) result {
 		res.Exit, res.Why = 1, fmt.Sprintf("running bin/run in pod %s, container %s: %v", pod.Name, container, err)
 	}
 	return res
-}
-
-// lineWriter writes whole lines of several streams to one output, each
-// line with its stream's prefix.
-type lineWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lineWriter) line(prefix, text string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if prefix != "" {
-		fmt.Fprintf(l.w, "%s: %s\n", prefix, text)
-	} else {
-		fmt.Fprintln(l.w, text)
-	}
-}
-
-func (l *lineWriter) copy(prefix string, r io.Reader) {
-	s := bufio.NewScanner(r)
-	s.Buffer(make([]byte, 64*1024), 1024*1024)
-	for s.Scan() {
-		l.line(prefix, s.Text())
-	}
-}
-
-// pipe is a writer whose lines go to the output with prefix; Close
-// flushes the last line.
-func (l *lineWriter) pipe(prefix string) io.WriteCloser {
-	pr, pw := io.Pipe()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		l.copy(prefix, pr)
-		_, _ = io.Copy(io.Discard, pr)
-	}()
-	return closer{pw, done}
-}
-
-type closer struct {
-	*io.PipeWriter
-	done chan struct{}
-}
-
-func (c closer) Close() error {
-	err := c.PipeWriter.Close()
-	<-c.done
-	return err
 }
