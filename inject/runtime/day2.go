@@ -93,17 +93,21 @@ func Shell(ctx context.Context, root bool, command string, stdin io.Reader, stdo
 		shell = "/bin/sh"
 	}
 	cmd := exec.CommandContext(ctx, shell, args...)
-	home, user := "/home/vcap", "vcap"
+	homes, user := []string{"/home/vcap", "/var/vcap"}, "vcap"
 	if root {
-		home, user = "/root", "root"
+		homes, user = []string{"/root"}, "root"
 	} else {
 		attr, err := credentials(nil)
 		if err != nil {
 			return 1, err
 		}
 		cmd.SysProcAttr = attr
-		if _, err := os.Stat(home); err != nil {
-			home = "/var/vcap"
+	}
+	home := "/"
+	for _, h := range homes {
+		if _, err := os.Stat(h); err == nil {
+			home = h
+			break
 		}
 	}
 	cmd.Env = append(os.Environ(), "PATH="+agentPath+":/var/vcap/bosh/bin", "HOME="+home, "USER="+user, "LOGNAME="+user)
