@@ -10,8 +10,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/inject/runtime"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
@@ -106,5 +109,82 @@ func TestShellAsVcap(t *testing.T) {
 		if err != nil || code != 7 || strings.TrimSpace(out.String()) != want {
 			t.Errorf("root=%v: exit %d, %v, output %q; want 7 and uid %s", root, code, err, out.String(), want)
 		}
+	}
+}
+
+// TestStopAndStartInThePod: the desired state "stopped" runs pre-stop and
+// drain (told the VM stays), stops both processes and runs post-stop,
+// while the launchers keep running; a launcher started again (the
+// container restarted) stays stopped; "started" starts the processes
+// again and post-start runs again. With skip-drain, drain does not run.
+func TestStopAndStartInThePod(t *testing.T) {
+	needRoot(t)
+	vcap, _ := instanceDir(t, "web", "processes:\n- name: a\n  executable: EXE\n  workdir: JOBDIR\n  env: {RUNTIME_TEST_CHILD: \"1\"}\n- name: b\n  executable: EXE\n  workdir: JOBDIR\n  env: {RUNTIME_TEST_CHILD: \"1\"}\n",
+		map[string]string{
+			"post-start": "echo post-start >> LOG\n",
+			"pre-stop":   "echo pre-stop $BOSH_VM_NEXT_STATE $BOSH_INSTANCE_NEXT_STATE >> LOG\n",
+			"drain":      "echo drain $1 >> LOG\necho 0\n",
+			"post-stop":  "echo post-stop >> LOG\n",
+		})
+	log := filepath.Join(vcap, "lifecycle.log")
+	for _, s := range []string{"post-start", "pre-stop", "drain", "post-stop"} {
+		p := filepath.Join(vcap, "jobs", "web", "bin", s)
+		data, _ := os.ReadFile(p)
+		write(t, p, strings.ReplaceAll(string(data), "LOG", log), 0o755)
+	}
+	desired := filepath.Join(vcap, "desired")
+	want := func(state, skip string) {
+		write(t, filepath.Join(desired, contract.DesiredStateFile), state, 0o644)
+		write(t, filepath.Join(desired, contract.SkipDrainFile), skip, 0o644)
+	}
+	want("", "")
+	jobs := []contract.Job{{Name: "web", Scripts: []string{"post-start", "pre-stop", "drain", "post-stop"}, Host: "web-a"}}
+	instance := contract.Instance{Containers: []string{"web-a", "web-b"}, Jobs: jobs, DrainSeconds: 30}
+	var out syncBuffer
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var wg sync.WaitGroup
+	status := func() string {
+		in := runtime.Instance{Plan: contract.Plan{Instance: instance}, State: runtime.State{Dir: filepath.Join(vcap, "sys", "run", "bosh-injector")}}
+		var s []string
+		for _, p := range in.Status(true).Processes {
+			s = append(s, p.State)
+		}
+		return strings.Join(s, " ")
+	}
+	run := func(container, process string) context.CancelFunc {
+		l := launcher(vcap, contract.Plan{Job: "web", Process: process, Container: container, Instance: instance}, &out)
+		l.Desired = desired
+		cctx, cancel := context.WithCancel(ctx)
+		wg.Go(func() {
+			if _, err := l.Run(cctx); err != nil {
+				t.Error(err)
+			}
+		})
+		return cancel
+	}
+	lifecycle := func() string { data, _ := os.ReadFile(log); return string(data) }
+	run("web-a", "a")
+	restartB := run("web-b", "b")
+	waitFor(t, "post-start", func() bool { return lifecycle() == "post-start\n" && status() == "running running" })
+
+	want(names.DesiredStopped, "")
+	waitFor(t, "the stop", func() bool { return status() == "stopped stopped" && strings.HasSuffix(lifecycle(), "post-stop\n") })
+	// The container restarts: its launcher starts stopped.
+	restartB()
+	run("web-b", "b")
+	time.Sleep(500 * time.Millisecond)
+	if s := status(); s != "stopped stopped" {
+		t.Fatalf("after a container restart while stopped: %s", s)
+	}
+
+	want("", "")
+	waitFor(t, "the start", func() bool { return status() == "running running" && strings.Count(lifecycle(), "post-start") == 2 })
+	want(names.DesiredStopped, "true")
+	waitFor(t, "the stop without drain", func() bool { return status() == "stopped stopped" && strings.Count(lifecycle(), "post-stop") == 2 })
+	stop()
+	wg.Wait()
+	if got, want := lifecycle(), "post-start\npre-stop keep keep\ndrain job_shutdown\npost-stop\npost-start\npre-stop keep keep\npost-stop\n"; got != want {
+		t.Errorf("lifecycle:\n%s\nwant:\n%s", got, want)
 	}
 }

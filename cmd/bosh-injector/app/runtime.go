@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/inject/runtime"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
@@ -53,7 +54,11 @@ then kills. The container hosting a job's scripts runs its post-start and post-s
 A process of a job without bpm.yml runs through its monit file's start and stop
 programs instead. It starts nothing before the instance's setup (render, the
 pre-start steps) ended, as monit starts nothing before the agent applied the jobs
-and ran their pre-start scripts. The plan comes from ` + contract.EnvPlan + ` and the
+and ran their pre-start scripts. While the pod's ` + names.AnnotationDesiredState + `
+annotation (read from ` + contract.DesiredDir + `) is "stopped", the instance's
+pre-stop and drain run once, the process stops and post-stop runs, and the
+container stays until it is removed; back to started, the process and post-start
+run again. The plan comes from ` + contract.EnvPlan + ` and the
 instance's ` + contract.InstanceFile + `, which render writes in --plan-dir.`,
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
@@ -76,7 +81,8 @@ instance's ` + contract.InstanceFile + `, which render writes in --plan-dir.`,
 					defer stop()
 				}
 				l := runtime.Launcher{Plan: in.Plan, VCAP: o.vcap, State: in.State, Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr(), Log: in.Log,
-					StopTimeout: contract.BPMStopTimeout * time.Second, QuitGrace: contract.BPMQuitGrace * time.Second, PostStopWait: 10 * time.Second}
+					StopTimeout: contract.BPMStopTimeout * time.Second, QuitGrace: contract.BPMQuitGrace * time.Second, PostStopWait: 10 * time.Second,
+					Desired: contract.DesiredDir}
 				run := l.Run
 				if in.Plan.Monit {
 					run = l.RunMonit
