@@ -180,14 +180,19 @@ func (l *Launcher) runProcess(ctx context.Context, p bpm.Process, env []string, 
 	return code, stopped, nil
 }
 
-// wantStopped reads the instance's desired state from the pod's
-// annotations (contract.DesiredDir): stopped, and whether without drain.
+// wantStopped reads the instance's desired state.
 func (l *Launcher) wantStopped() (stopped, skipDrain bool) {
 	if l.Desired == "" {
 		return false, false
 	}
-	state, _ := os.ReadFile(filepath.Join(l.Desired, contract.DesiredStateFile))
-	skip, _ := os.ReadFile(filepath.Join(l.Desired, contract.SkipDrainFile))
+	return Desired(l.Desired)
+}
+
+// Desired reads the instance's desired state from the pod's annotations
+// in dir (contract.DesiredDir): stopped, and whether without drain.
+func Desired(dir string) (stopped, skipDrain bool) {
+	state, _ := os.ReadFile(filepath.Join(dir, contract.DesiredStateFile))
+	skip, _ := os.ReadFile(filepath.Join(dir, contract.SkipDrainFile))
 	return strings.TrimSpace(string(state)) == names.DesiredStopped, strings.TrimSpace(string(skip)) == "true"
 }
 

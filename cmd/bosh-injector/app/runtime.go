@@ -155,6 +155,8 @@ the processes), and a restart in the same sandbox runs nothing again.`,
 				if err != nil {
 					return err
 				}
+				// `recreate --skip-drain` says so on the pod.
+				_, in.SkipDrain = runtime.Desired(contract.DesiredDir)
 				return in.PreStop(cmd.Context())
 			},
 		}

@@ -3,6 +3,7 @@ package day2
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/instance"
 	"github.com/bosh-injector/bosh-injector/gather/manifest"
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/update"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
 
@@ -212,5 +214,50 @@ func TestVariablesAndEventsTables(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "Object Type") || !strings.Contains(out.String(), "create") || !strings.Contains(out.String(), "1 events") {
 		t.Errorf("events text:\n%s", out.String())
+	}
+}
+
+// TestOrderAsTheDeploy: the update plan's stages and each group's steps,
+// canaries first in the first AZ, then max_in_flight, AZ by AZ, over the
+// instances named only.
+func TestOrderAsTheDeploy(t *testing.T) {
+	m, err := manifest.Parse([]byte(deploymentYAML + `update: {canaries: 1, max_in_flight: 2, canary_watch_time: 1000-5000, update_watch_time: 1000-9000}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := update.PlanOf(m.Raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := Instances(m, nil)
+	azs := map[string][]string{}
+	for _, g := range m.InstanceGroups {
+		azs[g.Name] = g.AZs
+	}
+	stages, err := Order(plan, azs, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, stage := range stages {
+		for _, batches := range stage {
+			for _, b := range batches {
+				var ins []string
+				for _, in := range b.Instances {
+					ins = append(ins, fmt.Sprintf("%s/%d", in.Group, in.Index))
+				}
+				got = append(got, fmt.Sprintf("%s canary=%v watch=%s", strings.Join(ins, ","), b.Canary, b.Watch.Max))
+			}
+		}
+	}
+	want := "db/0 canary=true watch=5s | api/0 canary=true watch=5s | api/2 canary=false watch=9s | api/1 canary=false watch=9s"
+	if strings.Join(got, " | ") != want {
+		t.Errorf("order:\n%s\nwant\n%s", strings.Join(got, " | "), want)
+	}
+	filters, _ := ParseSpec("api/1")
+	one, _ := Select("shop", all, filters)
+	if stages, _ := Order(plan, azs, one); len(stages) != 1 || len(stages[0][0]) != 1 || !stages[0][0][0].Canary || stages[0][0][0].Instances[0].Index != 1 {
+		t.Errorf("one instance: %+v", stages)
 	}
 }

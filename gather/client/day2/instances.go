@@ -101,6 +101,8 @@ func Select(deployment string, all []Instance, filters []errand.Filter) ([]Insta
 // Process is one process of an instance as `bosh instances --ps` shows it.
 type Process struct {
 	Name, Job, Container, State string
+	// Monit: the process comes from the job's monit file.
+	Monit bool
 }
 
 // State is an instance's process state, its processes', and why it is not
@@ -122,7 +124,7 @@ func ProcessContainers(pod *corev1.Pod) []Process {
 			}
 			var p contract.Plan
 			if json.Unmarshal([]byte(e.Value), &p) == nil {
-				out = append(out, Process{Name: p.Process, Job: p.Job, Container: c.Name})
+				out = append(out, Process{Name: p.Process, Job: p.Job, Container: c.Name, Monit: p.Monit})
 			}
 		}
 	}
@@ -276,11 +278,14 @@ func InstancesTable(rows []Row, o InstancesOptions) Table {
 	return t
 }
 
-// desiredState is the director's instance state: started, unless the
-// instance has no pod (detached).
+// desiredState is the director's instance state: started or stopped, as
+// its pod's annotation says, detached without a pod.
 func desiredState(pod *corev1.Pod) string {
-	if pod == nil {
+	switch {
+	case pod == nil:
 		return "detached"
+	case pod.Annotations[names.AnnotationDesiredState] == names.DesiredStopped:
+		return "stopped"
 	}
 	return "started"
 }
