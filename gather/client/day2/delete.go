@@ -1,0 +1,177 @@
+package day2
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bosh-injector/bosh-injector/gather/instance"
+	"github.com/bosh-injector/bosh-injector/gather/manifest"
+	"github.com/bosh-injector/bosh-injector/gather/names"
+)
+
+// DeleteOptions are `delete-deployment`'s flags and output.
+type DeleteOptions struct {
+	// DeleteVariables deletes the generated variable Secrets too; without
+	// it they stay, as a director's config server keeps credentials.
+	DeleteVariables bool
+	Out             io.Writer
+	// Timeout bounds the wait for the pods to drain and go.
+	Timeout time.Duration
+}
+
+// claimOrdinal ends a StatefulSet claim's name: "<template>-<set>-<n>".
+var claimOrdinal = regexp.MustCompile(`^(.+)-([0-9]+)$`)
+
+// Orphan is what marks a claim orphaned: the instance, as the director
+// names it, "group/uuid (index)"; "" when the claim is not an instance's.
+func Orphan(m *manifest.Manifest, sets []appsv1.StatefulSet, claim string) string {
+	match := claimOrdinal.FindStringSubmatch(claim)
+	if match == nil {
+		return ""
+	}
+	ordinal, _ := strconv.Atoi(match[2])
+	for _, s := range sets {
+		for _, t := range s.Spec.VolumeClaimTemplates {
+			if match[1] != t.Name+"-"+s.Name {
+				continue
+			}
+			labels := s.Spec.Template.Labels
+			azIndex, _ := strconv.Atoi(labels[names.LabelAZIndex])
+			for _, g := range m.InstanceGroups {
+				if names.LabelValue(g.Name) == labels[names.LabelInstanceGroup] {
+					i := instance.Index(ordinal, max(azIndex, 1), len(g.AZs))
+					return fmt.Sprintf("%s/%s (%d)", g.Name, instance.ID(m.Name, g.Name, i), i)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// Delete deletes the deployment as `bosh delete-deployment` does: its
+// StatefulSets and Jobs (every pod's preStop hook drains it), waiting for
+// the pods to go; its persistent disk claims stay, orphaned (names.
+// LabelOrphaned); then the manifest Secret and every object gathering
+// made (resolved and BPM Secrets, links, Services, DNS records, the
+// gathering's Jobs and RBAC), and the generated variables when asked.
+func (d *Deployment) Delete(ctx context.Context, o DeleteOptions) error {
+	ns := client.InNamespace(d.Namespace)
+	label := names.LabelValue(d.Name())
+	ofDeployment := func(t corev1.PodTemplateSpec) bool { return t.Labels[names.LabelDeployment] == label }
+
+	var sets appsv1.StatefulSetList
+	if err := d.Client.List(ctx, &sets, ns); err != nil {
+		return err
+	}
+	sets.Items = slices.DeleteFunc(sets.Items, func(s appsv1.StatefulSet) bool { return !ofDeployment(s.Spec.Template) })
+	var jobs batchv1.JobList
+	if err := d.Client.List(ctx, &jobs, ns); err != nil {
+		return err
+	}
+	background := client.PropagationPolicy(metav1.DeletePropagationBackground)
+	for i := range sets.Items {
+		if err := d.Client.Delete(ctx, &sets.Items[i], background); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting StatefulSet %s: %w", sets.Items[i].Name, err)
+		}
+		fmt.Fprintf(o.Out, "Deleting instances of StatefulSet %s (draining)\n", sets.Items[i].Name)
+	}
+	for i := range jobs.Items {
+		j := &jobs.Items[i]
+		if ofDeployment(j.Spec.Template) || j.Labels[names.LabelDeployment] == label {
+			if err := d.Client.Delete(ctx, j, background); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("deleting Job %s: %w", j.Name, err)
+			}
+		}
+	}
+	if err := d.waitPodsGone(ctx, o.Timeout); err != nil {
+		return err
+	}
+
+	var claims corev1.PersistentVolumeClaimList
+	if err := d.Client.List(ctx, &claims, ns); err != nil {
+		return err
+	}
+	now := time.Now().UTC().Format(time.RFC3339)
+	for i := range claims.Items {
+		c := &claims.Items[i]
+		orphan := Orphan(d.Manifest, sets.Items, c.Name)
+		if orphan == "" || c.Labels[names.LabelOrphaned] == "true" {
+			continue
+		}
+		patch := client.MergeFrom(c.DeepCopy())
+		if c.Labels == nil {
+			c.Labels = map[string]string{}
+		}
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		c.Labels[names.LabelOrphaned] = "true"
+		c.Labels[names.LabelDeployment] = label
+		c.Annotations[names.AnnotationOrphanedAt] = now
+		c.Annotations[names.AnnotationOrphanedInstance] = orphan
+		if err := d.Client.Patch(ctx, c, patch); err != nil {
+			return fmt.Errorf("orphaning disk %s of %s: %w", c.Name, orphan, err)
+		}
+		fmt.Fprintf(o.Out, "Orphaning disk %s of %s\n", c.Name, orphan)
+	}
+
+	if err := d.Client.Delete(ctx, d.Secret); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting the manifest Secret %s: %w", d.Secret.Name, err)
+	}
+	for _, list := range []client.ObjectList{&corev1.SecretList{}, &corev1.ConfigMapList{}, &corev1.ServiceList{}, &batchv1.JobList{},
+		&corev1.PodList{}, &corev1.ServiceAccountList{}, &rbacv1.RoleList{}, &rbacv1.RoleBindingList{}} {
+		if err := d.Client.List(ctx, list, ns, client.MatchingLabels{names.LabelDeployment: label}); err != nil {
+			return err
+		}
+		items, err := apimeta.ExtractList(list)
+		if err != nil {
+			return err
+		}
+		for _, item := range items {
+			obj := item.(client.Object)
+			if obj.GetLabels()[names.LabelSecretKind] == names.KindVariable && !o.DeleteVariables {
+				continue
+			}
+			if err := d.Client.Delete(ctx, obj, background); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("deleting %T %s: %w", obj, obj.GetName(), err)
+			}
+		}
+	}
+	fmt.Fprintf(o.Out, "Deleted deployment '%s'\n", d.Name())
+	return nil
+}
+
+// waitPodsGone waits until no pod of the deployment is left: their
+// preStop hooks drained them.
+func (d *Deployment) waitPodsGone(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		var pods corev1.PodList
+		if err := d.Client.List(ctx, &pods, client.InNamespace(d.Namespace), d.selector()); err != nil {
+			return fmt.Errorf("waiting for the deployment's pods to drain and go: %w", err)
+		}
+		if len(pods.Items) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d pods of deployment '%s' are still there after %s (first %s): see `kubectl describe pod %s`; run delete-deployment again once they are gone",
+				len(pods.Items), d.Name(), timeout, pods.Items[0].Name, pods.Items[0].Name)
+		case <-time.After(time.Second):
+		}
+	}
+}
