@@ -1,14 +1,10 @@
 package e2e_test
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
-	"io"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -151,8 +147,11 @@ func TestDay2Commands(t *testing.T) {
 	if len(tarballs) != 1 {
 		t.Fatalf("logs wrote %v", tarballs)
 	}
-	entries := tarEntries(t, tarballs[0])
-	for _, want := range []string{"./lifecycled/lifecycled.stdout.log", "./lifecycled/lifecycled.stderr.log", "./lifecycled/lifecycle.log"} {
+	entries, err := fixtures.TgzFiles(tarballs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"lifecycled/lifecycled.stdout.log", "lifecycled/lifecycled.stderr.log", "lifecycled/lifecycle.log"} {
 		if _, ok := entries[want]; !ok {
 			t.Errorf("logs tarball lacks %s: %v", want, slices.Sorted(maps.Keys(entries)))
 		}
@@ -269,30 +268,4 @@ func TestDay2Commands(t *testing.T) {
 		t.Errorf("orphaned claims: %+v %v", claims.Items, err)
 	}
 	t.Logf("day-2 commands in %s", time.Since(began).Round(100*time.Millisecond))
-}
-
-func tarEntries(t *testing.T, path string) map[string]string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := tar.NewReader(gz)
-	out := map[string]string{}
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, _ := io.ReadAll(tr)
-		out[h.Name] = string(data)
-	}
 }

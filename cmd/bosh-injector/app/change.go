@@ -26,15 +26,7 @@ its watch time (at least a minute, plus its drain time) stops the rest, and the
 error says what to look at. There are no tasks, --hard, --soft or --fix.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := o.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			spec := ""
-			if len(args) == 1 {
-				spec = args[0]
-			}
-			instances, err := d.Instances(cmd.Context(), spec)
+			d, _, instances, err := o.instances(cmd.Context(), args)
 			if err != nil {
 				return err
 			}

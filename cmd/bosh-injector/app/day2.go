@@ -35,6 +35,19 @@ func (o *day2Options) open(ctx context.Context) (*day2.Deployment, error) {
 	return day2.Open(ctx, c, ns, o.deployment)
 }
 
+// instances opens the deployment and finds the instances args[0] names
+// (all without it); spec is args[0] or "".
+func (o *day2Options) instances(ctx context.Context, args []string) (d *day2.Deployment, spec string, instances []day2.Instance, err error) {
+	if d, err = o.open(ctx); err != nil {
+		return nil, "", nil, err
+	}
+	if len(args) == 1 {
+		spec = args[0]
+	}
+	instances, err = d.Instances(ctx, spec)
+	return d, spec, instances, err
+}
+
 // print writes t as text or, with --json, as `bosh --json` does.
 func (o *day2Options) print(cmd *cobra.Command, t day2.Table) error {
 	if o.json {

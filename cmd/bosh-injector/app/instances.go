@@ -23,15 +23,7 @@ ID; --failing keeps what is not running. An instance whose post-start failed is
 failing. It has no --vitals or --dns. Pods are asked through exec.`,
 			Args: cobra.MaximumNArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				d, err := o.open(cmd.Context())
-				if err != nil {
-					return err
-				}
-				spec := ""
-				if len(args) == 1 {
-					spec = args[0]
-				}
-				instances, err := d.Instances(cmd.Context(), spec)
+				d, _, instances, err := o.instances(cmd.Context(), args)
 				if err != nil {
 					return err
 				}

@@ -32,15 +32,7 @@ process container, so the instance's pod must run; it has no --agent (there is
 no agent log) and no --system.`,
 			Args: cobra.MaximumNArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				d, err := o.open(cmd.Context())
-				if err != nil {
-					return err
-				}
-				spec := ""
-				if len(args) == 1 {
-					spec = args[0]
-				}
-				instances, err := d.Instances(cmd.Context(), spec)
+				d, spec, instances, err := o.instances(cmd.Context(), args)
 				if err != nil {
 					return err
 				}

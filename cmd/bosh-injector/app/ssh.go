@@ -26,11 +26,7 @@ data of the whole instance. A group alone names its instances; without -c it
 must name one. The exit status is the command's.`,
 			Args: cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				d, err := o.open(cmd.Context())
-				if err != nil {
-					return err
-				}
-				instances, err := d.Instances(cmd.Context(), args[0])
+				d, _, instances, err := o.instances(cmd.Context(), args)
 				if err != nil {
 					return err
 				}
