@@ -111,6 +111,7 @@ func (d *Deployment) Change(ctx context.Context, action string, instances []Inst
 		return err
 	}
 	lines := &syncWriter{w: o.Out}
+	o.Out = lines
 	for _, stage := range stages {
 		errs := make([]error, len(stage))
 		var wg sync.WaitGroup
@@ -158,11 +159,13 @@ type syncWriter struct {
 	w  io.Writer
 }
 
-func (s *syncWriter) printf(format string, args ...any) {
+func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	fmt.Fprintf(s.w, format, args...)
+	return s.w.Write(p)
 }
+
+func (s *syncWriter) printf(format string, args ...any) { fmt.Fprintf(s, format, args...) }
 
 // batch changes a step's instances at once and reports each as the
 // director's task does.
@@ -201,7 +204,9 @@ func (d *Deployment) changeOne(ctx context.Context, action string, in Instance, 
 	defer cancel()
 	switch action {
 	case Stop:
-		return d.stop(ctx, in, o)
+		err := d.stop(ctx, in, o)
+		d.warnReady(ctx, in, o)
+		return err
 	case Start:
 		return d.start(ctx, in, o)
 	case Restart:
@@ -253,6 +258,22 @@ func (d *Deployment) stop(ctx context.Context, in Instance, o ChangeOptions) err
 		}
 		return StateOf(pod, st).ProcessState == contract.StateStopped, nil
 	})
+}
+
+// warnReady says so when a stopped instance's pod stays Ready: a container
+// without a readiness probe (its jobs have no post-start, no BPM hook) is
+// Ready while it runs, whatever its process does.
+func (d *Deployment) warnReady(ctx context.Context, in Instance, o ChangeOptions) {
+	var pod corev1.Pod
+	if d.Client.Get(ctx, client.ObjectKeyFromObject(in.Pod), &pod) != nil || !podReady(&pod) {
+		return
+	}
+	for _, c := range pod.Spec.Containers {
+		if c.ReadinessProbe == nil && slices.ContainsFunc(ProcessContainers(&pod), func(p Process) bool { return p.Container == c.Name }) {
+			fmt.Fprintf(o.Out, "Warning: instance '%s' is stopped but pod %s stays Ready: its container %s has no readiness probe, so its Services still select it\n", in.Name(), pod.Name, c.Name)
+			return
+		}
+	}
 }
 
 // start asks the pod's launchers to start and waits until the pod is

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -64,6 +65,8 @@ func (d *Deployment) Rows(ctx context.Context, instances []Instance) []Row {
 	var wg sync.WaitGroup
 	for i, in := range instances {
 		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+			defer cancel()
 			st, _ := d.status(ctx, in.Pod)
 			rows[i] = Row{Instance: in, State: StateOf(in.Pod, st)}
 		})
@@ -71,6 +74,10 @@ func (d *Deployment) Rows(ctx context.Context, instances []Instance) []Row {
 	wg.Wait()
 	return rows
 }
+
+// statusTimeout bounds asking one pod's launchers: an instance that does
+// not answer is shown from its pod.
+const statusTimeout = 10 * time.Second
 
 // status asks the instance's launchers, through its first running process
 // container, what they recorded.
