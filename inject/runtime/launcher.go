@@ -93,14 +93,21 @@ func (l *Launcher) Run(ctx context.Context) (int, error) {
 		return 1, fmt.Errorf("job '%s', process '%s': %w", plan.Job, plan.Process, err)
 	}
 	env := Environ(p)
+	// A container that stopped before (a stop, or a restart while stopped)
+	// starts as after the agent's start.
+	_, stoppedBefore := l.State.Read(stoppedFile(plan.Container))
 	for {
-		if stopped, _ := l.wantStopped(); stopped && !l.stayStopped(ctx) {
-			return 0, nil
+		if stopped, _ := l.wantStopped(); stopped || stoppedBefore {
+			if !l.stayStopped(ctx) {
+				return 0, nil
+			}
+			l.forgetStop()
 		}
 		code, stopped, err := l.runProcess(ctx, p, env, outW, errW, privileged)
 		if !stopped {
 			return code, err
 		}
+		stoppedBefore = true
 	}
 }
 
@@ -218,19 +225,18 @@ func (l *Launcher) stopRequested(ctx context.Context) <-chan bool {
 
 // stayStopped keeps the process stopped until the instance is started
 // again, across restarts of the container; false when ctx ended first.
-// Starting, it forgets the stop's scripts (so the next stop or the pod's
-// deletion drains again) and the post-start results of the jobs this
-// container hosts (so post-start runs again, as after the agent's start).
 func (l *Launcher) stayStopped(ctx context.Context) bool {
 	plan := l.Plan
 	_ = l.State.Remove(pidFile(plan.Container))
 	if err := l.State.Mark(stoppedFile(plan.Container), ""); err != nil {
 		l.Log.Error(err, "recording the stop")
 	}
-	l.Log.Info("stopped until started", "job", plan.Job, "process", plan.Process)
+	if stopped, _ := l.wantStopped(); stopped {
+		l.Log.Info("stopped until started", "job", plan.Job, "process", plan.Process)
+	}
 	for {
 		if stopped, _ := l.wantStopped(); !stopped {
-			break
+			return true
 		}
 		select {
 		case <-ctx.Done():
@@ -238,6 +244,14 @@ func (l *Launcher) stayStopped(ctx context.Context) bool {
 		case <-time.After(pollInterval):
 		}
 	}
+}
+
+// forgetStop is the start after a stop: it forgets the stop's scripts (so
+// the next stop or the pod's deletion drains again) and the post-start
+// results of the jobs this container hosts (so post-start runs again, as
+// after the agent's start).
+func (l *Launcher) forgetStop() {
+	plan := l.Plan
 	for _, j := range plan.Hosted() {
 		for _, script := range []string{contract.PreStop, contract.Drain, contract.PostStart} {
 			_ = l.State.Remove(claimFile(script, j.Name))
@@ -246,8 +260,7 @@ func (l *Launcher) stayStopped(ctx context.Context) bool {
 		}
 	}
 	_ = l.State.Remove(stoppedFile(plan.Container))
-	l.Log.Info("starting", "job", plan.Job, "process", plan.Process)
-	return true
+	l.Log.Info("starting after a stop", "job", plan.Job, "process", plan.Process)
 }
 
 // stop sends the shutdown signal and waits as BPM does (StopTimeout, then
