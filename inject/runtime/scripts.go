@@ -95,6 +95,10 @@ var PreStopEnv = []string{"BOSH_VM_NEXT_STATE=delete", "BOSH_INSTANCE_NEXT_STATE
 // instance and the deployment stay.
 var StopEnv = []string{"BOSH_VM_NEXT_STATE=keep", "BOSH_INSTANCE_NEXT_STATE=keep", "BOSH_DEPLOYMENT_NEXT_STATE=keep"}
 
+// DeleteEnv is what the director tells pre-stop on `bosh
+// delete-deployment`: everything goes.
+var DeleteEnv = []string{"BOSH_VM_NEXT_STATE=delete", "BOSH_INSTANCE_NEXT_STATE=delete", "BOSH_DEPLOYMENT_NEXT_STATE=delete"}
+
 // PreStop runs bin/pre-stop.
 func (s Scripts) PreStop(ctx context.Context, job string) error {
 	env := PreStopEnv

@@ -146,6 +146,7 @@ the processes), and a restart in the same sandbox runs nothing again.`,
 
 	register(func(g *globalOptions) *cobra.Command {
 		var o runtimeOptions
+		var deploymentDeleted bool
 		cmd := &cobra.Command{
 			Use:   "pre-stop",
 			Short: "Run the instance's pre-stop and drain scripts once, before any process stops (the preStop hook)",
@@ -157,10 +158,14 @@ the processes), and a restart in the same sandbox runs nothing again.`,
 				}
 				// `recreate --skip-drain` says so on the pod.
 				_, in.SkipDrain = runtime.Desired(contract.DesiredDir)
+				if deploymentDeleted {
+					in.Scripts.NextState = runtime.DeleteEnv
+				}
 				return in.PreStop(cmd.Context())
 			},
 		}
 		o.flags(cmd)
+		cmd.Flags().BoolVar(&deploymentDeleted, "deployment-deleted", false, "tell pre-stop the instance and its deployment are deleted (delete-deployment runs it so in every process container)")
 		return cmd
 	})
 

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,13 +19,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/bosh-injector/bosh-injector/gather/client/cluster"
 	"github.com/bosh-injector/bosh-injector/gather/instance"
 	"github.com/bosh-injector/bosh-injector/gather/manifest"
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
 
 // DeleteOptions are `delete-deployment`'s flags and output.
 type DeleteOptions struct {
+	// Force goes on when an instance's pre-stop or drain fails.
+	Force bool
 	// DeleteVariables deletes the generated variable Secrets too; without
 	// it they stay, as a director's config server keeps credentials.
 	DeleteVariables bool
@@ -79,6 +85,9 @@ func (d *Deployment) Delete(ctx context.Context, o DeleteOptions) error {
 	sets.Items = slices.DeleteFunc(sets.Items, func(s appsv1.StatefulSet) bool { return !ofDeployment(s.Spec.Template) })
 	var jobs batchv1.JobList
 	if err := d.Client.List(ctx, &jobs, ns); err != nil {
+		return err
+	}
+	if err := d.drainAll(ctx, o); err != nil {
 		return err
 	}
 	background := client.PropagationPolicy(metav1.DeletePropagationBackground)
@@ -174,4 +183,57 @@ func (d *Deployment) waitPodsGone(ctx context.Context, timeout time.Duration) er
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// drainAll runs every instance's pre-stop and drain, told the deployment is
+// deleted, as the director drains before deleting: the launcher's pre-stop
+// in each process container at once (each runs the scripts of the jobs it
+// hosts, then waits for all), so the pods' preStop hooks find them done.
+func (d *Deployment) drainAll(ctx context.Context, o DeleteOptions) error {
+	var pods corev1.PodList
+	if err := d.Client.List(ctx, &pods, client.InNamespace(d.Namespace), d.selector()); err != nil {
+		return err
+	}
+	byPod := map[string]string{}
+	for _, in := range Instances(d.Manifest, pods.Items) {
+		if in.Pod != nil {
+			byPod[in.Pod.Name] = in.Name()
+		}
+	}
+	var mu sync.Mutex
+	var failed []string
+	var wg sync.WaitGroup
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		name, ok := byPod[pod.Name]
+		if !ok {
+			continue
+		}
+		for _, p := range ProcessContainers(pod) {
+			if !slices.ContainsFunc(pod.Status.ContainerStatuses, func(s corev1.ContainerStatus) bool { return s.Name == p.Container && s.State.Running != nil }) {
+				continue
+			}
+			wg.Go(func() {
+				var out strings.Builder
+				err := d.Exec(ctx, pod, p.Container, []string{contract.Binary, "pre-stop", "--deployment-deleted"}, cluster.Streams{Stdout: &out, Stderr: &out})
+				if err != nil {
+					mu.Lock()
+					failed = append(failed, fmt.Sprintf("instance '%s' (pod %s, container %s): %v: %s", name, pod.Name, p.Container, err, strings.TrimSpace(out.String())))
+					mu.Unlock()
+				}
+			})
+		}
+		fmt.Fprintf(o.Out, "Draining instance %s\n", name)
+	}
+	wg.Wait()
+	if len(failed) == 0 {
+		return nil
+	}
+	slices.Sort(failed)
+	msg := "pre-stop or drain failed on " + strings.Join(failed, "; ")
+	if o.Force {
+		fmt.Fprintf(o.Out, "Warning: %s (going on: --force)\n", msg)
+		return nil
+	}
+	return fmt.Errorf("%s: fix the instance and run delete-deployment again, or give --force to delete it anyway", msg)
 }
