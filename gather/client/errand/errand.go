@@ -73,7 +73,7 @@ type Filter struct{ Group, IndexOrID string }
 func ParseFilter(s string) (Filter, error) {
 	group, id, _ := strings.Cut(s, "/")
 	if group == "" || strings.Contains(id, "/") {
-		return Filter{}, fmt.Errorf("--instance %q: want an instance group, group/index, group/id or group/first", s)
+		return Filter{}, fmt.Errorf("instance %q: want an instance group, group/index, group/id or group/first", s)
 	}
 	return Filter{Group: group, IndexOrID: id}, nil
 }
