@@ -204,9 +204,7 @@ func (d *Deployment) changeOne(ctx context.Context, action string, in Instance, 
 	defer cancel()
 	switch action {
 	case Stop:
-		err := d.stop(ctx, in, o)
-		d.warnReady(ctx, in, o)
-		return err
+		return d.stop(ctx, in, o)
 	case Start:
 		return d.start(ctx, in, o)
 	case Restart:
@@ -246,43 +244,55 @@ func (d *Deployment) setDesired(ctx context.Context, pod *corev1.Pod, state stri
 }
 
 // stop asks the pod's launchers to stop and waits until every process
-// is stopped.
+// is stopped and the pod is not Ready (the kubelet's next readiness
+// probe), so its Services no longer select it; a pod that cannot become
+// not Ready is a warning.
 func (d *Deployment) stop(ctx context.Context, in Instance, o ChangeOptions) error {
 	if err := d.setDesired(ctx, in.Pod, names.DesiredStopped, o.SkipDrain); err != nil {
 		return err
 	}
+	if c := unprobed(in.Pod); c != "" {
+		fmt.Fprintf(o.Out, "Warning: instance '%s' stops but pod %s stays Ready: its container %s has no readiness probe, so its Services still select it\n", in.Name(), in.Pod.Name, c)
+	}
 	return d.waitFor(ctx, in, o, "stopped", func(pod *corev1.Pod) (bool, error) {
-		st, err := d.status(ctx, pod)
-		if err != nil {
+		if podReady(pod) && unprobed(pod) == "" {
 			return false, nil
 		}
-		return StateOf(pod, st).ProcessState == contract.StateStopped, nil
+		return d.processState(ctx, pod) == contract.StateStopped, nil
 	})
 }
 
-// warnReady says so when a stopped instance's pod stays Ready: a container
-// without a readiness probe (its jobs have no post-start, no BPM hook) is
-// Ready while it runs, whatever its process does.
-func (d *Deployment) warnReady(ctx context.Context, in Instance, o ChangeOptions) {
-	var pod corev1.Pod
-	if d.Client.Get(ctx, client.ObjectKeyFromObject(in.Pod), &pod) != nil || !podReady(&pod) {
-		return
-	}
+// unprobed is a process container of the pod without a readiness probe
+// (its jobs have no post-start, no BPM hook): the kubelet counts it Ready
+// while it runs, whatever its process does; "" when there is none.
+func unprobed(pod *corev1.Pod) string {
 	for _, c := range pod.Spec.Containers {
-		if c.ReadinessProbe == nil && slices.ContainsFunc(ProcessContainers(&pod), func(p Process) bool { return p.Container == c.Name }) {
-			fmt.Fprintf(o.Out, "Warning: instance '%s' is stopped but pod %s stays Ready: its container %s has no readiness probe, so its Services still select it\n", in.Name(), pod.Name, c.Name)
-			return
+		if c.ReadinessProbe == nil && slices.ContainsFunc(ProcessContainers(pod), func(p Process) bool { return p.Container == c.Name }) {
+			return c.Name
 		}
 	}
+	return ""
 }
 
-// start asks the pod's launchers to start and waits until the pod is
-// Ready (every process runs, post-start passed).
+// start asks the pod's launchers to start and waits until every process
+// runs and the pod is Ready (post-start passed).
 func (d *Deployment) start(ctx context.Context, in Instance, o ChangeOptions) error {
 	if err := d.setDesired(ctx, in.Pod, "", false); err != nil {
 		return err
 	}
-	return d.waitFor(ctx, in, o, "running", func(pod *corev1.Pod) (bool, error) { return podReady(pod), nil })
+	return d.waitFor(ctx, in, o, "running", func(pod *corev1.Pod) (bool, error) {
+		return podReady(pod) && d.processState(ctx, pod) == contract.StateRunning, nil
+	})
+}
+
+// processState is the instance's process state as its launchers report
+// it; "" when they cannot be asked.
+func (d *Deployment) processState(ctx context.Context, pod *corev1.Pod) string {
+	st, err := d.status(ctx, pod)
+	if err != nil {
+		return ""
+	}
+	return StateOf(pod, st).ProcessState
 }
 
 // recreate deletes the pod (its preStop hook drains, unless skip-drain)

@@ -67,12 +67,12 @@ func Orphan(m *manifest.Manifest, sets []appsv1.StatefulSet, claim string) strin
 	return ""
 }
 
-// Delete deletes the deployment as `bosh delete-deployment` does: its
-// StatefulSets and Jobs (every pod's preStop hook drains it), waiting for
-// the pods to go; its persistent disk claims stay, orphaned (names.
-// LabelOrphaned); then the manifest Secret and every object gathering
-// made (resolved and BPM Secrets, links, Services, DNS records, the
-// gathering's Jobs and RBAC), and the generated variables when asked.
+// Delete deletes the deployment as `bosh delete-deployment` does: every
+// instance drained (drainAll), the manifest Secret, the StatefulSets and
+// Jobs, waiting for the pods to go; the persistent disk claims stay,
+// orphaned (names.LabelOrphaned); then every object gathering made
+// (resolved and BPM Secrets, links, Services, DNS records, the gathering's
+// Jobs and RBAC), and the generated variables when asked.
 func (d *Deployment) Delete(ctx context.Context, o DeleteOptions) error {
 	ns := client.InNamespace(d.Namespace)
 	label := names.LabelValue(d.Name())
@@ -89,6 +89,11 @@ func (d *Deployment) Delete(ctx context.Context, o DeleteOptions) error {
 	}
 	if err := d.drainAll(ctx, o); err != nil {
 		return err
+	}
+	// The manifest goes first: the operator then starts no gathering and
+	// no deploy for it while the rest goes.
+	if err := d.Client.Delete(ctx, d.Secret); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting the manifest Secret %s: %w", d.Secret.Name, err)
 	}
 	background := client.PropagationPolicy(metav1.DeletePropagationBackground)
 	for i := range sets.Items {
@@ -137,9 +142,6 @@ func (d *Deployment) Delete(ctx context.Context, o DeleteOptions) error {
 		fmt.Fprintf(o.Out, "Orphaning disk %s of %s\n", c.Name, orphan)
 	}
 
-	if err := d.Client.Delete(ctx, d.Secret); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("deleting the manifest Secret %s: %w", d.Secret.Name, err)
-	}
 	for _, list := range []client.ObjectList{&corev1.SecretList{}, &corev1.ConfigMapList{}, &corev1.ServiceList{}, &batchv1.JobList{},
 		&corev1.PodList{}, &corev1.ServiceAccountList{}, &rbacv1.RoleList{}, &rbacv1.RoleBindingList{}} {
 		if err := d.Client.List(ctx, list, ns, client.MatchingLabels{names.LabelDeployment: label}); err != nil {
