@@ -189,8 +189,8 @@ func TestDay2Commands(t *testing.T) {
 	if log := lifecycleLog(); !strings.Contains(log, "pre-stop vm=keep instance=keep") || !strings.Contains(log, "drain job_shutdown hash_unchanged") {
 		t.Errorf("stop ran no pre-stop and drain:\n%s", log)
 	}
-	if p := pod(appPod); ready(p) || p.UID != before[appPod] {
-		t.Errorf("stopped: pod %s ready %v, uid %s (was %s)", appPod, ready(p), p.UID, before[appPod])
+	if p := pod(appPod); p.UID != before[appPod] {
+		t.Errorf("stopped: pod %s uid %s (was %s)", appPod, p.UID, before[appPod])
 	}
 	restarts := pod(appPod).Status.ContainerStatuses[0].RestartCount
 	cli("ssh", "app/0", "--root", "-c", "kill 1")
@@ -202,9 +202,9 @@ func TestDay2Commands(t *testing.T) {
 		r := instances("app/0")
 		return len(r) == 1 && r[0]["process_state"] == "stopped"
 	})
-	if p := pod(appPod); ready(p) {
-		t.Errorf("a stopped instance's restarted container is Ready")
-	}
+	// The kubelet's readiness probe turns it not Ready (failureThreshold
+	// probes after the stop) and keeps it so.
+	until("the stopped pod not Ready", 30*time.Second, func() bool { return !ready(pod(appPod)) })
 
 	// start, then restart: in the same pod, post-start and drain again.
 	if code, _ := cli("start", "app/0"); code != 0 || !ready(pod(appPod)) {
@@ -218,15 +218,18 @@ func TestDay2Commands(t *testing.T) {
 	}
 
 	// recreate db/0: a new pod on the same disk.
-	if code, _ := cli("ssh", "db/0", "--root", "-c", "echo day2-bytes > /var/vcap/store/pgstore/day2-marker"); code != 0 {
+	marker := func() string {
+		_, out := cli("ssh", "db/0", "-c", "cat /var/vcap/store/pgstore/day2-marker; sync")
+		return strings.TrimSpace(out)
+	}
+	if code, _ := cli("ssh", "db/0", "--root", "-c", "echo day2-bytes > /var/vcap/store/pgstore/day2-marker && sync"); code != 0 {
 		t.Fatal("writing to db's disk failed")
 	}
+	until("the marker on db's disk", 10*time.Second, func() bool { return marker() == "day2-bytes" })
 	if code, _ := cli("recreate", "db/0"); code != 0 {
 		t.Fatal("recreate failed")
 	}
-	if code, out := cli("ssh", "db/0", "-c", "cat /var/vcap/store/pgstore/day2-marker"); code != 0 || strings.TrimSpace(out) != "day2-bytes" {
-		t.Errorf("the disk after recreate holds %q", out)
-	}
+	until("the marker on db's disk after recreate", 10*time.Second, func() bool { return marker() == "day2-bytes" })
 	after := uids()
 	if after[dbPod] == before[dbPod] || after[appPod] != before[appPod] || after[brokenPod] != before[brokenPod] {
 		t.Errorf("pod UIDs before %v, after %v: only db's should change", before, after)

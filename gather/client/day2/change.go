@@ -244,9 +244,8 @@ func (d *Deployment) setDesired(ctx context.Context, pod *corev1.Pod, state stri
 }
 
 // stop asks the pod's launchers to stop and waits until every process
-// is stopped and the pod is not Ready (the kubelet's next readiness
-// probe), so its Services no longer select it; a pod that cannot become
-// not Ready is a warning.
+// is stopped; the pod turns not Ready with the kubelet's readiness probe
+// (failureThreshold probes later), and a pod that cannot is a warning.
 func (d *Deployment) stop(ctx context.Context, in Instance, o ChangeOptions) error {
 	if err := d.setDesired(ctx, in.Pod, names.DesiredStopped, o.SkipDrain); err != nil {
 		return err
@@ -255,9 +254,6 @@ func (d *Deployment) stop(ctx context.Context, in Instance, o ChangeOptions) err
 		fmt.Fprintf(o.Out, "Warning: instance '%s' stops but pod %s stays Ready: its container %s has no readiness probe, so its Services still select it\n", in.Name(), in.Pod.Name, c)
 	}
 	return d.waitFor(ctx, in, o, "stopped", func(pod *corev1.Pod) (bool, error) {
-		if podReady(pod) && unprobed(pod) == "" {
-			return false, nil
-		}
 		return d.processState(ctx, pod) == contract.StateStopped, nil
 	})
 }
@@ -275,7 +271,7 @@ func unprobed(pod *corev1.Pod) string {
 }
 
 // start asks the pod's launchers to start and waits until every process
-// runs and the pod is Ready (post-start passed).
+// runs, post-start passed and the pod is Ready.
 func (d *Deployment) start(ctx context.Context, in Instance, o ChangeOptions) error {
 	if err := d.setDesired(ctx, in.Pod, "", false); err != nil {
 		return err

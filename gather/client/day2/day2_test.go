@@ -69,6 +69,8 @@ func status(states ...string) *contract.Status {
 func TestStateOfAsTheAgentAggregates(t *testing.T) {
 	postStart := status("running", "running")
 	postStart.Failed = []contract.ScriptFailure{{Job: "a", Script: contract.PostStart, Message: "exit status 3"}}
+	pending := status("running", "running")
+	pending.Pending = []string{"a"}
 	for _, c := range []struct {
 		name       string
 		pod        *corev1.Pod
@@ -82,6 +84,7 @@ func TestStateOfAsTheAgentAggregates(t *testing.T) {
 		{name: "ready without the launchers", pod: ptr(pod("api", 0, map[string]string{"a-a": "ready", "b-b": "ready"})), want: "running", processes: "running running"},
 		{name: "crashing container wins over its stale record", pod: ptr(pod("api", 0, map[string]string{"a-a": "ready", "b-b": "crash"})), st: status("running", "running"), want: "failing", processes: "running failing", reasonPart: "process 'b' of job 'b'"},
 		{name: "post-start failed", pod: ptr(pod("api", 0, map[string]string{"a-a": "running", "b-b": "running"})), st: postStart, want: "failing", processes: "running running", reasonPart: "post-start of job 'a' failed: exit status 3"},
+		{name: "post-start pending", pod: ptr(pod("api", 0, map[string]string{"a-a": "running", "b-b": "running"})), st: pending, want: "starting", processes: "running running", reasonPart: "post-start of job 'a' has not finished"},
 		{name: "being created", pod: ptr(pod("api", 0, map[string]string{"a-a": "creating", "b-b": "running"})), st: status("starting", "starting"), want: "starting", processes: "starting starting"},
 		{name: "stopped", pod: ptr(pod("api", 0, map[string]string{"a-a": "running", "b-b": "running"})), st: status("stopped", "stopped"), want: "stopped", processes: "stopped stopped"},
 		{name: "half stopped", pod: ptr(pod("api", 0, map[string]string{"a-a": "running", "b-b": "running"})), st: status("stopped", "running"), want: "failing", processes: "stopped running"},

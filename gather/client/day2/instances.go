@@ -171,6 +171,8 @@ func StateOf(pod *corev1.Pod, st *contract.Status) State {
 		s.ProcessState, s.Reason = contract.StateFailing, fmt.Sprintf("%s of job '%s' failed: %s", f.Script, f.Job, f.Message)
 	case len(s.Processes) == 0 || has(contract.StateStarting):
 		s.ProcessState = contract.StateStarting
+	case st != nil && len(st.Pending) > 0 && has(contract.StateRunning):
+		s.ProcessState, s.Reason = contract.StateStarting, fmt.Sprintf("post-start of job '%s' has not finished", st.Pending[0])
 	case !slices.ContainsFunc(s.Processes, func(p Process) bool { return p.State != contract.StateStopped }):
 		s.ProcessState = contract.StateStopped
 	case has(contract.StateStopped):

@@ -12,6 +12,9 @@ type Status struct {
 	// Failed are the lifecycle scripts that failed, by job: post-start
 	// makes the instance failing, as the director marks it.
 	Failed []ScriptFailure `json:"failed,omitempty"`
+	// Pending are the jobs whose post-start has not finished: the
+	// instance is starting until it has.
+	Pending []string `json:"pending,omitempty"`
 }
 
 // ProcessStatus is one process container's process as its launcher
