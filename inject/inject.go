@@ -329,7 +329,7 @@ func Build(plan Plan) *Parts {
 		}
 		volumes = append(volumes, emptyDir(contract.BinVolume))
 	}
-	volumes = append(volumes, emptyDir(VolumeJobs), emptyDir(VolumeData), emptyDir(VolumeSys), emptyDir(contract.StateVolume), emptyDir(contract.PlanVolume),
+	volumes = append(volumes, emptyDir(VolumeJobs), emptyDir(VolumeData), emptyDir(VolumeSys), emptyDir(contract.StateVolume), emptyDir(contract.PlanVolume), desiredVolume(),
 		corev1.Volume{Name: VolumeResolved, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: info.ResolvedSecret}}})
 
 	containers, extraVolumes, instance, denials := processContainers(plan, images)
@@ -741,4 +741,15 @@ func emptyDir(name string) corev1.Volume {
 
 func hasVolume(pod *corev1.Pod, name string) bool {
 	return slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == name })
+}
+
+// desiredVolume projects the pod's day-2 annotations for its launchers.
+func desiredVolume() corev1.Volume {
+	item := func(file, annotation string) corev1.DownwardAPIVolumeFile {
+		return corev1.DownwardAPIVolumeFile{Path: file, FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + annotation + "']"}}
+	}
+	return corev1.Volume{Name: contract.DesiredVolume, VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+		item(contract.DesiredStateFile, names.AnnotationDesiredState),
+		item(contract.SkipDrainFile, names.AnnotationSkipDrain),
+	}}}}
 }

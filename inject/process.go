@@ -146,6 +146,7 @@ func launcherContainer(pr process, image string, settings Settings) corev1.Conta
 			{Name: VolumeSys, MountPath: "/var/vcap/sys/log/" + j.Name, SubPath: "log/" + j.Name},
 			{Name: VolumeSys, MountPath: "/var/vcap/sys/run/" + j.Name, SubPath: "run/" + j.Name},
 			{Name: contract.StateVolume, MountPath: contract.StateDir},
+			{Name: contract.DesiredVolume, MountPath: contract.DesiredDir, ReadOnly: true},
 			binMount(settings),
 			planMount(true),
 		},

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/bosh-injector/bosh-injector/gather/client/cck"
 )
@@ -27,18 +26,11 @@ node-local volume cannot follow: the instance waits for its node.
 It runs with your kubeconfig's credentials.`,
 			Args: cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				ns, err := kubeNamespace(kubeconfig, namespace)
+				c, ns, err := userCluster(kubeconfig, namespace)
 				if err != nil {
 					return err
 				}
-				cfg, err := restConfig(kubeconfig)
-				if err != nil {
-					return err
-				}
-				kube, err := kubernetes.NewForConfig(cfg)
-				if err != nil {
-					return err
-				}
+				kube := c.Kube
 				lost, err := cck.Of(cmd.Context(), kube, ns, args[0])
 				if err != nil {
 					return err

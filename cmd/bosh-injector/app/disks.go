@@ -80,7 +80,7 @@ func userFlags(cmd *cobra.Command, kubeconfig, namespace *string) {
 // userClient connects with the user's kubeconfig and returns the namespace
 // given, else the context's.
 func userClient(kubeconfig, namespace string) (client.Client, string, error) {
-	cluster, ns, err := errandCluster(kubeconfig, namespace)
+	cluster, ns, err := userCluster(kubeconfig, namespace)
 	if err != nil {
 		return nil, "", err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 
+	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/rendering"
 	"github.com/bosh-injector/bosh-injector/inject/runtime"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
@@ -57,7 +58,12 @@ A process of a job without bpm.yml runs through its monit file's start and stop
 programs instead. It starts nothing before the instance's setup (render, the
 pre-start steps) ended, as monit starts nothing before the agent applied the jobs
 and ran their pre-start scripts, nor before the instance's address resolves to
-the pod's IP (--address-wait), as a VM's own DNS record exists before its jobs start. The plan comes from ` + contract.EnvPlan + ` and the
+the pod's IP (--address-wait), as a VM's own DNS record exists before its jobs start.
+While the pod's ` + names.AnnotationDesiredState + `
+annotation (read from ` + contract.DesiredDir + `) is "stopped", the instance's
+pre-stop and drain run once, the process stops and post-stop runs, and the
+container stays until it is removed; back to started, the process and post-start
+run again. The plan comes from ` + contract.EnvPlan + ` and the
 instance's ` + contract.InstanceFile + `, which render writes in --plan-dir.`,
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
@@ -81,7 +87,8 @@ instance's ` + contract.InstanceFile + `, which render writes in --plan-dir.`,
 				}
 				l := runtime.Launcher{Plan: in.Plan, VCAP: o.vcap, State: in.State, Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr(), Log: in.Log,
 					StopTimeout: contract.BPMStopTimeout * time.Second, QuitGrace: contract.BPMQuitGrace * time.Second, PostStopWait: 10 * time.Second,
-					BeforeStart: func(ctx context.Context) error { return awaitOwnAddress(ctx, o.planDir, in.Log, addressWait) }}
+					BeforeStart: func(ctx context.Context) error { return awaitOwnAddress(ctx, o.planDir, in.Log, addressWait) },
+					Desired:     contract.DesiredDir}
 				run := l.Run
 				if in.Plan.Monit {
 					run = l.RunMonit
@@ -146,6 +153,7 @@ the processes), and a restart in the same sandbox runs nothing again.`,
 
 	register(func(g *globalOptions) *cobra.Command {
 		var o runtimeOptions
+		var deploymentDeleted bool
 		cmd := &cobra.Command{
 			Use:   "pre-stop",
 			Short: "Run the instance's pre-stop and drain scripts once, before any process stops (the preStop hook)",
@@ -155,10 +163,16 @@ the processes), and a restart in the same sandbox runs nothing again.`,
 				if err != nil {
 					return err
 				}
+				// `recreate --skip-drain` says so on the pod.
+				_, in.SkipDrain = runtime.Desired(contract.DesiredDir)
+				if deploymentDeleted {
+					in.Scripts.NextState = runtime.DeleteEnv
+				}
 				return in.PreStop(cmd.Context())
 			},
 		}
 		o.flags(cmd)
+		cmd.Flags().BoolVar(&deploymentDeleted, "deployment-deleted", false, "tell pre-stop the instance and its deployment are deleted (delete-deployment runs it so in every process container)")
 		return cmd
 	})
 
