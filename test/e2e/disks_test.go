@@ -249,15 +249,6 @@ func TestPersistentDisks(t *testing.T) {
 
 func podMeta(ns, name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
 
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 func scale(ctx context.Context, t *testing.T, c client.Client, key client.ObjectKey, n int32) {
 	t.Helper()
 	var s appsv1.StatefulSet
