@@ -55,7 +55,9 @@ var _ = Describe("kubectl apply of what `objects` prints", func() {
 			diff, err := kubectl(yaml, "diff", "-f", "-")
 			Expect(err).NotTo(HaveOccurred(), diff)
 			Expect(diff).To(BeEmpty())
-			return strings.Split(strings.TrimSpace(out), "\n")
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			Expect(lines).To(HaveLen(len(res.Objects)), "a line per object")
+			return lines
 		}
 		unchanged := HaveEach(HaveSuffix(" unchanged"))
 		secretKeys := func() []string {
@@ -66,7 +68,7 @@ var _ = Describe("kubectl apply of what `objects` prints", func() {
 		}
 
 		withBroken := []deployment.OpsFile{{Name: "missing-bus-password.yml", Data: broken}}
-		Expect(apply(withBroken...)).To(HaveLen(7))
+		Expect(apply(withBroken...)).NotTo(BeEmpty())
 		Expect(secretKeys()).To(Equal([]string{names.ManifestKey, objects.OpsKey(0, "missing-bus-password.yml")}))
 		Expect(apply(withBroken...)).To(unchanged)
 

@@ -44,29 +44,9 @@ type Launcher struct {
 	// PostStopWait bounds the wait for the instance's other processes to
 	// stop before post-stop runs.
 	PostStopWait time.Duration
-	// BeforeStart, when set, runs once the container counts as starting
-	// (alive to its probe), before the hook or start program: the wait for
-	// the instance's own address.
-	BeforeStart func(context.Context) error
 	// Desired is where the pod's desired state is (contract.DesiredDir);
 	// "" runs the process whatever it says.
 	Desired string
-}
-
-// beforeStart runs BeforeStart, if any; stop says the launcher ends there,
-// with code and err: BeforeStart failed, or the container was asked to
-// stop meanwhile, which is no failure.
-func (l *Launcher) beforeStart(ctx context.Context) (code int, stop bool, err error) {
-	if l.BeforeStart != nil {
-		err = l.BeforeStart(ctx)
-	}
-	switch {
-	case ctx.Err() != nil:
-		return 0, true, nil
-	case err != nil:
-		return 1, true, err
-	}
-	return 0, false, nil
 }
 
 // LoadProcess reads the process's configuration from the job's rendered
@@ -142,9 +122,6 @@ func (l *Launcher) runProcess(ctx context.Context, p bpm.Process, env []string, 
 		return 1, false, err
 	}
 	defer func() { _ = l.State.Remove(startingFile(plan.Container)) }()
-	if code, stop, err := l.beforeStart(ctx); stop {
-		return code, false, err
-	}
 
 	// BPM runs the pre_start hook as root, with the process's environment
 	// and output, before every start.

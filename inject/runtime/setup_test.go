@@ -45,10 +45,16 @@ func TestServeSetup(t *testing.T) {
 	if code, body := get(); code != http.StatusServiceUnavailable || !strings.Contains(body, "waiting for the pre-start step") {
 		t.Errorf("before pre-start: %d %s", code, body)
 	}
+	if err := contract.MarkDone(dir, "pre-start"); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := get(); code != http.StatusServiceUnavailable || !strings.Contains(body, "waiting for the address step") {
+		t.Errorf("before render's address wait ended: %d %s", code, body)
+	}
 	// An answer waits for the end rather than failing at once.
-	time.AfterFunc(50*time.Millisecond, func() { _ = contract.MarkDone(dir, "pre-start") })
+	time.AfterFunc(50*time.Millisecond, func() { _ = contract.MarkDone(dir, contract.Addressed) })
 	if code, body := get(); code != http.StatusOK {
-		t.Errorf("after pre-start: %d %s", code, body)
+		t.Errorf("after the setup: %d %s", code, body)
 	}
 	cancel()
 	if err := <-served; err != nil {

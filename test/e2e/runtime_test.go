@@ -103,7 +103,8 @@ func TestRuntime(t *testing.T) {
 			t.Fatal(err)
 		}
 		pod.Spec.InitContainers = []corev1.Container{{Name: "render", Image: fixtures.Image(releaseURL, "lifecycle"),
-			Command:      []string{"/bin/sh", "-c", `printf '%s %s' "$(readlink /proc/self/ns/net)" "$(readlink /proc/self/ns/ipc)" > /plan/` + contract.Rendered + ".done"},
+			Command: []string{"/bin/sh", "-c", `boot="$(readlink /proc/self/ns/net) $(readlink /proc/self/ns/ipc)"; ` +
+				`printf '%s' "$boot" > /plan/` + contract.Rendered + `.done; printf '%s' "$boot" > /plan/` + contract.Addressed + ".done"},
 			VolumeMounts: []corev1.VolumeMount{{Name: "render-plan", MountPath: "/plan"}}}}
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "render-plan", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: plan}}})
 		hostVolume(t, pod, inject.VolumeJobs, jobs)

@@ -22,21 +22,23 @@ func init() {
 			Long: `render takes the pod's instance from the environment the webhook sets
 (` + contract.EnvIndex + `, ` + contract.EnvPodIP + `, ` + contract.EnvNamespace + `), reads the mounted
 ig-resolved Secret and the release images' jobs, and renders every template of
-every job into /var/vcap/jobs in one Ruby process. It then waits (--address-wait)
-for the instance's address to resolve to the pod's IP, as a VM's DNS record exists
-before its jobs start, installs the launcher (--install-launcher) where the jobs are
-copied, writes the process containers' shared plan (--instance) in --plan-dir, and
-marks the render step done there for this pod's sandbox, which pre-start and the
-launchers wait for. With --hold (a container beside the processes) it marks the
-step done before the address wait, leaving the address and the pod's IP in
---plan-dir (` + contract.AddressFile + `) for the launchers to wait for, and waits to be
-stopped; a restart in the same sandbox renders nothing again.`,
+every job into /var/vcap/jobs in one Ruby process, installs the launcher
+(--install-launcher) where the jobs are copied, writes the process containers'
+shared plan (--instance) in --plan-dir, and marks the render step done there for
+this pod's sandbox. It then waits (--address-wait) for the instance's address to
+resolve to the pod's IP, as a VM's DNS record exists before its jobs start, and
+marks that done too: pre-start waits for the first mark, the launchers and the
+pod's readiness for both. With --hold (a container beside the processes) it
+marks the render step done before the address wait, so pre-start runs
+meanwhile, and waits to be stopped; a restart in the same sandbox renders
+nothing again.`,
 			Args: cobra.NoArgs,
 			PreRunE: func(cmd *cobra.Command, _ []string) error {
 				return flagsFromEnv(cmd)
 			},
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				step.planDir, step.name, step.terminationLog = planDir, contract.Rendered, terminationLog
+				// Held, the step is whole once its last mark is written.
+				step.planDir, step.name, step.terminationLog = planDir, contract.Addressed, terminationLog
 				return step.run(cmd, func(ctx context.Context) error {
 					done := func() error {
 						if launcherDir != "" {
@@ -59,19 +61,17 @@ stopped; a restart in the same sandbox renders nothing again.`,
 						return err
 					}
 					if step.hold {
-						c.Rendered = func(address string) error {
-							if c.PodIP != "" {
-								if err := contract.WriteAddress(planDir, contract.Address{Name: address, IP: c.PodIP}); err != nil {
-									return err
-								}
-							}
-							return done()
-						}
+						c.Rendered = func(string) error { return done() }
 					}
-					if err := rendering.Run(ctx, c); err != nil || step.hold {
+					if err := rendering.Run(ctx, c); err != nil {
 						return err
 					}
-					return done()
+					if !step.hold {
+						if err := done(); err != nil {
+							return err
+						}
+					}
+					return contract.MarkDone(planDir, contract.Addressed)
 				})
 			},
 		}

@@ -6,11 +6,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/rendering"
 	"github.com/bosh-injector/bosh-injector/inject/runtime"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
@@ -45,7 +43,6 @@ func init() {
 	register(func(g *globalOptions) *cobra.Command {
 		var o runtimeOptions
 		var terminationLog string
-		var addressWait time.Duration
 		cmd := &cobra.Command{
 			Use:   "exec",
 			Short: "Run this container's BPM process as BPM does (the process containers' entrypoint)",
@@ -56,9 +53,8 @@ container's output; on SIGTERM it sends the BPM shutdown signal, waits as BPM do
 then kills. The container hosting a job's scripts runs its post-start and post-stop.
 A process of a job without bpm.yml runs through its monit file's start and stop
 programs instead. It starts nothing before the instance's setup (render, the
-pre-start steps) ended, as monit starts nothing before the agent applied the jobs
-and ran their pre-start scripts, nor before the instance's address resolves to
-the pod's IP (--address-wait), as a VM's own DNS record exists before its jobs start.
+pre-start steps, render's wait for the instance's own address) ended, as monit
+starts nothing before the agent applied the jobs and ran their pre-start scripts.
 While the pod's ` + names.AnnotationDesiredState + `
 annotation (read from ` + contract.DesiredDir + `) is "stopped", the instance's
 pre-stop and drain run once, the process stops and post-stop runs, and the
@@ -87,8 +83,7 @@ instance's ` + contract.InstanceFile + `, which render writes in --plan-dir.`,
 				}
 				l := runtime.Launcher{Plan: in.Plan, VCAP: o.vcap, State: in.State, Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr(), Log: in.Log,
 					StopTimeout: contract.BPMStopTimeout * time.Second, QuitGrace: contract.BPMQuitGrace * time.Second, PostStopWait: 10 * time.Second,
-					BeforeStart: func(ctx context.Context) error { return awaitOwnAddress(ctx, o.planDir, in.Log, addressWait) },
-					Desired:     contract.DesiredDir}
+					Desired: contract.DesiredDir}
 				run := l.Run
 				if in.Plan.Monit {
 					run = l.RunMonit
@@ -105,7 +100,6 @@ instance's ` + contract.InstanceFile + `, which render writes in --plan-dir.`,
 		}
 		o.flags(cmd)
 		cmd.Flags().StringVar(&terminationLog, "termination-log", "/dev/termination-log", "file receiving the error on failure")
-		cmd.Flags().DurationVar(&addressWait, "address-wait", 30*time.Second, "how long to wait for the instance's address to resolve to the pod's IP when render did not (0: not at all); the process starts either way")
 		return cmd
 	})
 
@@ -282,26 +276,4 @@ func installLauncher(dir string) error {
 		return err
 	}
 	return os.Rename(tmp, dir+"/bosh-injector")
-}
-
-// awaitOwnAddress waits, at most within, for the instance's address that
-// render left in planDir to resolve to the pod's IP: a process listening on
-// its own address (nats-release's nats-tls) would exit "no such host". The
-// process starts once the wait ends either way, as the kubelet restarts a
-// process that exits; only the pod's stop ends the wait with an error.
-func awaitOwnAddress(ctx context.Context, planDir string, log logr.Logger, within time.Duration) error {
-	a, ok, err := contract.ReadAddress(planDir)
-	if err != nil || !ok || within <= 0 {
-		return err
-	}
-	waited, err := rendering.AwaitAddress(ctx, nil, a.Name, a.IP, within)
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	if err != nil {
-		log.Info("starting the process before its address resolves", "error", err.Error())
-		return nil
-	}
-	log.Info(rendering.AddressResolved, "address", a.Name, "ip", a.IP, "waited", waited.Round(time.Millisecond).String())
-	return nil
 }

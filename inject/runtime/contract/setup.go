@@ -21,6 +21,14 @@ import (
 // Rendered is the render step.
 const Rendered = "render"
 
+// Addressed is the end of render's wait for the instance's own address to
+// resolve to the pod's IP (or of its bound): as on a VM, whose DNS record
+// exists before monit starts its jobs, nothing starts before it, while
+// pre-start, which waits only for Rendered, runs meanwhile. The pod is not
+// ready before it either: the last setup container's probe waits for the
+// whole setup.
+const Addressed = "address"
+
 // The last setup container answers the pod's readiness probe over HTTP,
 // at SetupPath on SetupPort of the pod's IP: monit's port on every BOSH
 // VM, which no job can use there. An HTTP probe costs the kubelet a request,
@@ -82,8 +90,8 @@ func WaitDone(ctx context.Context, dir string, steps ...string) error {
 	return nil
 }
 
-// WaitSetup waits for the instance's whole setup: render, then the
-// pre-start steps the rendered instance names.
+// WaitSetup waits for the instance's whole setup: render, the pre-start
+// steps the rendered instance names, and the address wait.
 func WaitSetup(ctx context.Context, dir string) error {
 	if err := WaitDone(ctx, dir, Rendered); err != nil {
 		return err
@@ -92,5 +100,5 @@ func WaitSetup(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	return WaitDone(ctx, dir, in.PreStarts...)
+	return WaitDone(ctx, dir, append(in.PreStarts, Addressed)...)
 }
