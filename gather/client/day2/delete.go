@@ -122,7 +122,13 @@ func (d *Deployment) Delete(ctx context.Context, o DeleteOptions) error {
 	for i := range claims.Items {
 		c := &claims.Items[i]
 		orphan := Orphan(d.Manifest, sets.Items, c.Name)
-		if orphan == "" || c.Labels[names.LabelOrphaned] == "true" {
+		if orphan == "" {
+			continue
+		}
+		// The operator's disk controller may have orphaned it already,
+		// once its pod was gone.
+		if c.Labels[names.LabelOrphaned] == "true" {
+			fmt.Fprintf(o.Out, "Orphaning disk %s of %s\n", c.Name, c.Annotations[names.AnnotationOrphanedInstance])
 			continue
 		}
 		patch := client.MergeFrom(c.DeepCopy())
