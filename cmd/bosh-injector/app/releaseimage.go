@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -16,11 +17,15 @@ func init() {
 	register(func(g *globalOptions) *cobra.Command {
 		var cfg releaseimage.Config
 		var manifestPath string
+		var standInFlags []string
 		cmd := &cobra.Command{
-			Use:   "release-image RELEASE.tgz...",
-			Short: "Build OCI images of BOSH release tarballs, compiling source packages on a stemcell image",
+			Use:   "release-image RELEASE.tgz|RELEASE-DIR...",
+			Short: "Build OCI images of BOSH release tarballs or release directories, compiling source packages on a stemcell image",
 			Long: `release-image reads BOSH release tarballs (source releases from bosh create-release
---tarball, compiled ones from bosh export-release), checks every job and package against
+--tarball, compiled ones from bosh export-release) or release directories (a checkout
+with src/, blobs/ and config/, read as bosh create-release does, no bosh CLI needed;
+a vendored package comes from another release given, bosh's ~/.bosh/cache, or a
+--stand-in), checks every job and package against
 release.MF, compiles source packages in dependency order in containers of the stemcell
 image (podman; results cached by fingerprint, dependencies and stemcell digest, on disk
 and with --cache-repository in a registry other machines share) and builds
@@ -31,19 +36,23 @@ written out unless every release built.
 
 With --manifest, every release the manifest names is built (from the tarballs given, or
 from a release url that is a local file) and the ops file pointing the manifest at the
-images is printed.`,
+images is printed; only the packages the manifest's jobs need are compiled (the
+others are listed in the image's label bosh-injector.io/skipped-packages).`,
 			RunE: func(cmd *cobra.Command, args []string) error {
 				log, err := g.logger(cmd.ErrOrStderr())
 				if err != nil {
 					return err
 				}
 				cfg.Log, cfg.Tarballs = log, args
+				if cfg.StandIns, err = standIns(standInFlags); err != nil {
+					return err
+				}
 				if manifestPath != "" {
 					if cfg.Manifest, err = inputfile.Read("--manifest", manifestPath); err != nil {
 						return err
 					}
 				} else if len(args) == 0 {
-					return fmt.Errorf("give release tarballs, or --manifest")
+					return fmt.Errorf("give release tarballs or release directories, or --manifest")
 				}
 				results, err := releaseimage.Run(cmd.Context(), cfg)
 				if err != nil {
@@ -77,6 +86,23 @@ images is printed.`,
 		f.StringVar(&cfg.CacheDir, "cache", filepath.Join(cache, "bosh-injector", "compiled-packages"), "compiled package cache")
 		f.StringVar(&cfg.CacheRepository, "cache-repository", "", "registry repository sharing compiled packages between machines, behind --cache (e.g. ghcr.io/acme/compiled-packages)")
 		f.StringVar(&manifestPath, "manifest", "", "deployment manifest: build its releases and print an ops file pointing it at the images")
+		f.StringArrayVar(&standInFlags, "stand-in", nil, "PACKAGE=DIR: a directory (packaging script and files) standing in for vendored package PACKAGE of a release directory")
 		return cmd
 	})
+}
+
+// standIns parses --stand-in PACKAGE=DIR flags.
+func standIns(flags []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, f := range flags {
+		name, dir, ok := strings.Cut(f, "=")
+		if !ok || name == "" || dir == "" {
+			return nil, fmt.Errorf("--stand-in %s: want PACKAGE=DIR", f)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("--stand-in %s: package '%s' is given twice", f, name)
+		}
+		out[name] = dir
+	}
+	return out, nil
 }
