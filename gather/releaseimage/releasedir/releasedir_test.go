@@ -240,10 +240,10 @@ func TestStandIn(t *testing.T) {
 // blob and what to do.
 func TestBadDirectories(t *testing.T) {
 	for _, c := range []struct {
-		name  string
+		name   string
 		break_ func(dir string)
-		want  string
-		write bool
+		want   string
+		write  bool
 	}{
 		{"vendored package nowhere", func(string) {}, "package 'tools' is vendored (packages/tools/spec.lock, fingerprint 63d5a418b676cc5fff70097189c9be98fcb9292a79bf07eb468cc3a34d631738) and its files are not here: give the release it comes from too", true},
 		{"blob missing", func(dir string) { os.Remove(filepath.Join(dir, "blobs", "greeting", "hello.txt")) }, "package 'greeter': spec files: blob 'greeting/hello.txt' (config/blobs.yml, 18 bytes) is in neither blobs/ nor .blobs/: download it with `bosh sync-blobs`", false},
