@@ -152,6 +152,23 @@ base-image: e2e-deps ## Import a debootstrapped Debian as $(BASE_IMAGE), when mi
 			--change 'CMD ["bash"]' - $(BASE_IMAGE) >/dev/null; \
 	fi
 
+# The stemcell stand-in job scripts run on in the sandbox (`make demo
+# MANIFEST=…`) and the acceptance run: the base image with what Ubuntu
+# stemcells give job scripts (test/stemcell/Containerfile). Its tag carries
+# the Containerfile's digest, so a change builds it again; otherwise it is
+# built once, like the base image.
+STEMCELL_CONTAINERFILE := test/stemcell/Containerfile
+DEFAULT_STEMCELL_IMAGE := localhost/bosh-injector-stemcell:bookworm-$(shell sha256sum $(STEMCELL_CONTAINERFILE) 2>/dev/null | cut -c1-12)
+.PHONY: stemcell-image print-stemcell-image
+stemcell-image: base-image ## Build the stemcell stand-in image (perl, vcap, setcap, nc, curl, dig, ps, en_US locale…), when missing
+	@if ! podman image exists $(DEFAULT_STEMCELL_IMAGE); then \
+		echo "building $(DEFAULT_STEMCELL_IMAGE)"; \
+		podman build -q --network=host --build-arg BASE=$(BASE_IMAGE) -f $(STEMCELL_CONTAINERFILE) -t $(DEFAULT_STEMCELL_IMAGE) test/stemcell >/dev/null; \
+	fi
+
+print-stemcell-image: ## Print the stemcell stand-in image's name
+	@echo $(DEFAULT_STEMCELL_IMAGE)
+
 # A Go toolchain image for the Dockerfile's build stage, made from the base
 # image and this machine's Go when no registry can provide one.
 GO_IMAGE := docker.io/library/golang:$(shell $(GO) env GOVERSION | sed 's/^go//; s/\.[0-9]*$$//')-bookworm
@@ -193,15 +210,20 @@ e2e: deps testbin image ## The end-to-end tests: injected pods on a local cluste
 # With MANIFEST and RELEASES (and OPS) the demo runs that deployment
 # instead, in a sandbox (test/sandbox). KEEP=1 leaves either up for kubectl
 # until `make demo-down`.
+# VARS ("name=value …") and VARS_FILE (files) give variables as bosh's -v
+# and -l do; STEMCELL_IMAGE is the stemcell image the releases are built on
+# (default: `make stemcell-image`'s); SANDBOX=name keeps a sandbox of that
+# name beside others (`make demo-down SANDBOX=name` stops it).
 SANDBOX_ARGS = $(if $(MANIFEST),--manifest $(abspath $(MANIFEST)) $(foreach r,$(RELEASES),--release $(abspath $(r))) \
-	$(foreach o,$(OPS),--ops-file $(abspath $(o)))) $(if $(filter 1 yes true,$(KEEP)),--keep)
+	$(foreach o,$(OPS),--ops-file $(abspath $(o))) $(foreach v,$(VARS),--var $(v)) $(foreach f,$(VARS_FILE),--vars-file $(abspath $(f))) \
+	--stemcell-image $(or $(STEMCELL_IMAGE),$(DEFAULT_STEMCELL_IMAGE))) $(if $(filter 1 yes true,$(KEEP)),--keep) $(if $(SANDBOX),--sandbox $(SANDBOX))
 
 .PHONY: demo demo-down
-demo: deps testbin image build ## The walkthrough on a local one-node cluster [KEEP=1]; or your deployment: make demo MANIFEST=m.yml RELEASES="a.tgz b.tgz" [OPS="o.yml"] [KEEP=1]
+demo: deps testbin image build $(if $(MANIFEST),$(if $(STEMCELL_IMAGE),,stemcell-image)) ## The walkthrough on a local one-node cluster [KEEP=1]; or your deployment: make demo MANIFEST=m.yml RELEASES="a.tgz dir" [OPS=o.yml] [VARS="k=v"] [VARS_FILE=f.yml] [STEMCELL_IMAGE=img] [KEEP=1 [SANDBOX=name]]
 	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) run ./test/demo --binary $(BIN_DIR)/bosh-injector $(SANDBOX_ARGS)
 
-demo-down: ## Stop the cluster or sandbox `make demo … KEEP=1` left up
-	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) run ./test/demo --down
+demo-down: ## Stop the cluster or sandbox `make demo … KEEP=1` left up [SANDBOX=name]
+	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) run ./test/demo --down $(if $(SANDBOX),--sandbox $(SANDBOX))
 
 # The same walkthrough on a real cluster that has cert-manager: the images
 # are pushed to $(REGISTRY), which the cluster must be able to pull from.

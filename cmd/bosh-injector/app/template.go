@@ -23,7 +23,6 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/manifest"
 	"github.com/bosh-injector/bosh-injector/gather/ruby"
 	"github.com/bosh-injector/bosh-injector/gather/variables"
-	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
 )
 
 type templateOptions struct {
@@ -244,31 +243,13 @@ func (o *templateOptions) checkSelection(m *manifest.Manifest) error {
 
 // variables layers --vars-file and --var over the vars store (or memory).
 func (o *templateOptions) variables() (variables.Source, error) {
-	given := variables.NewMapSource(nil)
+	var files []string
 	if o.varsFile != "" {
-		data, err := inputfile.Read("--vars-file", o.varsFile)
-		if err != nil {
-			return nil, err
-		}
-		doc, err := yamlvalue.Parse(data)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", o.varsFile, err)
-		}
-		if m, ok := doc.(*yamlvalue.Map); ok {
-			for _, k := range m.Keys() {
-				v, _ := m.Get(k)
-				_ = given.Put(k, v)
-			}
-		} else if doc != nil {
-			return nil, fmt.Errorf("%s: expected a hash of variables", o.varsFile)
-		}
+		files = []string{o.varsFile}
 	}
-	for _, kv := range o.vars {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			return nil, fmt.Errorf("--var %q: expected NAME=VALUE", kv)
-		}
-		_ = given.Put(k, v)
+	given, err := variables.Given(files, o.vars)
+	if err != nil {
+		return nil, err
 	}
 	var store variables.Source = variables.NewMapSource(nil)
 	if o.varsStore != "" {
