@@ -2,6 +2,7 @@ package releaseimage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -92,6 +93,9 @@ func Build(ctx context.Context, r *Release, s Stemcell, c *compile.Compiler, wor
 		if needed != nil && !needed[p.Name] && !compiled[p.Name] {
 			skipped = append(skipped, p.Name)
 			continue
+		}
+		if why := r.missing[p.Name]; why != "" && !compiled[p.Name] {
+			return nil, errors.New(why)
 		}
 		if !compiled[p.Name] {
 			sources = append(sources, compile.Package{Name: p.Name, Version: p.Version, Fingerprint: p.Fingerprint,

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/go-logr/logr"
 
@@ -54,11 +55,14 @@ func openDirs(dirs []string, tarballs []*Release, standIns map[string]string, wo
 	}
 	sort.SliceStable(read, func(i, j int) bool { return unresolved(read[i]) < unresolved(read[j]) })
 	var out []*Release
+	// A package vendored with a prefix (routing-release's
+	// routing-healthchecker is healthchecker-release's healthchecker) keeps
+	// its fingerprint.
 	find := func(name, fingerprint string) (string, string) {
 		for _, r := range slices.Concat(tarballs, out) {
 			for _, p := range r.Manifest.Packages {
-				if p.Name == name && p.Fingerprint == fingerprint {
-					return r.PackageArchive(name), p.SHA1
+				if p.Fingerprint == fingerprint && (p.Name == name || strings.HasSuffix(name, "-"+p.Name)) && r.missing[p.Name] == "" {
+					return r.PackageArchive(p.Name), p.SHA1
 				}
 			}
 		}
@@ -74,15 +78,20 @@ func openDirs(dirs []string, tarballs []*Release, standIns map[string]string, wo
 		for _, j := range rd.Jobs {
 			m.Jobs = append(m.Jobs, Entry{Name: j.Name, Version: j.Fingerprint, Fingerprint: j.Fingerprint, SHA1: written["job/"+j.Name].Digest})
 		}
+		missing := map[string]string{}
 		for _, p := range rd.Packages {
+			w := written["package/"+p.Name]
 			m.Packages = append(m.Packages, Entry{Name: p.Name, Version: p.Fingerprint, Fingerprint: p.Fingerprint,
-				SHA1: written["package/"+p.Name].Digest, Dependencies: p.Dependencies})
+				SHA1: w.Digest, Dependencies: p.Dependencies})
+			if w.Missing != "" {
+				missing[p.Name] = fmt.Sprintf("release directory %s: package '%s': %s", rd.Dir, p.Name, w.Missing)
+			}
 		}
 		if err := m.checkNames(); err != nil {
 			return nil, fmt.Errorf("release directory %s: %w", rd.Dir, err)
 		}
 		log.Info("read release directory", "release", m.Name, "version", m.Version, "final", rd.Final, "directory", rd.Dir)
-		out = append(out, &Release{Path: rd.Dir, Manifest: m, dir: dir})
+		out = append(out, &Release{Path: rd.Dir, Manifest: m, dir: dir, missing: missing})
 	}
 	return out, nil
 }

@@ -61,6 +61,9 @@ type Release struct {
 	// compiles only what the deployment's jobs need.
 	Used map[string]bool
 	dir  string
+	// missing are the packages of a release directory that have no
+	// archive, with why: an error when they are to be compiled.
+	missing map[string]string
 }
 
 // Archive kinds: the directories of a release tarball.

@@ -17,6 +17,9 @@ type file struct {
 	// symbolic link to it instead (packages keep their symlinks).
 	source string
 	link   string
+	// digest, when source is empty, is the content's sha256 digest known
+	// without it (a blob config/blobs.yml lists but nobody downloaded).
+	digest string
 	exec   bool
 	// noMode leaves the mode out of the fingerprint, as bosh-cli does for
 	// a package's packaging script.
@@ -33,9 +36,12 @@ func fingerprint(files []file, chunks []string) (string, error) {
 	for _, f := range slices.SortedFunc(slices.Values(files), func(a, b file) int { return strings.Compare(a.name, b.name) }) {
 		b.WriteString(f.name)
 		var digest string
-		if f.link != "" {
+		switch {
+		case f.link != "":
 			digest = sha256String(f.link)
-		} else {
+		case f.source == "":
+			digest = f.digest
+		default:
 			d, err := sha256File(f.source)
 			if err != nil {
 				return "", err

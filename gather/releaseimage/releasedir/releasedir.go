@@ -53,7 +53,10 @@ type Package struct {
 	// elsewhere (Resolve); StandIn names the directory standing in for one.
 	Vendored bool
 	StandIn  string
-	files    []file
+	// Missing, when set, says why the package's archive cannot be made
+	// (a blob not downloaded): an error only when the package is built.
+	Missing string
+	files   []file
 }
 
 // Options are how a directory is read.
@@ -202,6 +205,7 @@ func readPackage(dir string, src, blobs map[string]treeFile, standIn string) (Pa
 	}
 	files := []file{{name: "packaging", source: packaging, noMode: true}}
 	chosen := map[string]treeFile{}
+	missing := ""
 	for _, g := range spec.Files {
 		pat, err := compile(g)
 		if err != nil {
@@ -222,7 +226,10 @@ func readPackage(dir string, src, blobs map[string]treeFile, standIn string) (Pa
 			}
 		}
 		if !found {
-			return Package{}, fmt.Errorf("spec files: missing files for pattern '%s' (in src/ and blobs/)", g)
+			// bosh-cli fails here; a deployment may not need the package
+			// (routing-release's acceptance_tests, its submodule not
+			// checked out), so only building it fails.
+			missing = cmpOr(missing, fmt.Sprintf("spec files: missing files for pattern '%s' (in src/ and blobs/; a git submodule not checked out? `git submodule update --init`)", g))
 		}
 	}
 	for _, g := range spec.ExcludedFiles {
@@ -242,15 +249,18 @@ func readPackage(dir string, src, blobs map[string]treeFile, standIn string) (Pa
 	for _, rel := range sortedKeys(chosen) {
 		tf := chosen[rel]
 		if tf.missing != "" {
-			return Package{}, fmt.Errorf("spec files: %s", tf.missing)
+			if tf.digest == "" {
+				return Package{}, fmt.Errorf("spec files: %s", tf.missing)
+			}
+			missing = cmpOr(missing, "spec files: "+tf.missing)
 		}
-		files = append(files, file{name: rel, source: tf.path, link: tf.link, exec: tf.exec})
+		files = append(files, file{name: rel, source: tf.path, link: tf.link, digest: tf.digest, exec: tf.exec})
 	}
 	fp, err := fingerprint(files, spec.Dependencies)
 	if err != nil {
 		return Package{}, err
 	}
-	return Package{Name: name, Fingerprint: fp, Dependencies: spec.Dependencies, files: files}, nil
+	return Package{Name: name, Fingerprint: fp, Dependencies: spec.Dependencies, Missing: missing, files: files}, nil
 }
 
 // standIn makes vendored package p from directory dir: every file in it,
@@ -328,8 +338,9 @@ type treeFile struct {
 	link string
 	exec bool
 	// missing, when set, says why a blob config/blobs.yml lists has no
-	// content here; an error only if a package needs it.
-	missing string
+	// content here, and digest is its sha256 digest from there (which
+	// fingerprints it all the same).
+	missing, digest string
 }
 
 // listTree lists the files under root (symlinks to files included, as
@@ -410,7 +421,11 @@ func readBlobs(dir string) (map[string]treeFile, error) {
 			tree[rel] = treeFile{path: cached}
 			continue
 		}
-		tree[rel] = treeFile{missing: fmt.Sprintf("blob '%s' (config/blobs.yml, %d bytes) is in neither blobs/ nor .blobs/: download it with `bosh sync-blobs`, or put the file at %s",
+		digest := ""
+		if strings.HasPrefix(b.SHA, "sha256:") {
+			digest = b.SHA
+		}
+		tree[rel] = treeFile{digest: digest, missing: fmt.Sprintf("blob '%s' (config/blobs.yml, %d bytes) is in neither blobs/ nor .blobs/: download it with `bosh sync-blobs`, or put the file at %s",
 			rel, b.Size, filepath.Join(dir, "blobs", filepath.FromSlash(rel)))}
 	}
 	return tree, nil

@@ -243,34 +243,66 @@ func TestBadDirectories(t *testing.T) {
 		name   string
 		break_ func(dir string)
 		want   string
-		write  bool
 	}{
-		{"vendored package nowhere", func(string) {}, "package 'tools' is vendored (packages/tools/spec.lock, fingerprint 63d5a418b676cc5fff70097189c9be98fcb9292a79bf07eb468cc3a34d631738) and its files are not here: give the release it comes from too", true},
-		{"blob missing", func(dir string) { os.Remove(filepath.Join(dir, "blobs", "greeting", "hello.txt")) }, "package 'greeter': spec files: blob 'greeting/hello.txt' (config/blobs.yml, 18 bytes) is in neither blobs/ nor .blobs/: download it with `bosh sync-blobs`", false},
-		{"glob matching nothing", func(dir string) {
-			write(t, filepath.Join(dir, "packages", "extra", "spec"), "name: extra\nfiles:\n- extra/*.none\n")
-		}, "package 'extra': spec files: missing files for pattern 'extra/*.none'", false},
+		{"blob missing, digest unknown", func(dir string) {
+			os.Remove(filepath.Join(dir, "blobs", "greeting", "hello.txt"))
+			write(t, filepath.Join(dir, "config", "blobs.yml"), "greeting/hello.txt:\n  size: 18\n  sha: 0123456789abcdef0123456789abcdef01234567\n")
+		}, "package 'greeter': spec files: blob 'greeting/hello.txt' (config/blobs.yml, 18 bytes) is in neither blobs/ nor .blobs/: download it with `bosh sync-blobs`"},
 		{"packaging through files", func(dir string) {
 			write(t, filepath.Join(dir, "src", "packaging"), "x")
 			write(t, filepath.Join(dir, "packages", "extra", "spec"), "name: extra\nfiles:\n- packaging\n")
-		}, "the special file 'packaging' must not be included through files", false},
-		{"pre_packaging", func(dir string) { write(t, filepath.Join(dir, "packages", "extra", "pre_packaging"), "x") }, "package 'extra': pre_packaging scripts are not run", false},
-		{"job name", func(dir string) { write(t, filepath.Join(dir, "jobs", "unused", "spec"), "name: other\n") }, "job 'unused': job directory 'unused' does not match job name 'other' in spec", false},
-		{"no name", func(dir string) { os.Remove(filepath.Join(dir, "config", "final.yml")) }, "no release name: config/final.yml has no name", false},
-		{"bad spec", func(dir string) { write(t, filepath.Join(dir, "packages", "extra", "spec"), "name: [\n") }, "packages/extra/spec: yaml", false},
+		}, "the special file 'packaging' must not be included through files"},
+		{"pre_packaging", func(dir string) { write(t, filepath.Join(dir, "packages", "extra", "pre_packaging"), "x") }, "package 'extra': pre_packaging scripts are not run"},
+		{"job name", func(dir string) { write(t, filepath.Join(dir, "jobs", "unused", "spec"), "name: other\n") }, "job 'unused': job directory 'unused' does not match job name 'other' in spec"},
+		{"no name", func(dir string) { os.Remove(filepath.Join(dir, "config", "final.yml")) }, "no release name: config/final.yml has no name"},
+		{"bad spec", func(dir string) { write(t, filepath.Join(dir, "packages", "extra", "spec"), "name: [\n") }, "packages/extra/spec: yaml"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := copyDir(t, "greeter")
 			c.break_(dir)
-			r, err := Read(dir, Options{})
-			if err == nil && c.write {
-				t.Setenv("HOME", t.TempDir())
-				_, err = r.Write(t.TempDir(), nil)
-			}
+			_, err := Read(dir, Options{})
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("error %v, want %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestMissingFiles: a package whose blob nobody downloaded, or a vendored
+// package found nowhere, keeps its fingerprint (the blob's from
+// config/blobs.yml) and has no archive, saying why and what to do: only
+// building it fails (a deployment may not need it).
+func TestMissingFiles(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	dir := copyDir(t, "greeter")
+	os.Remove(filepath.Join(dir, "blobs", "greeting", "hello.txt"))
+	os.RemoveAll(filepath.Join(dir, "src", "extra"))
+	r, err := Read(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fp := r.fingerprints()["package/greeter"]; fp != "e1e36dff03c9f008516215dbfcb628746c8c52e0ff85a0a2d76c57f82e1961d9" {
+		t.Errorf("without its blob, greeter's fingerprint is %s: want the same", fp)
+	}
+	out := t.TempDir()
+	written, err := r.Write(out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pkg, want := range map[string]string{
+		"greeter": "spec files: blob 'greeting/hello.txt' (config/blobs.yml, 18 bytes) is in neither blobs/ nor .blobs/: download it with `bosh sync-blobs`",
+		"extra":   "spec files: missing files for pattern 'extra/**/*.txt' (in src/ and blobs/; a git submodule not checked out?",
+		"tools":   "it is vendored (packages/tools/spec.lock, fingerprint 63d5a418b676cc5fff70097189c9be98fcb9292a79bf07eb468cc3a34d631738) and its files are not here: give the release it comes from too",
+	} {
+		if w := written["package/"+pkg]; !strings.Contains(w.Missing, want) || w.Digest != "" {
+			t.Errorf("%s: %+v, want missing %q", pkg, w, want)
+		}
+		if _, err := os.Stat(filepath.Join(out, "packages", pkg+".tgz")); err == nil {
+			t.Errorf("%s has an archive", pkg)
+		}
+	}
+	if w := written["job/hello"]; w.Missing != "" || w.Digest == "" {
+		t.Errorf("job hello: %+v", w)
 	}
 }
 

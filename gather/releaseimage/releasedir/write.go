@@ -23,18 +23,20 @@ import (
 type Find func(name, fingerprint string) (archive, digest string)
 
 // Written is an archive Write wrote (or took): its digest as release.MF
-// gives it.
+// gives it; or, for a package whose files are not all here, Missing says
+// why, and there is no archive.
 type Written struct {
-	Digest string
+	Digest  string
+	Missing string
 }
 
 // Write writes the release's archives as a release tarball holds them:
 // out/jobs/<job>.tgz and out/packages/<package>.tgz. A vendored package's
 // archive comes from find (another release given), else from bosh-cli's
 // local cache (~/.bosh/cache, by the digest the release's
-// .final_builds/packages/<name>/index.yml records), else it is an error
-// naming the package and what to give. It returns the digests by "job/" or
-// "package/" and name.
+// .final_builds/packages/<name>/index.yml records), else it is Missing,
+// naming the package and what to give. It returns what it wrote by "job/"
+// or "package/" and name.
 func (r *Release) Write(out string, find Find) (map[string]Written, error) {
 	written := map[string]Written{}
 	for _, kind := range []string{"jobs", "packages"} {
@@ -51,6 +53,10 @@ func (r *Release) Write(out string, find Find) (map[string]Written, error) {
 	}
 	for _, p := range r.Packages {
 		dst := filepath.Join(out, "packages", p.Name+".tgz")
+		if p.Missing != "" {
+			written["package/"+p.Name] = Written{Missing: p.Missing}
+			continue
+		}
 		if !p.Vendored || p.StandIn != "" {
 			d, err := writeArchive(dst, p.files, false)
 			if err != nil {
@@ -67,8 +73,9 @@ func (r *Release) Write(out string, find Find) (map[string]Written, error) {
 			archive, digest = r.boshCache(p)
 		}
 		if archive == "" {
-			return nil, fmt.Errorf("release directory %s: package '%s' is vendored (packages/%s/spec.lock, fingerprint %s) and its files are not here: give the release it comes from too (its directory at a version with this fingerprint, or its tarball), or a directory standing in for it with --stand-in %s=DIR (its packaging script and files)",
-				r.Dir, p.Name, p.Name, p.Fingerprint, p.Name)
+			written["package/"+p.Name] = Written{Missing: fmt.Sprintf("it is vendored (packages/%s/spec.lock, fingerprint %s) and its files are not here: give the release it comes from too (its directory at a version with this fingerprint, or its tarball), or a directory standing in for it with --stand-in %s=DIR (its packaging script and files)",
+				p.Name, p.Fingerprint, p.Name)}
+			continue
 		}
 		if err := copyFile(archive, dst); err != nil {
 			return nil, fmt.Errorf("release directory %s: package '%s': %w", r.Dir, p.Name, err)
