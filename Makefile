@@ -212,11 +212,12 @@ e2e: deps testbin image ## The end-to-end tests: injected pods on a local cluste
 # until `make demo-down`.
 # VARS ("name=value …") and VARS_FILE (files) give variables as bosh's -v
 # and -l do; STEMCELL_IMAGE is the stemcell image the releases are built on
-# (default: `make stemcell-image`'s); SANDBOX=name keeps a sandbox of that
+# (default: `make stemcell-image`'s); STAND_INS ("package=dir …") stand in
+# for vendored packages of release directories; SANDBOX=name keeps a sandbox of that
 # name beside others (`make demo-down SANDBOX=name` stops it).
 SANDBOX_ARGS = $(if $(MANIFEST),--manifest $(abspath $(MANIFEST)) $(foreach r,$(RELEASES),--release $(abspath $(r))) \
 	$(foreach o,$(OPS),--ops-file $(abspath $(o))) $(foreach v,$(VARS),--var $(v)) $(foreach f,$(VARS_FILE),--vars-file $(abspath $(f))) \
-	--stemcell-image $(or $(STEMCELL_IMAGE),$(DEFAULT_STEMCELL_IMAGE))) $(if $(filter 1 yes true,$(KEEP)),--keep) $(if $(SANDBOX),--sandbox $(SANDBOX))
+	$(foreach s,$(STAND_INS),--stand-in $(firstword $(subst =, ,$(s)))=$(abspath $(lastword $(subst =, ,$(s))))) --stemcell-image $(or $(STEMCELL_IMAGE),$(DEFAULT_STEMCELL_IMAGE))) $(if $(filter 1 yes true,$(KEEP)),--keep) $(if $(SANDBOX),--sandbox $(SANDBOX))
 
 .PHONY: demo demo-down
 demo: deps testbin image build $(if $(MANIFEST),$(if $(STEMCELL_IMAGE),,stemcell-image)) ## The walkthrough on a local one-node cluster [KEEP=1]; or your deployment: make demo MANIFEST=m.yml RELEASES="a.tgz dir" [OPS=o.yml] [VARS="k=v"] [VARS_FILE=f.yml] [STEMCELL_IMAGE=img] [KEEP=1 [SANDBOX=name]]
@@ -224,6 +225,17 @@ demo: deps testbin image build $(if $(MANIFEST),$(if $(STEMCELL_IMAGE),,stemcell
 
 demo-down: ## Stop the cluster or sandbox `make demo … KEEP=1` left up [SANDBOX=name]
 	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) run ./test/demo --down $(if $(SANDBOX),--sandbox $(SANDBOX))
+
+# Outside CI (it needs checkouts CI cannot fetch): cf-deployment's routing
+# slice (nats, gorouter, route_registrar, bosh-dns-aliases) built from the
+# release directories and deployed in a sandbox; see
+# test/acceptance/cf-slice/run.sh.
+.PHONY: acceptance-cf
+acceptance-cf: deps testbin image build stemcell-image ## Outside CI: cf-deployment's routing slice from checkouts: make acceptance-cf CF_DEPLOYMENT=dir NATS_RELEASE=dir ROUTING_RELEASE=dir DNS_ALIASES_RELEASE=dir [HEALTHCHECKER_RELEASE=dir]
+	KUBEBUILDER_ASSETS=$(TESTBIN) STEMCELL_IMAGE=$(or $(STEMCELL_IMAGE),$(DEFAULT_STEMCELL_IMAGE)) BINARY=$(abspath $(BIN_DIR)/bosh-injector) \
+		CF_DEPLOYMENT=$(abspath $(CF_DEPLOYMENT)) NATS_RELEASE=$(abspath $(NATS_RELEASE)) ROUTING_RELEASE=$(abspath $(ROUTING_RELEASE)) \
+		DNS_ALIASES_RELEASE=$(abspath $(DNS_ALIASES_RELEASE)) HEALTHCHECKER_RELEASE=$(if $(HEALTHCHECKER_RELEASE),$(abspath $(HEALTHCHECKER_RELEASE))) \
+		test/acceptance/cf-slice/run.sh
 
 # The same walkthrough on a real cluster that has cert-manager: the images
 # are pushed to $(REGISTRY), which the cluster must be able to pull from.

@@ -47,6 +47,7 @@ func main() {
 	flags.Func("ops-file", "with --manifest: an ops file (repeatable)", appendTo(&sb.OpsFiles))
 	flags.Func("var", "with --manifest: a variable NAME=VALUE, as bosh's -v (repeatable)", appendTo(&sb.Vars))
 	flags.Func("vars-file", "with --manifest: a YAML file of variables, as bosh's -l (repeatable)", appendTo(&sb.VarsFiles))
+	flags.Func("stand-in", "with --manifest: PACKAGE=DIR standing in for a vendored package of a release directory (repeatable)", appendTo(&sb.StandIns))
 	flags.StringVar(&sb.StemcellImage, "stemcell-image", "", "with --manifest: the stemcell image to build the releases on (default: the base image)")
 	name := flags.String("sandbox", "", "the kept sandbox's name: sandboxes of different names run side by side")
 	stateDir := flags.String("state-dir", "", "where a kept sandbox keeps its state (default: from --sandbox, in $TMPDIR)")
@@ -210,6 +211,9 @@ func runSandbox(ctx context.Context, cfg sandbox.Config, opts walkthrough.Option
 		}
 		if cfg.StemcellImage != "" {
 			args = append(args, "--stemcell-image", cfg.StemcellImage)
+		}
+		for _, si := range cfg.StandIns {
+			args = append(args, "--stand-in", si)
 		}
 		return sandbox.Background(os.Stdout, stateDir, args)
 	case opts.Keep:

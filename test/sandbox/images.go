@@ -41,6 +41,9 @@ func (s *Sandbox) buildImages(ctx context.Context) (string, error) {
 	}
 	args := append([]string{"release-image", "--manifest", manifest, "--repository", s.w.Registry() + "/releases",
 		"--stemcell-image", stemcell, "--insecure", "--push"}, s.cfg.Releases...)
+	for _, si := range s.cfg.StandIns {
+		args = append(args, "--stand-in", si)
+	}
 	cmd := exec.CommandContext(ctx, s.cfg.Binary, args...)
 	cmd.Stderr = s.cfg.Out
 	ops, err := cmd.Output()

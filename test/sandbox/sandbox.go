@@ -61,6 +61,9 @@ type Config struct {
 	// StemcellImage is the image release-image builds and compiles on (a
 	// release-image --stemcell-image); the base image when empty.
 	StemcellImage string
+	// StandIns are release-image --stand-in PACKAGE=DIR, for vendored
+	// packages of release directories.
+	StandIns []string
 	// Dir holds the sandbox's work files; it must exist and is removed
 	// when the sandbox stops.
 	Dir string

@@ -9,15 +9,17 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/inputfile"
 	"github.com/bosh-injector/bosh-injector/gather/releaseimage"
+	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
 )
 
 func init() {
 	register(func(g *globalOptions) *cobra.Command {
 		var cfg releaseimage.Config
 		var manifestPath string
-		var standInFlags []string
+		var standInFlags, opsPaths []string
 		cmd := &cobra.Command{
 			Use:   "release-image RELEASE.tgz|RELEASE-DIR...",
 			Short: "Build OCI images of BOSH release tarballs or release directories, compiling source packages on a stemcell image",
@@ -50,6 +52,9 @@ others are listed in the image's label bosh-injector.io/skipped-packages).`,
 				if manifestPath != "" {
 					if cfg.Manifest, err = inputfile.Read("--manifest", manifestPath); err != nil {
 						return err
+					}
+					if cfg.Manifest, err = interpolate(cfg.Manifest, opsPaths); err != nil {
+						return fmt.Errorf("--manifest %s: %w", manifestPath, err)
 					}
 				} else if len(args) == 0 {
 					return fmt.Errorf("give release tarballs or release directories, or --manifest")
@@ -86,9 +91,26 @@ others are listed in the image's label bosh-injector.io/skipped-packages).`,
 		f.StringVar(&cfg.CacheDir, "cache", filepath.Join(cache, "bosh-injector", "compiled-packages"), "compiled package cache")
 		f.StringVar(&cfg.CacheRepository, "cache-repository", "", "registry repository sharing compiled packages between machines, behind --cache (e.g. ghcr.io/acme/compiled-packages)")
 		f.StringVar(&manifestPath, "manifest", "", "deployment manifest: build its releases and print an ops file pointing it at the images")
+		f.StringArrayVar(&opsPaths, "ops-file", nil, "with --manifest: an ops file applied to it first (repeatable)")
 		f.StringArrayVar(&standInFlags, "stand-in", nil, "PACKAGE=DIR: a directory (packaging script and files) standing in for vendored package PACKAGE of a release directory")
 		return cmd
 	})
+}
+
+// interpolate applies ops files to a manifest, as bosh interpolate does.
+func interpolate(manifest []byte, opsPaths []string) ([]byte, error) {
+	if len(opsPaths) == 0 {
+		return manifest, nil
+	}
+	ops, err := deployment.ReadOpsFiles(opsPaths)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := deployment.Document(manifest, ops)
+	if err != nil {
+		return nil, err
+	}
+	return yamlvalue.Marshal(doc)
 }
 
 // standIns parses --stand-in PACKAGE=DIR flags.
