@@ -53,3 +53,16 @@ func TestReportPreStartFailed(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultDir: each sandbox name has a state directory of its own.
+func TestDefaultDir(t *testing.T) {
+	t.Setenv("TMPDIR", "/tmp/x")
+	for name, want := range map[string]string{"": "/tmp/x/bosh-injector-sandbox", "cf": "/tmp/x/bosh-injector-sandbox-cf"} {
+		if got, err := DefaultDir(name); err != nil || got != want {
+			t.Errorf("DefaultDir(%q) = %s, %v; want %s", name, got, err, want)
+		}
+	}
+	if _, err := DefaultDir("a/b"); err == nil || !strings.Contains(err.Error(), "SANDBOX=a/b") {
+		t.Errorf("DefaultDir(a/b): %v", err)
+	}
+}
