@@ -194,7 +194,7 @@ build: ## Build bin/bosh-injector (static)
 # integration suites against the real control plane.
 GO_TEST_FLAGS ?= -count=1 -timeout 20m
 .PHONY: test
-test: deps testbin image ## Build what is missing, then run every test suite
+test: deps testbin image stemcell-image ## Build what is missing, then run every test suite
 	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) test $(GO_TEST_FLAGS) ./...
 
 STATICCHECK_VERSION := v0.8.2
