@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -46,7 +45,7 @@ others are listed in the image's label bosh-injector.io/skipped-packages).`,
 					return err
 				}
 				cfg.Log, cfg.Tarballs = log, args
-				if cfg.StandIns, err = standIns(standInFlags); err != nil {
+				if cfg.StandIns, err = pairs("--stand-in", "PACKAGE=DIR", standInFlags); err != nil {
 					return err
 				}
 				if manifestPath != "" {
@@ -111,20 +110,4 @@ func interpolate(manifest []byte, opsPaths []string) ([]byte, error) {
 		return nil, err
 	}
 	return yamlvalue.Marshal(doc)
-}
-
-// standIns parses --stand-in PACKAGE=DIR flags.
-func standIns(flags []string) (map[string]string, error) {
-	out := map[string]string{}
-	for _, f := range flags {
-		name, dir, ok := strings.Cut(f, "=")
-		if !ok || name == "" || dir == "" {
-			return nil, fmt.Errorf("--stand-in %s: want PACKAGE=DIR", f)
-		}
-		if _, dup := out[name]; dup {
-			return nil, fmt.Errorf("--stand-in %s: package '%s' is given twice", f, name)
-		}
-		out[name] = dir
-	}
-	return out, nil
 }

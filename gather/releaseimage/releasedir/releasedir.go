@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
@@ -463,7 +464,7 @@ func (r *Release) readVersion() error {
 		for _, p := range m.Packages {
 			got["package/"+p.Name] = p.Fingerprint
 		}
-		if equalMaps(got, want) {
+		if maps.Equal(got, want) {
 			r.Version, r.CommitHash, r.Final = m.Version, m.CommitHash, true
 			return nil
 		}
@@ -485,18 +486,6 @@ func (r *Release) fingerprints() map[string]string {
 		out["package/"+p.Name] = p.Fingerprint
 	}
 	return out
-}
-
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // compareVersions orders release versions by their dot-separated parts,

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -63,7 +64,7 @@ func TestRealFingerprints(t *testing.T) {
 		"package/pid_utils": "07f3634e045adb986ae19ccd952e1fbc7e7a629d6c48487697737781da7de56d",
 		"job/smoke-tests":   "d0171675435288c416a6b680c158ae57e29f2ff0c91648581090f8e1039b23b2",
 	}
-	if got := r.fingerprints(); !equalMaps(got, want) {
+	if got := r.fingerprints(); !maps.Equal(got, want) {
 		t.Errorf("fingerprints %v, want %v", got, want)
 	}
 	if r.Name != "nats" || r.Final || r.Version != "0+dev.1" {
@@ -129,21 +130,9 @@ func TestGreeter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !equalWritten(again, written) {
+	if !maps.Equal(again, written) {
 		t.Errorf("second write %v, first %v", again, written)
 	}
-}
-
-func equalWritten(a, b map[string]Written) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // members lists an archive's regular files with their modes.

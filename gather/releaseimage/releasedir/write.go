@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/bosh-injector/bosh-injector/gather/releaseimage/layer"
 )
 
 // Find looks for the archive of vendored package name with fingerprint
@@ -114,12 +116,7 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(out, in)
-	return errors.Join(err, out.Close())
+	return layer.WriteFile(dst, in, 0o644)
 }
 
 // writeArchive writes files as bosh-cli stages and compresses them: members
