@@ -216,13 +216,13 @@ func readPackage(dir string, src, blobs map[string]treeFile, standIn string) (Pa
 		// bosh-cli looks in src/ before blobs/; a path both hold is
 		// src/'s.
 		for _, tree := range []map[string]treeFile{src, blobs} {
-			for _, rel := range sortedKeys(tree) {
+			for rel, tf := range tree {
 				if !pat.match(rel) {
 					continue
 				}
 				found = true
 				if _, dup := chosen[rel]; !dup {
-					chosen[rel] = tree[rel]
+					chosen[rel] = tf
 				}
 			}
 		}
