@@ -30,8 +30,8 @@ type Config struct {
 	StandIns map[string]string
 	// Manifest, when set, is a deployment manifest: every release it names
 	// is built, from Tarballs or from its url when that is a local file or
-	// directory,
-	// on the manifest's stemcell unless StemcellOS/StemcellVersion are set.
+	// directory, on the manifest's stemcell unless StemcellOS and
+	// StemcellVersion are set.
 	Manifest []byte
 	// Repository is the <url> of image names <url>/<release>:<tag>.
 	Repository      string
