@@ -65,7 +65,7 @@ instance_groups:
 	if _, ok := files["var/vcap/packages/extra/extra/top.txt"]; ok {
 		t.Error("the image has package extra, which no job of the manifest needs")
 	}
-	out, err := exec.Command("podman", "run", "--rm", "--tls-verify=false", "--network=none", res[0].Ref(), "/var/vcap/packages/greeter/greet.sh").CombinedOutput()
+	out, err := exec.Command("podman", "run", "--rm", "--tls-verify=false", "--network=none", res[0].Ref(), "/var/vcap/packages/greeter/greet.sh").Output()
 	if err != nil || strings.TrimSpace(string(out)) != "hello from a blob and world" {
 		t.Errorf("greet.sh in the image: %v: %q", err, out)
 	}
