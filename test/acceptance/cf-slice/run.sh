@@ -15,6 +15,7 @@
 # route route_registrar registers for NATS's monitoring port with 200, that
 # NATS's clients are connected over TLS, that no container restarted and
 # that the deploy is Deployed; then stops the sandbox. It prints the times.
+# UNTIL=template stops before deploying.
 #
 # Stand-ins, as testbed.md describes them, for what no blobstore gives here:
 # the vendored golang packages (this machine's Go toolchain, compile.env
@@ -116,6 +117,11 @@ t=$(now)
 	--vars-store "$work/vars.yml" --release nats="$work/nats-release" --release routing="$work/routing-release" \
 	--release bosh-dns-aliases="$DNS_ALIASES_RELEASE" --output "$work/template" >/dev/null
 echo "template: $(took "$t")"
+
+if [ "${UNTIL:-}" = template ]; then
+	echo "UNTIL=template: not deploying"
+	exit 0
+fi
 
 echo "== the slice in a kept sandbox (make demo … KEEP=1 SANDBOX=$SANDBOX)"
 t=$(now)
