@@ -40,7 +40,7 @@ for d in "$CF_DEPLOYMENT" "$NATS_RELEASE" "$ROUTING_RELEASE" "$DNS_ALIASES_RELEA
 	[ -d "$d" ] || { echo "$d: not a directory" >&2; exit 2; }
 done
 command -v jq >/dev/null || { echo "jq is needed (the checks read NATS's /connz and the sandbox's state)" >&2; exit 2; }
-if [ ! -e "$ROUTING_RELEASE/src/code.cloudfoundry.org/gorouter/go.mod" ]; then
+if [ ! -e "$ROUTING_RELEASE/src/code.cloudfoundry.org/gorouter/main.go" ]; then
 	echo "$ROUTING_RELEASE: its submodules are not checked out (git submodule update --init)" >&2
 	exit 2
 fi
