@@ -34,6 +34,8 @@ repo=$(cd "$here/../../.." && pwd)
 : "${STEMCELL_IMAGE:?set STEMCELL_IMAGE (make acceptance-cf does)}"
 : "${KUBEBUILDER_ASSETS:?set KUBEBUILDER_ASSETS (make acceptance-cf does)}"
 BINARY=${BINARY:-$repo/bin/bosh-injector}
+# podman's settings for the compile containers, as make exports them.
+export CONTAINERS_CONF=${CONTAINERS_CONF:-$repo/test/e2e/containers.conf}
 SYSTEM_DOMAIN=${SYSTEM_DOMAIN:-cf-slice.test}
 SANDBOX=${SANDBOX:-cf-slice}
 for d in "$CF_DEPLOYMENT" "$NATS_RELEASE" "$ROUTING_RELEASE" "$DNS_ALIASES_RELEASE" ${HEALTHCHECKER_RELEASE:+"$HEALTHCHECKER_RELEASE"}; do
