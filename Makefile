@@ -203,10 +203,11 @@ $(STATICCHECK):
 	GOBIN=$(@D) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 .PHONY: e2e
-e2e: deps testbin image ## The end-to-end tests: injected pods on a local cluster of one real node
+e2e: deps testbin image ## The end-to-end tests: injected pods on a local cluster of three real nodes
 	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) test $(GO_TEST_FLAGS) -v ./test/e2e
 
-# The walkthrough runs on a local cluster of one real node (test/cluster).
+# The walkthrough runs on a local cluster of one real node (test/cluster);
+# NODES=3 ZONES=z1,z1,z2 makes it three, each in the zone named in order.
 # With MANIFEST and RELEASES (and OPS) the demo runs that deployment
 # instead, in a sandbox (test/sandbox). KEEP=1 leaves either up for kubectl
 # until `make demo-down`.
@@ -217,10 +218,11 @@ e2e: deps testbin image ## The end-to-end tests: injected pods on a local cluste
 # name beside others (`make demo-down SANDBOX=name` stops it).
 SANDBOX_ARGS = $(if $(MANIFEST),--manifest $(abspath $(MANIFEST)) $(foreach r,$(RELEASES),--release $(abspath $(r))) \
 	$(foreach o,$(OPS),--ops-file $(abspath $(o))) $(foreach v,$(VARS),--var $(v)) $(foreach f,$(VARS_FILE),--vars-file $(abspath $(f))) \
-	$(foreach s,$(STAND_INS),--stand-in $(firstword $(subst =, ,$(s)))=$(abspath $(lastword $(subst =, ,$(s))))) --stemcell-image $(or $(STEMCELL_IMAGE),$(DEFAULT_STEMCELL_IMAGE))) $(if $(filter 1 yes true,$(KEEP)),--keep) $(if $(SANDBOX),--sandbox $(SANDBOX))
+	$(foreach s,$(STAND_INS),--stand-in $(firstword $(subst =, ,$(s)))=$(abspath $(lastword $(subst =, ,$(s))))) --stemcell-image $(or $(STEMCELL_IMAGE),$(DEFAULT_STEMCELL_IMAGE))) $(if $(filter 1 yes true,$(KEEP)),--keep) $(if $(SANDBOX),--sandbox $(SANDBOX)) \
+	$(if $(NODES),--nodes $(NODES)) $(if $(ZONES),--zones $(ZONES))
 
 .PHONY: demo demo-down
-demo: deps testbin image build $(if $(MANIFEST),$(if $(STEMCELL_IMAGE),,stemcell-image)) ## The walkthrough on a local one-node cluster [KEEP=1]; or your deployment: make demo MANIFEST=m.yml RELEASES="a.tgz dir" [OPS=o.yml] [VARS="k=v"] [VARS_FILE=f.yml] [STEMCELL_IMAGE=img] [KEEP=1 [SANDBOX=name]]
+demo: deps testbin image build $(if $(MANIFEST),$(if $(STEMCELL_IMAGE),,stemcell-image)) ## The walkthrough on a local one-node cluster [KEEP=1]; or your deployment: make demo MANIFEST=m.yml RELEASES="a.tgz dir" [OPS=o.yml] [VARS="k=v"] [VARS_FILE=f.yml] [STEMCELL_IMAGE=img] [NODES=3 ZONES=z1,z1,z2] [KEEP=1 [SANDBOX=name]]
 	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) run ./test/demo --binary $(BIN_DIR)/bosh-injector $(SANDBOX_ARGS)
 
 demo-down: ## Stop the cluster or sandbox `make demo … KEEP=1` left up [SANDBOX=name]
@@ -243,6 +245,13 @@ acceptance-cf: deps testbin image build stemcell-image ## Outside CI: cf-deploym
 demo-cluster: deps testbin image ## The walkthrough on a real cluster: make demo-cluster REGISTRY=registry.example.com/me [KUBECONFIG=…]
 	@if [ -z "$(REGISTRY)" ]; then echo "set REGISTRY to a registry prefix the cluster pulls from"; exit 2; fi
 	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) run ./test/demo --kubeconfig $${KUBECONFIG:-$$HOME/.kube/config} --registry $(REGISTRY) $(DEMO_FLAGS)
+
+# The README's example deployment (test/fixtures/deployments/shop.yml) as a
+# user builds it: its releases' source tarballs, for `release-image`.
+EXAMPLE_DIR ?= example
+.PHONY: example-releases
+example-releases: ## Write the example deployment's release tarballs (bus, store, shop) into $(EXAMPLE_DIR)/
+	$(GO) run ./test/fixtures/tarballs $(EXAMPLE_DIR) bus store shop
 
 .PHONY: lint
 lint: $(STATICCHECK) ## gofmt, go vet and staticcheck

@@ -20,6 +20,7 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/trust"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 	"github.com/bosh-injector/bosh-injector/webhook"
@@ -101,6 +102,10 @@ var _ = Describe("the chart's webhook with cert-manager's certificate", func() {
 		// `helm test` runs on a real node in the end-to-end walkthrough
 		// (test/e2e), where its pod reaches the webhook through the
 		// chart's Service.
+		Expect(trust.Read(ctx, cp.Client, ns, app, "shop")).NotTo(BeNil())
 		helm("uninstall", "hooked", "--namespace", ns)
+		// The operator's record of what it accepted goes with the chart.
+		Eventually(func() (*trust.Record, error) { return trust.Read(ctx, cp.Client, ns, app, "shop") }).
+			WithTimeout(30 * time.Second).Should(BeNil())
 	})
 })

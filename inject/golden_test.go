@@ -28,6 +28,8 @@ type goldenCase struct {
 	Pod  corev1.Pod `json:"pod"`
 	// ReleaseJobs overrides the settings' (copy).
 	ReleaseJobs inject.ReleaseJobs `json:"releaseJobs,omitempty"`
+	// Held: the deploy has not started the instance yet.
+	Held bool `json:"held,omitempty"`
 }
 
 // settings are the case's settings.
@@ -48,7 +50,7 @@ func injectCase(t *testing.T, c goldenCase) (*corev1.Pod, string) {
 	pod := c.Pod.DeepCopy()
 	inst, err := inject.InstanceOf(pod, &c.Info)
 	if err == nil {
-		err = inject.Mutate(pod, inject.Plan{Info: &c.Info, Instance: inst, Settings: c.settings(), Namespace: c.Pod.Namespace})
+		err = inject.Mutate(pod, inject.Plan{Info: &c.Info, Instance: inst, Settings: c.settings(), Namespace: c.Pod.Namespace, Held: c.Held})
 	}
 	var denial *inject.Denial
 	if errors.As(err, &denial) {
@@ -94,7 +96,7 @@ func TestGolden(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := inject.Mutate(again, inject.Plan{Info: &c.Info, Instance: inst, Settings: c.settings(), Namespace: c.Pod.Namespace}); err != nil {
+				if err := inject.Mutate(again, inject.Plan{Info: &c.Info, Instance: inst, Settings: c.settings(), Namespace: c.Pod.Namespace, Held: c.Held}); err != nil {
 					t.Fatal(err)
 				}
 				if !equality.Semantic.DeepEqual(again, pod) {

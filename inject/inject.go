@@ -103,6 +103,9 @@ type Plan struct {
 	// ResolvedDigest is the digest of the resolved Secret the operator
 	// accepted; the render container refuses other content.
 	ResolvedDigest string
+	// Held says the deploy has not started the pod's instance yet: the pod
+	// waits behind the deploy's scheduling gate (see gate.go).
+	Held bool
 }
 
 // record is the content of the injected annotation.
@@ -123,6 +126,8 @@ type record struct {
 	HostPID     *bool  `json:"hostPID,omitempty"`
 	// DefaultContainer says the injection set annotationDefaultContainer.
 	DefaultContainer bool `json:"defaultContainer,omitempty"`
+	// Gated says the injection added the deploy's scheduling gate.
+	Gated bool `json:"gated,omitempty"`
 }
 
 // annotationDefaultContainer is the container kubectl logs and exec choose
@@ -197,7 +202,14 @@ func MutateFrom(pod *corev1.Pod, plan Plan, build func(Plan) *Parts) (Added, err
 	for _, c := range parts.containers {
 		if i := slices.IndexFunc(pod.Spec.Containers, func(u corev1.Container) bool { return u.Name == c.Name }); i >= 0 {
 			rec.Completed = append(rec.Completed, pod.Spec.Containers[i])
-			pod.Spec.Containers[i] = complete(c, pod.Spec.Containers[i])
+			user := pod.Spec.Containers[i]
+			if user.Name == pod.Annotations[names.AnnotationPlaceholderContainer] {
+				// `objects` wrote its image, which only names the release:
+				// the accepted BPM info's image (rebuilt, a new digest)
+				// runs, as in the pod's other process containers.
+				user.Image = ""
+			}
+			pod.Spec.Containers[i] = complete(c, user)
 			continue
 		}
 		rec.Containers = append(rec.Containers, c.Name)
@@ -238,6 +250,7 @@ func MutateFrom(pod *corev1.Pod, plan Plan, build func(Plan) *Parts) (Added, err
 	for _, l := range info.AliasLabels {
 		pod.Labels[l] = "true"
 	}
+	rec.Gated = plan.Held && hold(pod)
 	data, err := json.Marshal(rec)
 	if err != nil {
 		return Added{}, err
@@ -316,7 +329,7 @@ func Build(plan Plan) *Parts {
 		}
 		volumes = append(volumes, emptyDir(contract.BinVolume))
 	}
-	volumes = append(volumes, emptyDir(VolumeJobs), emptyDir(VolumeData), emptyDir(VolumeSys), emptyDir(contract.StateVolume), emptyDir(contract.PlanVolume),
+	volumes = append(volumes, emptyDir(VolumeJobs), emptyDir(VolumeData), emptyDir(VolumeSys), emptyDir(contract.StateVolume), emptyDir(contract.PlanVolume), desiredVolume(),
 		corev1.Volume{Name: VolumeResolved, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: info.ResolvedSecret}}})
 
 	containers, extraVolumes, instance, denials := processContainers(plan, images)
@@ -427,6 +440,9 @@ func Strip(pod *corev1.Pod) error {
 	}
 	if rec.DefaultContainer {
 		delete(pod.Annotations, annotationDefaultContainer)
+	}
+	if rec.Gated {
+		Ungate(pod)
 	}
 	delete(pod.Annotations, names.AnnotationInjected)
 	delete(pod.Labels, names.LabelInstanceIndex)
@@ -731,4 +747,15 @@ func emptyDir(name string) corev1.Volume {
 
 func hasVolume(pod *corev1.Pod, name string) bool {
 	return slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == name })
+}
+
+// desiredVolume projects the pod's day-2 annotations for its launchers.
+func desiredVolume() corev1.Volume {
+	item := func(file, annotation string) corev1.DownwardAPIVolumeFile {
+		return corev1.DownwardAPIVolumeFile{Path: file, FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + annotation + "']"}}
+	}
+	return corev1.Volume{Name: contract.DesiredVolume, VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+		item(contract.DesiredStateFile, names.AnnotationDesiredState),
+		item(contract.SkipDrainFile, names.AnnotationSkipDrain),
+	}}}}
 }

@@ -146,6 +146,7 @@ func launcherContainer(pr process, image string, settings Settings) corev1.Conta
 			{Name: VolumeSys, MountPath: "/var/vcap/sys/log/" + j.Name, SubPath: "log/" + j.Name},
 			{Name: VolumeSys, MountPath: "/var/vcap/sys/run/" + j.Name, SubPath: "run/" + j.Name},
 			{Name: contract.StateVolume, MountPath: contract.StateDir},
+			{Name: contract.DesiredVolume, MountPath: contract.DesiredDir, ReadOnly: true},
 			binMount(settings),
 			planMount(true),
 		},
@@ -191,9 +192,17 @@ func monitContainer(pr process, image string, settings Settings) corev1.Containe
 // programs as root, which daemons use to listen on such ports.
 var monitCaps = capabilities(append(slices.Clone(launcherCaps), "NET_BIND_SERVICE"))
 
+// hookCaps are what the launcher's root gets for a BPM pre_start hook
+// beyond launcherCaps: BPM runs the hook as root on the VM, outside the
+// process's confinement (gorouter's hook runs setcap, which needs SETFCAP).
+// A pod gives the hook the capabilities a container runtime gives root by
+// default, not the VM's all (bpm.WarnHookCapabilities says so); the process
+// itself still gets only its BPM capabilities, ambient, as vcap.
+var hookCaps = []string{"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE", "NET_RAW", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"}
+
 // processContainer maps a BPM process onto a container started by the
 // launcher, which reads the rest of bpm.yml at run time.
-// Mounting the store volume is denied to a pod without it; a glob ends it.
+// Mounting the store volume is denied to a pod without it.
 func processContainer(group string, pr process, image string, settings Settings) (corev1.Container, []corev1.Volume, []partDenial) {
 	j, p := pr.job, pr.p
 	c := launcherContainer(pr, image, settings)
@@ -221,8 +230,17 @@ func processContainer(group string, pr process, image string, settings Settings)
 	}
 	if p.Unsafe != nil {
 		for _, v := range p.Unsafe.UnrestrictedVolumes {
-			if strings.ContainsAny(v.Path, "*?[") {
-				return c, nil, append(denials, partDenial{Denial: deny(ReasonUnrestrictedGlob, "job '%s' of instance group '%s', process '%s': unsafe.unrestricted_volumes path %s is a glob, which BPM expands on the VM; a pod's volumes are fixed at admission: list the paths", j.Name, group, p.Name, v.Path)})
+			// BPM mounts a glob's matches as they are at each start, and
+			// creates none: the pod volume holding them all (the jobs
+			// volume for route_registrar's /var/vcap/jobs/*/config/...)
+			// shows every match as the process looks. Gathering refuses
+			// globs over another directory (bpm.CheckPodVolumes).
+			if root, ok := bpm.GlobRoot(v.Path); ok {
+				v.Path = root
+				if m, ok := additionalMount(v); ok {
+					c.VolumeMounts = mergeMount(c.VolumeMounts, m)
+				}
+				continue
 			}
 			if m, ok := additionalMount(v); ok {
 				c.VolumeMounts = append(c.VolumeMounts, m)
@@ -247,12 +265,26 @@ func processContainer(group string, pr process, image string, settings Settings)
 		return c, volumes, denials
 	}
 	caps := capabilities(append(slices.Clone(launcherCaps), p.Capabilities...))
+	if p.Hooks != nil && p.Hooks.PreStart != "" {
+		caps = capabilities(append(append(slices.Clone(launcherCaps), p.Capabilities...), hookCaps...))
+	}
 	c.SecurityContext = asUser(Hardened(caps), 0)
 	// Kubernetes refuses no_new_privs together with SYS_ADMIN.
 	if slices.Contains(caps, "SYS_ADMIN") {
 		c.SecurityContext.AllowPrivilegeEscalation = nil
 	}
 	return c, volumes, denials
+}
+
+// mergeMount adds m to mounts unless a mount at its path is there already
+// (two globs under one directory), which then is writable if either is.
+func mergeMount(mounts []corev1.VolumeMount, m corev1.VolumeMount) []corev1.VolumeMount {
+	i := slices.IndexFunc(mounts, func(o corev1.VolumeMount) bool { return o.MountPath == m.MountPath })
+	if i < 0 {
+		return append(mounts, m)
+	}
+	mounts[i].ReadOnly = mounts[i].ReadOnly && m.ReadOnly
+	return mounts
 }
 
 // capabilities are BPM capability names (CAP_ prefix optional, any case)

@@ -23,7 +23,6 @@ const (
 	ReasonReleaseImageUnknown   Reason = "release image unknown"
 	ReasonInvalidPod            Reason = "pod cannot be decoded"
 	ReasonScriptsWithoutProcess Reason = "lifecycle scripts without a process to run them in"
-	ReasonUnrestrictedGlob      Reason = "unrestricted volume is a glob"
 	// ReasonUntrustedSecret: a Secret carrying a deployment's labels that
 	// its gathering did not write (or that was replaced since); it is
 	// ignored with a warning Event, and a pod that needs it is denied.
@@ -62,7 +61,6 @@ var codes = map[Reason]string{
 	ReasonNoPersistentDisk:      "NoPersistentDisk",
 	ReasonReleaseImageUnknown:   "ReleaseImageUnknown",
 	ReasonInvalidPod:            "InvalidPod",
-	ReasonUnrestrictedGlob:      "UnrestrictedGlob",
 	ReasonScriptsWithoutProcess: "ScriptsWithoutProcess",
 	ReasonUntrustedSecret:       "UntrustedSecret",
 	ReasonVersionGone:           "VersionGone",

@@ -125,8 +125,10 @@ func FuzzHandle(f *testing.F) {
 		}
 		digest := rec.Groups[names.LabelValue(info.InstanceGroup)].Latest().Resolved.SHA256
 		inst, err := inject.InstanceOf(&want, &stored)
+		// No deploy has started any instance: a StatefulSet's pod is held.
+		_, _, held := inject.StatefulSetOrdinal(&want)
 		if err == nil {
-			err = inject.Mutate(&want, inject.Plan{Info: &stored, Instance: inst, Settings: h.Settings, ResolvedDigest: digest})
+			err = inject.Mutate(&want, inject.Plan{Info: &stored, Instance: inst, Settings: h.Settings, ResolvedDigest: digest, Held: held})
 		}
 		if err != nil {
 			t.Fatalf("admitted a pod inject refuses: %v", err)

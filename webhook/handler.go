@@ -178,6 +178,10 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	if err == nil {
 		inst, err = inject.InstanceOf(pod, info)
 	}
+	var held bool
+	if err == nil {
+		held, err = h.held(ctx, req.Namespace, deployment, pod)
+	}
 	settings := h.Settings
 	if err == nil && h.DNSService != "" {
 		settings.DNS.Server, err = h.dnsServer(ctx)
@@ -194,7 +198,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 		}
 		var added inject.Added
 		if added, err = inject.MutateFrom(pod, inject.Plan{Info: info, Instance: inst, Settings: settings, Namespace: cmp.Or(pod.Namespace, req.Namespace),
-			ResolvedDigest: accepted.Resolved.SHA256}, build); err == nil {
+			ResolvedDigest: accepted.Resolved.SHA256, Held: held}, build); err == nil {
 			patch, err = podPatch(before, pod, &reuse{json: &parts.json, added: added})
 		}
 	}
@@ -268,8 +272,8 @@ func (h *Handler) skip(log logr.Logger, r inject.Reason) admission.Response {
 }
 
 // info returns the BPM info a pod of an instance group is injected from,
-// and its accepted version: the version its template pins (annotation
-// resolved-version), else the latest, of the versions the deployment's
+// and its accepted version: the version its template pins (annotations
+// resolved-version and bpm-version), else the latest, of the versions the deployment's
 // gatherings wrote, as the record in the operator's namespace names them. Pods carry BOSH names as users
 // wrote them; Secrets and records carry them sanitized.
 func (h *Handler) info(ctx context.Context, req admission.Request, pod *corev1.Pod, deployment, group string) (*bpm.Info, *trust.Version, error) {
@@ -282,6 +286,13 @@ func (h *Handler) info(ctx context.Context, req admission.Request, pod *corev1.P
 		return nil, nil, &inject.Denial{Reason: inject.ReasonNotGathered, Message: fmt.Sprintf(
 			"deployment '%s' has not been gathered in namespace %s yet: create its manifest Secret (label %s=%s, key %s) and wait for its gathering Job; pods are retried",
 			deployment, namespace, names.LabelDeployment, deployment, names.ManifestKey)}
+	}
+	// A record is written when the first gathering Job starts: until one
+	// succeeds it names no group, and the group label is not to blame.
+	if len(rec.Groups) == 0 {
+		return nil, nil, &inject.Denial{Reason: inject.ReasonNotGathered, Message: fmt.Sprintf(
+			"deployment '%s' has not been gathered in namespace %s yet: its gathering is running or failed (its manifest Secret's label %s and Events say which, a failure with the director's errors); pods are retried",
+			deployment, namespace, names.LabelState)}
 	}
 	g, ok := rec.Groups[names.LabelValue(group)]
 	if !ok {
@@ -300,6 +311,14 @@ func (h *Handler) info(ctx context.Context, req admission.Request, pod *corev1.P
 		n, err := strconv.Atoi(pin)
 		if err == nil {
 			v = g.Pinned(n)
+			// The deploy pins the BPM info too (its release images): the
+			// pods of an instance not updated yet keep their images. A
+			// pruned one falls back to the resolved version's newest.
+			if b, err := strconv.Atoi(pod.Annotations[names.AnnotationBPMVersion]); err == nil {
+				if i := slices.IndexFunc(g.Versions, func(x trust.Version) bool { return x.Resolved.Version == n && x.BPM.Version == b }); i >= 0 {
+					v = &g.Versions[i]
+				}
+			}
 		}
 		if err != nil || v == nil {
 			var accepted []int

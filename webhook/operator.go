@@ -39,6 +39,9 @@ type Options struct {
 	// DrainSeconds bounds an instance's pre-stop and drain scripts; see
 	// inject.Settings.
 	DrainSeconds int
+	// OrphanedDiskRetention is how long an orphaned claim is kept
+	// (disks.DefaultRetention when 0).
+	OrphanedDiskRetention time.Duration
 	// Host, Port and CertDir (tls.crt, tls.key, reloaded when they change)
 	// of the webhook server.
 	Host    string
@@ -139,6 +142,7 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, err
 			Recorder:          mgr.GetEventRecorder("bosh-injector-webhook"),
 			Log:               log.WithName("webhook"),
 		}})
+		hookServer.Register(StatefulSetPath, &crwebhook.Admission{Handler: &StatefulSets{Log: log.WithName("statefulsets")}})
 		if err := mgr.AddReadyzCheck("webhook", hookServer.StartedChecker()); err != nil {
 			return nil, err
 		}
@@ -168,6 +172,9 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, err
 		}
 		if err := d.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("deploy controller: %w", err)
+		}
+		if err := setupDisks(mgr, o, log); err != nil {
+			return nil, err
 		}
 	}
 	return mgr, nil

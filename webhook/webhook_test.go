@@ -95,8 +95,13 @@ var _ = Describe("the webhook on a real apiserver and controller manager", func(
 		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	})
 
-	It("injects the pods of two AZ StatefulSets with indexes az-index × replicas + ordinal", func() {
+	It("injects the pods of two AZ StatefulSets with indexes az-index × replicas + ordinal, holding those the deploy has not started", func() {
 		storeInfo(ns, webInfo)
+		// The deploy started web-z1's first instance, none of web-z2's.
+		manifest := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "shop-manifest", Namespace: ns, Labels: map[string]string{names.LabelDeployment: "shop"},
+			Annotations: map[string]string{names.AnnotationDeploy: `{"phase":"Deploying","instances":{"web-z1":1}}`}}}
+		Expect(cp.Client.Create(ctx, manifest)).To(Succeed())
+		Eventually(func() error { return operatorCache.Get(ctx, client.ObjectKeyFromObject(manifest), &corev1.Secret{}) }).Should(Succeed())
 		for az := 1; az <= 2; az++ {
 			labels := map[string]string{names.LabelDeployment: "shop", names.LabelInstanceGroup: "web", names.LabelAZIndex: strconv.Itoa(az)}
 			Expect(cp.Client.Create(ctx, statefulSet(ns, fmt.Sprintf("web-z%d", az), labels, 2))).To(Succeed())
@@ -104,13 +109,16 @@ var _ = Describe("the webhook on a real apiserver and controller manager", func(
 		Eventually(pods(ns, client.MatchingLabels{names.LabelInstanceGroup: "web"})).Should(HaveLen(4))
 		list, _ := pods(ns, client.MatchingLabels{names.LabelInstanceGroup: "web"})()
 		indexes := map[string]string{}
+		gated := map[string]bool{}
 		for _, p := range list {
 			indexes[p.Name] = p.Labels[names.LabelInstanceIndex]
+			gated[p.Name] = inject.Gated(&p)
 			Expect(p.Annotations).To(HaveKey(names.AnnotationInjected))
 			Expect(p.Spec.InitContainers).To(ContainElement(HaveField("Name", "render")))
 			Expect(p.Spec.Containers).To(ContainElement(HaveField("Name", "storefront-storefront")))
 		}
 		Expect(indexes).To(Equal(map[string]string{"web-z1-0": "0", "web-z2-0": "1", "web-z1-1": "2", "web-z2-1": "3"}))
+		Expect(gated).To(Equal(map[string]bool{"web-z1-0": false, "web-z1-1": true, "web-z2-0": true, "web-z2-1": true}))
 	})
 
 	It("leaves unlabelled pods and pods in the operator's namespace alone", func() {
@@ -126,24 +134,39 @@ var _ = Describe("the webhook on a real apiserver and controller manager", func(
 			HaveField("ObjectMeta.Annotations", Not(HaveKey(names.AnnotationInjected)))))
 	})
 
-	It("denies a pod of an ungathered deployment, with the reason in the StatefulSet's events", func() {
-		labels := map[string]string{names.LabelDeployment: "nope", names.LabelInstanceGroup: "web"}
-		Expect(cp.Client.Create(ctx, statefulSet(ns, "nope", labels, 1))).To(Succeed())
-		Eventually(func() ([]string, error) {
+	// failedCreates are the StatefulSet name's FailedCreate Events: the
+	// webhook's denials as the user sees them.
+	failedCreates := func(name string) func() ([]string, error) {
+		return func() ([]string, error) {
 			var events corev1.EventList
 			err := cp.Client.List(ctx, &events, client.InNamespace(ns))
 			var msgs []string
 			for _, e := range events.Items {
-				if e.InvolvedObject.Name == "nope" && e.Reason == "FailedCreate" {
+				if e.InvolvedObject.Name == name && e.Reason == "FailedCreate" {
 					msgs = append(msgs, e.Message)
 				}
 			}
 			return msgs, err
-		}).WithTimeout(20 * time.Second).Should(ContainElement(And(
+		}
+	}
+
+	It("denies a pod of an ungathered deployment, with the reason in the StatefulSet's events", func() {
+		labels := map[string]string{names.LabelDeployment: "nope", names.LabelInstanceGroup: "web"}
+		Expect(cp.Client.Create(ctx, statefulSet(ns, "nope", labels, 1))).To(Succeed())
+		Eventually(failedCreates("nope")).WithTimeout(20 * time.Second).Should(ContainElement(And(
 			ContainSubstring(string(inject.ReasonNotGathered)),
 			ContainSubstring("deployment 'nope' has not been gathered in namespace "+ns))))
 		list, _ := pods(ns, client.MatchingLabels(labels))()
 		Expect(list).To(BeEmpty())
+	})
+
+	It("denies a pod of a deployment whose first gathering has not succeeded as not gathered, not as an unknown group", func() {
+		Expect(trust.RecordJob(ctx, cp.Client, operatorNamespace, ns, "first", "first-gather-0123456789", "uid-1")).To(Succeed())
+		labels := map[string]string{names.LabelDeployment: "first", names.LabelInstanceGroup: "web"}
+		Expect(cp.Client.Create(ctx, statefulSet(ns, "first", labels, 1))).To(Succeed())
+		Eventually(failedCreates("first")).WithTimeout(20 * time.Second).Should(ContainElement(And(
+			ContainSubstring(string(inject.ReasonNotGathered)),
+			ContainSubstring("deployment 'first' has not been gathered in namespace "+ns+" yet: its gathering is running or failed"))))
 	})
 
 	It("injects a labelled Job's pod as an errand", func() {

@@ -54,6 +54,9 @@ func evaluate(manifest []byte, ops []OpsFile) ([]byte, error) {
 		}
 	}
 	var doc any
+	if err := yamlvalue.CheckValues(manifest); err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
 	if err := yaml.Unmarshal(manifest, &doc); err != nil {
 		return nil, fmt.Errorf("manifest: Evaluating manifest: %w", err)
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
 )
 
 // errorPrefix is how BPM wraps every configuration error.
@@ -20,6 +22,10 @@ const errorPrefix = "failed to parse job configuration: "
 // wrong shape an error), validates it and applies BPM's defaults.
 func Parse(data []byte, job string) (Config, error) {
 	var c Config
+	// A template renders bpm.yml: bounded before yaml.v3 builds its nodes.
+	if err := yamlvalue.CheckValues(data); err != nil {
+		return Config{}, errors.New(errorPrefix + err.Error())
+	}
 	if err := yaml.Unmarshal(data, &c); err != nil {
 		return Config{}, errors.New(errorPrefix + err.Error())
 	}

@@ -89,3 +89,25 @@ func TestGroup(t *testing.T) {
 		t.Errorf("got %+v", got)
 	}
 }
+
+func TestCheckPodVolumes(t *testing.T) {
+	for path, want := range map[string]string{
+		"/var/vcap/jobs/*/config/route_registrar": "",
+		"/var/vcap/data/sockets":                  "",
+		"/srv/plain":                              "",
+		"/srv/*/x":                                "job 'j', process 'p': unsafe.unrestricted_volumes path /srv/*/x is a glob over /srv/: BPM expands it on the VM at each start, a pod's volumes are fixed at admission; list the paths, or glob below a directory of /var/vcap/",
+		"/var/vcap/*":                             "job 'j', process 'p': unsafe.unrestricted_volumes path /var/vcap/* is a glob over /var/vcap/: BPM expands it on the VM at each start, a pod's volumes are fixed at admission; list the paths, or glob below a directory of /var/vcap/",
+	} {
+		c := bpm.Config{Processes: []bpm.Process{{Name: "p", Unsafe: &bpm.Unsafe{UnrestrictedVolumes: []bpm.Volume{{Path: path, MountOnly: true}}}}}}
+		got := ""
+		if err := c.CheckPodVolumes("j"); err != nil {
+			got = err.Error()
+		}
+		if got != want {
+			t.Errorf("%s: got %q, want %q", path, got, want)
+		}
+	}
+	if root, ok := bpm.GlobRoot("/var/vcap/jobs/*/config/route_registrar"); !ok || root != "/var/vcap/jobs" {
+		t.Errorf("GlobRoot = %q, %v", root, ok)
+	}
+}

@@ -17,6 +17,7 @@
 package deployment
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -42,10 +43,10 @@ import (
 type OpsFile = boshcli.OpsFile
 
 // ReadOpsFiles reads ops files, named by their paths.
-func ReadOpsFiles(paths []string) ([]OpsFile, error) {
+func ReadOpsFiles(ctx context.Context, paths []string) ([]OpsFile, error) {
 	var ops []OpsFile
 	for _, path := range paths {
-		d, err := inputfile.Read("--ops-file", path)
+		d, err := inputfile.Read(ctx, "--ops-file", path)
 		if err != nil {
 			return nil, err
 		}

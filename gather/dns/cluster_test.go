@@ -106,7 +106,7 @@ func TestOnCluster(t *testing.T) {
 	service("shop-db-0", "10.2.0.20")
 
 	d := shop(t, unionOp)
-	recs, unions, err := dns.Records(d, network, nil)
+	recs, unions, _, err := dns.Records(d, network, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

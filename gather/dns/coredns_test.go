@@ -20,11 +20,12 @@ import (
 
 // clusterZone stands for the cluster DNS: the addresses of the shop
 // deployment's Services in shop-ns, as CoreDNS's kubernetes plugin would
-// answer them (a group Service has every instance's address).
-func clusterZone(t *testing.T, ips map[string][]string) []byte {
+// answer them (a group Service has every instance's address). serial
+// must grow for CoreDNS to reload a changed zone.
+func clusterZone(t *testing.T, ips map[string][]string, serial int) []byte {
 	t.Helper()
 	var b strings.Builder
-	b.WriteString("$ORIGIN cluster.local.\n$TTL 5\n@ IN SOA ns.cluster.local. hostmaster.cluster.local. 1 3600 600 86400 5\n@ IN NS ns.cluster.local.\n")
+	fmt.Fprintf(&b, "$ORIGIN cluster.local.\n$TTL 5\n@ IN SOA ns.cluster.local. hostmaster.cluster.local. %d 3600 600 86400 5\n@ IN NS ns.cluster.local.\n", serial)
 	for _, svc := range slices.Sorted(func(yield func(string) bool) {
 		for k := range ips {
 			if !yield(k) {
@@ -54,11 +55,11 @@ func TestCoreDNS(t *testing.T) {
 	}
 	logs := t.TempDir()
 	clusterDir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(clusterDir, "db.cluster.local"), clusterZone(t, ips), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(clusterDir, "db.cluster.local"), clusterZone(t, ips, 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cluster, err := dnsserver.Start(filepath.Join(logs, "cluster.log"), func(port int) (string, error) {
-		return fmt.Sprintf(".:%d {\n  auto {\n    directory %s\n  }\n}\n", port, clusterDir), nil
+		return fmt.Sprintf(".:%d {\n  auto {\n    directory %s\n    reload 200ms\n  }\n}\n", port, clusterDir), nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +67,7 @@ func TestCoreDNS(t *testing.T) {
 	defer cluster.Stop()
 
 	d := shop(t)
-	recs, _, err := dns.Records(d, network, nil)
+	recs, _, _, err := dns.Records(d, network, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,6 +125,40 @@ func TestCoreDNS(t *testing.T) {
 	var dnsErr *net.DNSError
 	if !errors.As(err, &dnsErr) || !dnsErr.IsNotFound {
 		t.Errorf("unknown alias: got %v, want not found", err)
+	}
+
+	// A name whose instance has no address yet (its pod has no IP) is not
+	// found; once the cluster DNS has the address, the name answers at
+	// once: the denial was not cached.
+	pending := "0.web.default.shop.bosh." + zone + "."
+	delete(ips, "shop-web-0")
+	if err := os.WriteFile(filepath.Join(clusterDir, "db.cluster.local"), clusterZone(t, ips, 2), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	awaitCluster := func(found bool) {
+		t.Helper()
+		for {
+			_, err := cluster.Resolver().LookupHost(ctx, "shop-web-0.shop-ns.svc.cluster.local.")
+			if (err == nil) == found {
+				return
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("the cluster DNS did not reload: %v", err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	awaitCluster(false)
+	if _, err := r.LookupHost(ctx, pending); !errors.As(err, &dnsErr) || !dnsErr.IsNotFound {
+		t.Errorf("an instance without address: got %v, want not found", err)
+	}
+	ips["shop-web-0"] = []string{"10.1.0.30"}
+	if err := os.WriteFile(filepath.Join(clusterDir, "db.cluster.local"), clusterZone(t, ips, 3), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	awaitCluster(true)
+	if got, err := r.LookupHost(ctx, pending); err != nil || !slices.Equal(got, ips["shop-web-0"]) {
+		t.Errorf("an instance given its address: got %v, %v; the denial was cached", got, err)
 	}
 
 	// New records replace the zone within the reload interval.

@@ -61,12 +61,19 @@ type Union struct {
 }
 
 // Records returns the records of d, sorted by name, with addresses in
-// network, and the aliases over several groups they name. remote resolves
-// targets naming another deployment of the namespace; nil knows none.
-func Records(d *deployment.Deployment, network instance.Network, remote Remote) ([]Record, []Union, error) {
+// network, the aliases over several groups they name, and warnings: one per
+// alias target naming a group d does not have. remote resolves targets
+// naming another deployment of the namespace; nil knows none.
+//
+// The director does not check alias targets (the bosh-dns-aliases job only
+// renders them) and bosh-dns answers nothing for a group without
+// instances, so such a target contributes no record: cf-deployment's
+// `_.cell.service.cf.internal` names windows2019-cell and
+// isolated-diego-cell, which only ops files add.
+func Records(d *deployment.Deployment, network instance.Network, remote Remote) ([]Record, []Union, []string, error) {
 	var recs []Record
 	var unions []Union
-	var errs []string
+	var errs, warnings []string
 	add := func(name, target string) {
 		recs = append(recs, Record{Name: strings.ToLower(strings.TrimSuffix(name, ".")), Target: target + "."})
 	}
@@ -83,12 +90,15 @@ func Records(d *deployment.Deployment, network instance.Network, remote Remote) 
 	}
 	aliases, err := collect(d)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	for _, a := range aliases {
-		targets, union, err := resolve(d, network, remote, a)
+		targets, union, missing, err := resolve(d, network, remote, a)
+		for _, g := range missing {
+			warnings = append(warnings, fmt.Sprintf("job '%s', alias '%s': target instance group '%s' is not in deployment '%s': it answers nothing, as bosh-dns answers nothing for a group without instances", AliasesJob, a.domain, g, d.Name))
+		}
 		if lookup := (*lookupError)(nil); errors.As(err, &lookup) {
-			return nil, nil, fmt.Errorf("resolving DNS alias '%s': %w", a.domain, lookup.err)
+			return nil, nil, nil, fmt.Errorf("resolving DNS alias '%s': %w", a.domain, lookup.err)
 		}
 		if err == nil {
 			err = validName(a.domain)
@@ -105,17 +115,17 @@ func Records(d *deployment.Deployment, network instance.Network, remote Remote) 
 		}
 	}
 	if len(errs) > 0 {
-		return nil, nil, fmt.Errorf("Failed to resolve DNS aliases of deployment '%s':\n%s", d.Name, strings.Join(errs, "\n"))
+		return nil, nil, nil, fmt.Errorf("Failed to resolve DNS aliases of deployment '%s':\n%s", d.Name, strings.Join(errs, "\n"))
 	}
 	slices.SortFunc(recs, func(a, b Record) int { return strings.Compare(a.Name, b.Name) })
 	recs = slices.Compact(recs)
 	for i := 1; i < len(recs); i++ {
 		if recs[i].Name == recs[i-1].Name {
-			return nil, nil, fmt.Errorf("Failed to resolve DNS aliases of deployment '%s':\n  - Name '%s' resolves to both %s and %s: bosh-injector serves each name as one Service, so declare the targets in one alias",
+			return nil, nil, nil, fmt.Errorf("Failed to resolve DNS aliases of deployment '%s':\n  - Name '%s' resolves to both %s and %s: bosh-injector serves each name as one Service, so declare the targets in one alias",
 				d.Name, recs[i].Name, strings.TrimSuffix(recs[i-1].Target, "."), strings.TrimSuffix(recs[i].Target, "."))
 		}
 	}
-	return recs, unions, nil
+	return recs, unions, warnings, nil
 }
 
 // alias is one domain with its targets, merged over every bosh-dns-aliases
@@ -254,19 +264,25 @@ func fetch(m *yamlvalue.Map, key string) (any, error) {
 // `*` over several groups is the Union's Service. `_` is one name per
 // instance, the instance's UUID in place of the domain's leading `_`: its
 // instance Service. A `*` target of a `_.` domain answers every name under
-// it with the group.
-func resolve(d *deployment.Deployment, network instance.Network, remote Remote, a alias) ([]Record, *Union, error) {
+// it with the group. A target naming a group of d's own deployment that d
+// does not have answers nothing: missing lists those groups.
+func resolve(d *deployment.Deployment, network instance.Network, remote Remote, a alias) (out []Record, union *Union, missing []string, err error) {
 	rest, placeholder := strings.CutPrefix(a.domain, "_.")
 	name := a.domain
 	if placeholder {
 		name = "*." + rest
 	}
-	var out []Record
 	var groups, addresses, deployments []string
 	for _, t := range a.targets {
 		depName, ids, instAddresses, groupAddress, err := targetGroup(d, network, remote, t)
+		if errors.Is(err, errNotInDeployment) {
+			if !slices.Contains(missing, t.group) {
+				missing = append(missing, t.group)
+			}
+			continue
+		}
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		switch t.query {
 		case "*":
@@ -275,26 +291,26 @@ func resolve(d *deployment.Deployment, network instance.Network, remote Remote, 
 			}
 		case "_":
 			if !placeholder {
-				return nil, nil, fmt.Errorf("query '_' answers '<instance-id>.<domain>': the domain must start with '_.'")
+				return nil, nil, nil, fmt.Errorf("query '_' answers '<instance-id>.<domain>': the domain must start with '_.'")
 			}
 			for i := range ids {
 				out = append(out, Record{Name: ids[i] + "." + rest, Target: instAddresses[i]})
 			}
 		default:
-			return nil, nil, fmt.Errorf("query '%s' of instance group '%s' in deployment '%s' is not supported: use '*' (the group) or '_' (each instance)", t.query, t.group, depName)
+			return nil, nil, nil, fmt.Errorf("query '%s' of instance group '%s' in deployment '%s' is not supported: use '*' (the group) or '_' (each instance)", t.query, t.group, depName)
 		}
 	}
 	if len(addresses) < 2 {
 		for _, addr := range addresses {
 			out = append(out, Record{Name: name, Target: addr})
 		}
-		return out, nil, nil
+		return out, nil, missing, nil
 	}
 	// The union's Service selects a label the webhook puts on the pods of
 	// the deployment it gathers, so its groups must all be d's own.
 	for i, dep := range deployments {
 		if dep != d.Name {
-			return nil, nil, fmt.Errorf("its '*' targets name instance groups '%s' and '%s' of deployments '%s' and '%s': an alias over several groups must target groups of its own deployment '%s'",
+			return nil, nil, nil, fmt.Errorf("its '*' targets name instance groups '%s' and '%s' of deployments '%s' and '%s': an alias over several groups must target groups of its own deployment '%s'",
 				groups[0], groups[i], deployments[0], dep, d.Name)
 		}
 	}
@@ -302,11 +318,15 @@ func resolve(d *deployment.Deployment, network instance.Network, remote Remote, 
 	sum := hex.EncodeToString(h[:])[:10]
 	service, address, err := network.Address(d.Name + "-alias-" + sum)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	out = append(out, Record{Name: name, Target: address})
-	return out, &Union{Domain: a.domain, Service: service, Label: names.LabelAliasPrefix + sum, Groups: groups}, nil
+	return out, &Union{Domain: a.domain, Service: service, Label: names.LabelAliasPrefix + sum, Groups: groups}, missing, nil
 }
+
+// errNotInDeployment is a target naming a group its own deployment does
+// not have.
+var errNotInDeployment = errors.New("no such instance group")
 
 // targetGroup finds a target's group, in d or in another deployment of the
 // namespace, and its instance IDs and addresses and group address.
@@ -322,7 +342,7 @@ func targetGroup(d *deployment.Deployment, network instance.Network, remote Remo
 			}
 			return d.Name, ids, addresses, g.Address, nil
 		}
-		return d.Name, nil, nil, "", fmt.Errorf("instance group '%s' does not exist in deployment '%s'", t.group, d.Name)
+		return d.Name, nil, nil, "", errNotInDeployment
 	}
 	name, count, found := "", 0, false
 	if remote != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,7 +61,7 @@ func shop(t testing.TB, extra ...string) *deployment.Deployment {
 
 func TestGoldenZone(t *testing.T) {
 	d := shop(t)
-	recs, unions, err := dns.Records(d, network, nil)
+	recs, unions, _, err := dns.Records(d, network, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ const unionOp = `[
 // instance of both.
 func TestGoldenUnion(t *testing.T) {
 	d := shop(t, unionOp)
-	recs, unions, err := dns.Records(d, network, nil)
+	recs, unions, _, err := dns.Records(d, network, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,10 +118,6 @@ func TestErrors(t *testing.T) {
 	for name, c := range map[string]struct {
 		op, want string
 	}{
-		"unknown group": {
-			op:   `[{type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/-, value: {domain: cache.service.shop.internal, targets: [{query: "*", instance_group: cache, deployment: shop, network: default}]}}]`,
-			want: "Failed to resolve DNS aliases of deployment 'shop':\n  - Alias 'cache.service.shop.internal': instance group 'cache' does not exist in deployment 'shop'",
-		},
 		"missing key": {
 			op: `[{type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/-, value: {domain: x.internal, targets: [{query: "*", instance_group: bus, deployment: shop}]}}]`,
 			// The job is an addon, so every group reports it, as the
@@ -158,11 +155,47 @@ func TestErrors(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, _, err := dns.Records(shop(t, c.op), network, cfRemote)
+			_, _, _, err := dns.Records(shop(t, c.op), network, cfRemote)
 			if err == nil || err.Error() != c.want {
 				t.Errorf("got error\n%v\nwant\n%s", err, c.want)
 			}
 		})
+	}
+}
+
+// A target naming a group the deployment does not have (cf-deployment's
+// `_.cell.service.cf.internal` names windows2019-cell, which only an ops
+// file adds) answers nothing and warns; the alias's other targets answer.
+func TestMissingTargetGroup(t *testing.T) {
+	op := `[{type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/-, value: {domain: _.cell.service.shop.internal, targets: [
+  {query: _, instance_group: bus, deployment: shop, network: default},
+  {query: _, instance_group: windows2019-cell, deployment: shop, network: default},
+  {query: _, instance_group: isolated-diego-cell, deployment: shop, network: default}]}},
+{type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/-, value: {domain: cache.service.shop.internal, targets: [{query: "*", instance_group: cache, deployment: shop, network: default}]}}]`
+	d := shop(t, op)
+	recs, _, warnings, err := dns.Records(d, network, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"job 'bosh-dns-aliases', alias '_.cell.service.shop.internal': target instance group 'windows2019-cell' is not in deployment 'shop': it answers nothing, as bosh-dns answers nothing for a group without instances",
+		"job 'bosh-dns-aliases', alias '_.cell.service.shop.internal': target instance group 'isolated-diego-cell' is not in deployment 'shop': it answers nothing, as bosh-dns answers nothing for a group without instances",
+		"job 'bosh-dns-aliases', alias 'cache.service.shop.internal': target instance group 'cache' is not in deployment 'shop': it answers nothing, as bosh-dns answers nothing for a group without instances",
+	}
+	if !slices.Equal(warnings, want) {
+		t.Errorf("warnings\n%s\nwant\n%s", strings.Join(warnings, "\n"), strings.Join(want, "\n"))
+	}
+	var cells int
+	for _, r := range recs {
+		if strings.HasPrefix(r.Name, "cache.") {
+			t.Errorf("an alias of a missing group has record %v", r)
+		}
+		if strings.HasSuffix(r.Name, ".cell.service.shop.internal") {
+			cells++
+		}
+	}
+	if bus := len(d.Groups[slices.IndexFunc(d.Groups, func(g deployment.Group) bool { return g.Manifest.Name == "bus" })].Instances); cells != bus {
+		t.Errorf("%d records under cell.service.shop.internal, want one per bus instance (%d)", cells, bus)
 	}
 }
 
@@ -180,7 +213,7 @@ func cfRemote(dep, group string) (string, int, bool, error) {
 func TestOtherDeployment(t *testing.T) {
 	op := `[{type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/-, value: {domain: _.nats.service.cf.internal, targets: [{query: _, instance_group: nats, deployment: CF, network: default}]}},
 {type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/-, value: {domain: nats.service.cf.internal, targets: [{query: "*", instance_group: nats, deployment: CF, network: default}]}}]`
-	recs, unions, err := dns.Records(shop(t, op), network, cfRemote)
+	recs, unions, _, err := dns.Records(shop(t, op), network, cfRemote)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +259,7 @@ func TestUnhonoured(t *testing.T) {
   {query: "*", instance_group: db, deployment: shop, network: private, domain: bosh},
   {query: _, instance_group: db, deployment: shop, network: private, domain: example}]}}]`
 	d := shop(t, op)
-	if _, _, err := dns.Records(d, network, nil); err != nil {
+	if _, _, _, err := dns.Records(d, network, nil); err != nil {
 		t.Fatal(err)
 	}
 	got := dns.Unhonoured(d)

@@ -108,6 +108,9 @@ func RenderDeployment(ctx context.Context, r ruby.Renderer, d *deployment.Deploy
 		if message == "" {
 			c, err := bpm.Parse(out.Content, job)
 			if err == nil {
+				err = c.CheckPodVolumes(job)
+			}
+			if err == nil {
 				configs[s.group][s.inst][job] = c
 				continue
 			}

@@ -59,13 +59,15 @@ type Config struct {
 type Progress func(manifest *corev1.Secret, eventType, reason, message string)
 
 // Stage reasons of Progress, and the reasons of its warnings about BPM
-// settings pods honour only in part and DNS alias fields not honoured.
+// settings pods honour only in part, DNS alias fields not honoured and
+// alias targets naming groups the deployment does not have.
 const (
-	StageVariables   = "GatherVariables"
-	StageLinks       = "GatherLinks"
-	StageRendered    = "GatherRendered"
-	ReasonBPMField   = "BPMFieldNotHonoured"
-	ReasonAliasField = "DNSAliasFieldNotHonoured"
+	StageVariables           = "GatherVariables"
+	StageLinks               = "GatherLinks"
+	StageRendered            = "GatherRendered"
+	ReasonBPMField           = "BPMFieldNotHonoured"
+	ReasonAliasField         = "DNSAliasFieldNotHonoured"
+	ReasonAliasTargetMissing = "DNSAliasTargetMissing"
 )
 
 func (cfg *Config) progress(manifest *corev1.Secret, reason, format string, args ...any) {
@@ -198,9 +200,12 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 		cfg.progress(&secret, StageRendered, "instance group '%s': %s for %d instances, %d distinct bpm.yml", d.Groups[gi].Manifest.Name, verb, len(d.Groups[gi].Instances), len(b.instances))
 	}
 
-	records, unions, err := dns.Records(d, network, remoteGroups(ctx, c, cfg.Namespace, cfg.Plan.Aliased))
+	records, unions, missing, err := dns.Records(d, network, remoteGroups(ctx, c, cfg.Namespace, cfg.Plan.Aliased))
 	if err != nil {
 		return nil, err
+	}
+	for _, w := range missing {
+		cfg.warn(&secret, ReasonAliasTargetMissing, w)
 	}
 	for _, w := range dns.Unhonoured(d) {
 		cfg.warn(&secret, ReasonAliasField, w)

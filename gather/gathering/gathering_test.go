@@ -463,6 +463,16 @@ addons:
     - Error filling in template 'bpm.yml.erb' (line 3: Can't find property '["storefront.nope"]')`)))
 	})
 
+	It("refuses a BPM volume glob a pod cannot mount, naming template, job, process and field, so the webhook never denies it", func() {
+		err := gatherBroken(func(broken string) {
+			bpmTemplate := filepath.Join(broken, "shop", "storefront", "templates", "bpm.yml.erb")
+			Expect(os.WriteFile(bpmTemplate, []byte("processes:\n- name: storefront\n  executable: /bin/true\n  unsafe: {unrestricted_volumes: [{path: /srv/*/x}]}\n"), 0o644)).To(Succeed())
+		})
+		Expect(err).To(MatchError(ContainSubstring(`- Unable to render jobs for instance group 'web'. Errors are:
+  - Unable to render templates for job 'storefront'. Errors are:
+    - Invalid BPM configuration rendered from template 'bpm.yml.erb': job 'storefront', process 'storefront': unsafe.unrestricted_volumes path /srv/*/x is a glob over /srv/`)))
+	})
+
 	It("renders every template of every group before writing, and lists every failure as the director does", func() {
 		prepend := func(path, text string) {
 			GinkgoHelper()

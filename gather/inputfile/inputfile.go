@@ -3,6 +3,7 @@
 package inputfile
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -14,8 +15,28 @@ import (
 const MaxInputSize = 16 << 20
 
 // Read reads an input file of at most MaxInputSize bytes; what names it
-// in errors, e.g. "--manifest".
-func Read(what, path string) ([]byte, error) {
+// in errors, e.g. "--manifest". It returns when ctx ends (SIGTERM) even if
+// the read blocks (a FIFO without a writer): the blocked read is left to
+// the process's exit.
+func Read(ctx context.Context, what, path string) ([]byte, error) {
+	type result struct {
+		data []byte
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		data, err := read(what, path)
+		done <- result{data, err}
+	}()
+	select {
+	case r := <-done:
+		return r.data, r.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s %s: reading stopped: %w", what, path, ctx.Err())
+	}
+}
+
+func read(what, path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
@@ -26,12 +47,21 @@ func Read(what, path string) ([]byte, error) {
 	} else if info.IsDir() {
 		return nil, fmt.Errorf("%s %s: is a directory, not a file", what, path)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxInputSize+1))
+	data, err := readBounded(f)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
+		return nil, fmt.Errorf("%s %s: %w", what, path, err)
+	}
+	return data, nil
+}
+
+// readBounded reads r to its end, failing past MaxInputSize bytes.
+func readBounded(r io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxInputSize+1))
+	if err != nil {
+		return nil, err
 	}
 	if len(data) > MaxInputSize {
-		return nil, fmt.Errorf("%s %s: larger than the %d MiB an input file may be", what, path, MaxInputSize>>20)
+		return nil, fmt.Errorf("larger than the %d MiB an input file may be", MaxInputSize>>20)
 	}
 	return data, nil
 }

@@ -8,12 +8,14 @@ package jobspec
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/bosh-injector/bosh-injector/gather/inputfile"
 	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
 )
 
@@ -79,18 +81,37 @@ func (s *Spec) Property(name string) *Property {
 
 // LoadSourceTree loads job from a release source tree (`jobs/<job>/spec`).
 func LoadSourceTree(releaseDir, job string) (*Spec, error) {
-	return load(filepath.Join(releaseDir, "jobs", job), "spec", job)
+	return load(releaseDir, filepath.Join("jobs", job), "spec", job)
 }
 
 // LoadImageLayout loads job from a release image's jobs directory
 // (`<jobsDir>/<job>/job.MF`).
 func LoadImageLayout(jobsDir, job string) (*Spec, error) {
-	return load(filepath.Join(jobsDir, job), "job.MF", job)
+	return load(jobsDir, job, "job.MF", job)
 }
 
-func load(dir, specFile, job string) (*Spec, error) {
-	file := filepath.Join(dir, specFile)
-	data, err := os.ReadFile(file)
+// load reads the job in dir (relative to release) through an os.Root on
+// the release: no file of it, nor dir itself, is read through a symbolic
+// link out of the release, and each is bounded in size (inputfile.ReadIn).
+func load(release, dir, specFile, job string) (*Spec, error) {
+	root, err := os.OpenRoot(release)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	read := func(name string) ([]byte, error) {
+		data, err := inputfile.ReadIn(root, name)
+		if err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return nil, &fs.PathError{Op: "read", Path: filepath.Join(release, name), Err: err}
+		}
+		return data, nil
+	}
+	file := filepath.Join(release, dir, specFile)
+	data, err := read(filepath.Join(dir, specFile))
 	if err != nil {
 		return nil, err
 	}
@@ -99,8 +120,7 @@ func load(dir, specFile, job string) (*Spec, error) {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	for i := range s.Templates {
-		src := filepath.Join(dir, "templates", filepath.FromSlash(s.Templates[i].Source))
-		content, err := os.ReadFile(src)
+		content, err := read(filepath.Join(dir, "templates", filepath.FromSlash(s.Templates[i].Source)))
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("%s: Missing template file '%s' for job '%s'", file, s.Templates[i].Source, job)
 		}
@@ -110,13 +130,18 @@ func load(dir, specFile, job string) (*Spec, error) {
 		s.Templates[i].Content = string(content)
 	}
 	s.Monit = map[string]string{}
-	entries, err := os.ReadDir(dir)
+	f, err := root.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := f.ReadDir(-1)
+	f.Close()
 	if err != nil {
 		return nil, err
 	}
 	for _, e := range entries {
 		if e.Type().IsRegular() && (e.Name() == "monit" || strings.HasSuffix(e.Name(), ".monit")) {
-			content, err := os.ReadFile(filepath.Join(dir, e.Name()))
+			content, err := read(filepath.Join(dir, e.Name()))
 			if err != nil {
 				return nil, err
 			}
@@ -126,8 +151,8 @@ func load(dir, specFile, job string) (*Spec, error) {
 	if len(s.Monit) == 0 {
 		return nil, fmt.Errorf("%s: Job '%s' is missing monit file", file, job)
 	}
-	schemaFile := filepath.Join(dir, SchemaFile)
-	data, err = os.ReadFile(schemaFile)
+	schemaFile := filepath.Join(release, dir, SchemaFile)
+	data, err = read(filepath.Join(dir, SchemaFile))
 	switch {
 	case err == nil:
 		if s.Schema, err = CompileSchema(data); err != nil {

@@ -184,6 +184,9 @@ func FromDocument(doc any) (*Manifest, error) {
 	if err := uniqueGroups(m.InstanceGroups); err != nil {
 		return nil, err
 	}
+	if err := totalInstances(m.InstanceGroups); err != nil {
+		return nil, err
+	}
 	if err := uniqueReleases(m.Releases); err != nil {
 		return nil, err
 	}
@@ -456,6 +459,9 @@ func instanceGroup(e *yamlvalue.Map, p string) (InstanceGroup, error) {
 	}
 	if g.PersistentDisk < 0 {
 		return g, fmt.Errorf("Instance group '%s' references an invalid persistent disk size '%d'", g.Name, g.PersistentDisk)
+	}
+	if g.PersistentDisk > MaxMiB {
+		return g, fmt.Errorf("Instance group '%s' references an invalid persistent disk size '%d': more MiB than a Kubernetes quantity holds (%d)", g.Name, g.PersistentDisk, MaxMiB)
 	}
 	if g.Env, err = optMap(e, p, "env"); err != nil {
 		return g, err

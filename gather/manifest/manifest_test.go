@@ -157,6 +157,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(full))
 	f.Add([]byte(`{name: d, instance_groups: [{name: a, instances: 1, jobs: [{name: j, release: r}]}]}`))
 	f.Add([]byte(`{name: d, instance_groups: [{name: ../a, instances: 1000000000, azs: [], jobs: [{name: j, release: r}, {name: j, release: r}]}]}`))
+	f.Add([]byte(`{name: d, instance_groups: [{name: a, instances: 10000, persistent_disk: 9223372036854775807, jobs: []}, {name: b, instances: 10000, jobs: []}, {name: c, instances: 10000, jobs: []}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := Parse(data)
 		if err != nil {
@@ -167,8 +168,10 @@ func FuzzParse(f *testing.F) {
 		}
 		// What parses holds only names that stay in their directory,
 		// bounded instances and no job twice in a group.
+		total := 0
 		for _, g := range m.InstanceGroups {
-			if names.PathName("instance group", g.Name) != nil || g.Instances < 0 || g.Instances > MaxInstances || g.PersistentDisk < 0 {
+			total += g.Instances
+			if names.PathName("instance group", g.Name) != nil || g.Instances < 0 || g.Instances > MaxInstances || g.PersistentDisk < 0 || g.PersistentDisk > MaxMiB || total > MaxDeploymentInstances {
 				t.Fatalf("accepted group %q with %d instances, disk %d", g.Name, g.Instances, g.PersistentDisk)
 			}
 			seen := map[string]bool{}

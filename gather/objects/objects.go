@@ -1,7 +1,8 @@
 // Package objects turns a BOSH deployment manifest into the Kubernetes
 // objects a user applies to run it with bosh-injector: the manifest Secret
 // the job runner gathers, per instance group and AZ a labelled StatefulSet
-// (an Indexed Job for errands). The pod templates stay minimal: everything
+// (an Indexed Job for errands) placed in the AZ's zone, and per service
+// group a PodDisruptionBudget. The pod templates stay minimal: everything
 // the webhook injects is left out. The objects are a starting point the user
 // owns, so their order and content depend on the manifest only.
 package objects
@@ -52,6 +53,8 @@ type Options struct {
 	// makes of a job's process named like the job. Either way it is marked
 	// a placeholder, which the webhook removes when no process has its name.
 	Containers map[string]Container
+	// Placement ties AZs to the cluster's zones.
+	Placement Placement
 }
 
 // Container is the one container of a pod template: the webhook completes
@@ -66,6 +69,8 @@ type Container struct {
 type Result struct {
 	Objects  []client.Object
 	Warnings []string
+	// Zones is the zone each AZ's pods require.
+	Zones map[string]string
 }
 
 // Build makes the objects of a manifest with its ops files (applied in
@@ -133,15 +138,18 @@ func OpsKey(i int, name string) string {
 	return fmt.Sprintf("ops-%02d-%s.yaml", i+1, names.DNS1123Label(base))
 }
 
+// secret is written with data, not stringData: the server keeps only data,
+// so kubectl apply's three-way merge sees an unchanged Secret as unchanged
+// and deletes the key of an ops file no longer given.
 func (b *builder) secret(manifestYAML []byte, ops []deployment.OpsFile) client.Object {
 	s := &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: b.meta(SecretName(b.m.Name)),
-		StringData: map[string]string{names.ManifestKey: string(manifestYAML)},
+		Data:       map[string][]byte{names.ManifestKey: manifestYAML},
 	}
 	s.Labels = map[string]string{names.LabelDeployment: names.LabelValue(b.m.Name)}
 	for i, op := range ops {
-		s.StringData[OpsKey(i, op.Name)] = string(op.Data)
+		s.Data[OpsKey(i, op.Name)] = op.Data
 	}
 	return s
 }
@@ -168,13 +176,16 @@ func (b *builder) group(g *manifest.InstanceGroup) error {
 	for a, n := range replicas {
 		raw := b.m.Name + "-" + g.Name
 		labels := maps.Clone(tmpl.Labels)
+		az := ""
 		if len(g.AZs) > 0 {
-			raw += "-" + g.AZs[a]
+			az = g.AZs[a]
+			raw += "-" + az
 			labels[names.LabelAZIndex] = strconv.Itoa(a + 1)
 		}
 		name := names.DNS1123LabelMax(raw, maxWorkloadName)
 		t := *tmpl.DeepCopy()
 		t.Labels = labels
+		b.place(&t, az, labels)
 		if g.Lifecycle == "errand" {
 			b.res.Objects = append(b.res.Objects, b.job(name, t, n))
 			continue
@@ -196,10 +207,15 @@ func (b *builder) group(g *manifest.InstanceGroup) error {
 		}
 		if claim != nil {
 			sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{*claim}
+			retainClaims(sts)
 		}
 		b.res.Objects = append(b.res.Objects, sts)
 	}
-	return nil
+	pdb, err := b.disruptionBudget(g)
+	if pdb != nil {
+		b.res.Objects = append(b.res.Objects, pdb)
+	}
+	return err
 }
 
 // job is an errand's Job in one AZ: its completion index is the pod's
@@ -223,8 +239,8 @@ func (b *builder) job(name string, t corev1.PodTemplateSpec, n int) client.Objec
 	}
 }
 
-// podTemplate is the labels and the one container the webhook completes, in
-// its job's release image. Process container names come from bpm.yml, which
+// podTemplate is the labels and the one container the webhook completes,
+// named after its job's release image. Process container names come from bpm.yml, which
 // the manifest does not hold, so the template marks the container a
 // placeholder: where no process has its name the webhook removes it, which
 // would otherwise run the image's own command beside the processes.
@@ -241,6 +257,12 @@ func (b *builder) podTemplate(g *manifest.InstanceGroup) (corev1.PodTemplateSpec
 	if err != nil {
 		return corev1.PodTemplateSpec{}, fmt.Errorf("instance group '%s', job '%s': %w", g.Name, c.Job, err)
 	}
+	// A container needs an image; the webhook replaces the placeholder's
+	// with the accepted release image. Without its digest the template
+	// stays the same when the release images are rebuilt, so applying the
+	// objects again does not roll every pod at once: the deploy rolls the
+	// new images out.
+	image, _, _ = strings.Cut(image, "@")
 	t := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{
 			Labels: map[string]string{
@@ -282,7 +304,9 @@ func (b *builder) resources(g *manifest.InstanceGroup) (*corev1.ResourceRequirem
 			return nil, fmt.Errorf("instance_groups.%s.vm_resources.%s: %w", g.Name, f.key, err)
 		}
 		if ok {
-			req[f.name] = resource.MustParse(strconv.Itoa(n) + f.unit)
+			if req[f.name], err = vmQuantity(n, f.unit); err != nil {
+				return nil, fmt.Errorf("instance_groups.%s.vm_resources.%s: %w", g.Name, f.key, err)
+			}
 		}
 	}
 	if vm.Has("ephemeral_disk_size") {
@@ -324,12 +348,17 @@ func (b *builder) store(g *manifest.InstanceGroup) (*corev1.PersistentVolumeClai
 		b.warn("instance group '%s': the errand's persistent disk is not mapped: a Job has no volumeClaimTemplates", g.Name)
 		return nil, nil
 	}
+	// As the API server stores it (type, volume mode, phase): the list is
+	// atomic to kubectl apply, which would otherwise send it at every apply.
 	claim := &corev1.PersistentVolumeClaim{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
 		ObjectMeta: metav1.ObjectMeta{Name: VolumeStore},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+			VolumeMode:  ptr.To(corev1.PersistentVolumeFilesystem),
 		},
+		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending},
 	}
 	if diskType != "" {
 		class, ok := b.opts.StorageClasses[diskType]
@@ -347,7 +376,7 @@ func (b *builder) store(g *manifest.InstanceGroup) (*corev1.PersistentVolumeClai
 // operator's deploy honours.
 var unhonoured = map[string]string{
 	"vm_strategy":                       "a StatefulSet replaces a pod in place",
-	"initial_deploy_az_update_strategy": "a first deploy creates every instance at once",
+	"initial_deploy_az_update_strategy": "a first deploy starts the AZs one after another, as an update does",
 }
 
 // warnUnhonoured warns of an update block's keys without an equivalent.

@@ -16,6 +16,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v2"
+
+	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
 )
 
 // Op is one operation of an ops file.
@@ -37,6 +39,9 @@ type definition struct {
 // {type, path, value}. Errors name the op index as the CLI does.
 func Parse(data []byte) ([]Op, error) {
 	var defs []definition
+	if err := yamlvalue.CheckValues(data); err != nil {
+		return nil, err
+	}
 	if err := yaml.Unmarshal(data, &defs); err != nil {
 		return nil, err
 	}
@@ -168,6 +173,11 @@ var (
 	encoder = strings.NewReplacer("~", "~0", "/", "~1", "?", "~2", "=", "~3", ":", "~7")
 )
 
+// maxSegments bounds an ops path: each segment may create a level of
+// nesting the document keeps and every later step walks; real paths have
+// a dozen.
+const maxSegments = 256
+
 // NewPointer parses an ops path.
 func NewPointer(s string) (Pointer, error) {
 	p := Pointer{raw: s}
@@ -176,6 +186,9 @@ func NewPointer(s string) (Pointer, error) {
 	}
 	if !strings.HasPrefix(s, "/") {
 		return Pointer{}, errors.New("Expected to start with '/'")
+	}
+	if n := strings.Count(s, "/"); n > maxSegments {
+		return Pointer{}, fmt.Errorf("Expected at most %d path segments but found %d", maxSegments, n)
 	}
 	parts := strings.Split(s, "/")[1:]
 	optional := false

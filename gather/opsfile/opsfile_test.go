@@ -145,6 +145,7 @@ func TestParseErrors(t *testing.T) {
 		{`[{type: remove, path: a}]`, "Remove operation [0]: Invalid path: Expected to start with '/'"},
 		{`[{type: remove, path: /a/0:up}]`, "Remove operation [0]: Invalid path: Expected to find one of the following modifiers: 'prev', 'next', 'before', or 'after' but found 'up'"},
 		{`[{type: remove, path: /a:prev}]`, "Remove operation [0]: Invalid path: Expected not to find any modifiers with key token"},
+		{`[{type: replace, path: "` + strings.Repeat("/a?", 100000) + `", value: 1}]`, "Replace operation [0]: Invalid path: Expected at most 256 path segments but found 100000"},
 		{`{a: 1}`, "yaml: unmarshal errors:\n  line 1: cannot unmarshal !!map into []opsfile.definition"},
 	}
 	for _, tc := range tests {

@@ -71,7 +71,7 @@ func TestDirectoryIsItsTarball(t *testing.T) {
 	dir := rs[1]
 	tarball := packTarball(t, dir)
 	work := t.TempDir()
-	opened, err := Open(tarball, work)
+	opened, err := Open(context.Background(), tarball, work)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ package releaseimage
 import (
 	"archive/tar"
 	"compress/gzip"
+	"context"
 	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/sha512"
@@ -86,14 +87,27 @@ func (r *Release) archive(kind, name string) string { return filepath.Join(r.dir
 
 // Open unpacks the release tarball at path into work (which must exist) and
 // checks it: release.MF present and complete, every listed archive present
-// with its sha1 (or `sha256:`/`sha512:` digest) matching.
-func Open(path, work string) (*Release, error) {
+// with its sha1 (or `sha256:`/`sha512:` digest) matching. Only the archives
+// release.MF lists are written to work: the tarball is read once for
+// release.MF, then again for them. ctx ends either read.
+func Open(ctx context.Context, path, work string) (*Release, error) {
 	r := &Release{Path: path, dir: work}
-	if err := r.unpack(); err != nil {
+	var data []byte
+	err := r.each(ctx, func(name string, h *tar.Header, tr io.Reader) (bool, error) {
+		if name != "release.MF" {
+			return false, nil
+		}
+		if h.Size > maxReleaseMF {
+			return false, fmt.Errorf("release.MF: %d bytes, more than the %d MiB a release.MF may be", h.Size, maxReleaseMF>>20)
+		}
+		var err error
+		data, err = io.ReadAll(tr)
+		return true, err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("release tarball %s: %w", path, err)
 	}
-	data, err := os.ReadFile(filepath.Join(work, "release.MF"))
-	if err != nil {
+	if data == nil {
 		return nil, fmt.Errorf("release tarball %s: no release.MF", path)
 	}
 	if err := yaml.Unmarshal(data, &r.Manifest); err != nil {
@@ -106,10 +120,26 @@ func Open(path, work string) (*Release, error) {
 	if err := m.checkNames(); err != nil {
 		return nil, fmt.Errorf("release tarball %s: release.MF: %w", path, err)
 	}
-	for _, set := range []struct {
+	sets := []struct {
 		kind    string
 		entries []Entry
-	}{{kindJobs, m.Jobs}, {kindPackages, m.Packages}, {kindCompiledPackages, m.CompiledPackages}} {
+	}{{kindJobs, m.Jobs}, {kindPackages, m.Packages}, {kindCompiledPackages, m.CompiledPackages}}
+	listed := map[string]bool{}
+	for _, set := range sets {
+		for _, e := range set.entries {
+			listed[set.kind+"/"+e.Name+".tgz"] = true
+		}
+	}
+	err = r.each(ctx, func(name string, _ *tar.Header, tr io.Reader) (bool, error) {
+		if !listed[name] {
+			return false, nil
+		}
+		return false, layer.WriteFile(filepath.Join(r.dir, filepath.FromSlash(name)), tr, 0o644)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("release tarball %s: %w", path, err)
+	}
+	for _, set := range sets {
 		for _, e := range set.entries {
 			if err := verify(r.archive(set.kind, e.Name), e.SHA1); err != nil {
 				return nil, fmt.Errorf("release '%s' %s: %s/%s.tgz: %w", m.Name, path, set.kind, e.Name, err)
@@ -119,15 +149,16 @@ func Open(path, work string) (*Release, error) {
 	return r, nil
 }
 
-// unpack extracts the tarball's top-level files (release.MF and the job and
-// package archives) into r.dir.
-func (r *Release) unpack() error {
+// each checks every member of the tarball (layer.CheckMember) and passes
+// each regular one to do, until do says it is done or fails (its error
+// names the member).
+func (r *Release) each(ctx context.Context, do func(name string, h *tar.Header, tr io.Reader) (done bool, err error)) error {
 	f, err := os.Open(r.Path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	gz, err := gzip.NewReader(f)
+	gz, err := gzip.NewReader(ctxReader{ctx, f})
 	if err != nil {
 		return err
 	}
@@ -145,16 +176,31 @@ func (r *Release) unpack() error {
 		if err := layer.CheckMember(h, seen); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		if h.Typeflag != tar.TypeReg || !wanted(name) {
+		if h.Typeflag != tar.TypeReg {
 			continue
 		}
-		if name == "release.MF" && h.Size > maxReleaseMF {
-			return fmt.Errorf("release.MF: %d bytes, more than the %d MiB a release.MF may be", h.Size, maxReleaseMF>>20)
-		}
-		if err := layer.WriteFile(filepath.Join(r.dir, filepath.FromSlash(name)), tr, 0o644); err != nil {
+		done, err := do(name, h, tr)
+		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
+		if done {
+			return nil
+		}
 	}
+}
+
+// ctxReader fails its reads once ctx ends, so SIGTERM stops an extraction
+// between two reads.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // maxReleaseMF bounds the release.MF read into memory; the largest real
@@ -190,20 +236,6 @@ func (m *Manifest) checkNames() error {
 		}
 	}
 	return nil
-}
-
-// wanted says whether a tarball member is one Open reads; anything else
-// (license, stray files) is not needed for an image.
-func wanted(name string) bool {
-	if name == "release.MF" {
-		return true
-	}
-	dir, file := path.Split(name)
-	switch strings.TrimSuffix(dir, "/") {
-	case kindJobs, kindPackages, kindCompiledPackages:
-		return strings.HasSuffix(file, ".tgz") && !strings.HasPrefix(file, ".")
-	}
-	return false
 }
 
 // verify checks file against a release.MF digest: a bare sha1, or BOSH's

@@ -592,3 +592,17 @@ func TestLocalStemcell(t *testing.T) {
 		}
 	})
 }
+
+// TestOpenEndsWithContext: an extraction whose context ended (SIGTERM)
+// stops, writing nothing.
+func TestOpenEndsWithContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	work := t.TempDir()
+	if _, err := releaseimage.Open(ctx, env.tarballs[0], work); !errors.Is(err, context.Canceled) {
+		t.Errorf("error %v, want the context's", err)
+	}
+	if entries, _ := os.ReadDir(work); len(entries) > 0 {
+		t.Errorf("%d entries written", len(entries))
+	}
+}

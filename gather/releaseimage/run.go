@@ -94,7 +94,7 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 			dirs = append(dirs, t)
 			continue
 		}
-		r, err := openIn(t, filepath.Join(work, "releases", fmt.Sprint(i)))
+		r, err := openIn(ctx, t, filepath.Join(work, "releases", fmt.Sprint(i)))
 		if err != nil {
 			return nil, err
 		}
@@ -119,7 +119,7 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 			return nil, fmt.Errorf("--manifest: %w", err)
 		}
 		for i, mr := range m.Releases {
-			r, err := forManifest(mr, releases, filepath.Join(work, "releases", fmt.Sprint("url-", i)), cfg)
+			r, err := forManifest(ctx, mr, releases, filepath.Join(work, "releases", fmt.Sprint("url-", i)), cfg)
 			if err != nil {
 				return nil, err
 			}
@@ -250,17 +250,17 @@ func uniqueReleases(releases []*Release) error {
 	return nil
 }
 
-func openIn(path, work string) (*Release, error) {
+func openIn(ctx context.Context, path, work string) (*Release, error) {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return nil, err
 	}
-	return Open(path, work)
+	return Open(ctx, path, work)
 }
 
 // forManifest finds the tarball of manifest release mr: one given whose
 // release.MF has its name, else its url when that is a local file or
 // release directory.
-func forManifest(mr manifest.Release, given []*Release, work string, cfg Config) (*Release, error) {
+func forManifest(ctx context.Context, mr manifest.Release, given []*Release, work string, cfg Config) (*Release, error) {
 	for _, r := range given {
 		if r.Manifest.Name != mr.Name {
 			continue
@@ -280,7 +280,7 @@ func forManifest(mr manifest.Release, given []*Release, work string, cfg Config)
 				r = rs[0]
 			}
 		} else {
-			r, err = openIn(path, work)
+			r, err = openIn(ctx, path, work)
 		}
 		if err != nil {
 			return nil, err

@@ -48,10 +48,10 @@ type Config struct {
 	// Log receives how the address wait went.
 	Log logr.Logger
 	// Rendered, when set, runs once the jobs are written, before the
-	// address wait, which then holds nothing up: a render container
-	// beside the processes lets them start at once, as a director does not
-	// wait for its DNS records to reach every VM.
-	Rendered func() error
+	// address wait, with the instance's address: a render container beside
+	// the processes ends its step at once (pre-start need not wait for
+	// DNS) and hands the wait for the address to the launchers.
+	Rendered func(address string) error
 }
 
 // ConfigFromEnv fills the instance part of c from the environment the
@@ -123,7 +123,7 @@ func Run(ctx context.Context, c Config) error {
 		}
 	}
 	if c.Rendered != nil {
-		if err := c.Rendered(); err != nil {
+		if err := c.Rendered(inst.Address); err != nil {
 			return err
 		}
 	}

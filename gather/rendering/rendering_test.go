@@ -40,7 +40,7 @@ func setup(t *testing.T, ig string) rendering.Config {
 	if err := os.WriteFile(storeCopy, store, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	vars, err := variables.OpenFile(storeCopy)
+	vars, err := variables.OpenFile(context.Background(), storeCopy)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -18,8 +20,8 @@ import (
 // Confinement is what a render's Ruby process may do, enforced by
 // Landlock: read only what it names (directories with everything below,
 // files), execute only Ruby itself (not a shell: system, backticks and
-// exec fail), write, create or remove no file, connect to no TCP port and
-// signal no process outside the render. Its results travel on the pipes it
+// exec fail), write, create or remove no file, open no socket (see
+// sockets.go) and signal no process outside the render. Its results travel on the pipes it
 // inherits. The thread that starts Ruby takes the Landlock domain and
 // passes it to the child; it is never given back to the Go scheduler, so
 // nothing else of this process runs confined.
@@ -47,20 +49,46 @@ func Confine(hidden ...string) (*Confinement, error) {
 }
 
 // ConfineOffline is the confinement of a render on a user's machine: Ruby
-// reads its own installation, the system's libraries and what readable
-// names (the releases), nothing of the user's.
+// reads what it and its libraries need (rubyReads) and what readable names
+// (the releases), nothing of the user's or the system's configuration.
 func ConfineOffline(readable ...string) (*Confinement, error) {
 	c, err := newConfinement()
 	if err != nil {
 		return nil, fmt.Errorf("confining release templates: %w", err)
 	}
-	system := []string{filepath.Dir(filepath.Dir(c.exec[0])), "/usr", "/lib", "/lib64", "/etc/ld.so.cache", "/etc/ssl", "/etc/localtime", "/dev/null", "/dev/urandom"}
-	for _, p := range append(system, readable...) {
+	needs, err := rubyReads(c.exec[0])
+	if err != nil {
+		return nil, fmt.Errorf("confining release templates: %w", err)
+	}
+	system := []string{"/etc/ld.so.cache", "/etc/localtime", "/etc/ssl/openssl.cnf", "/etc/ssl/certs", "/dev/null", "/dev/urandom"}
+	for _, p := range slices.Concat(needs, system, readable) {
 		if r, err := filepath.EvalSymlinks(p); err == nil {
 			c.readable = append(c.readable, r)
 		}
 	}
 	return c, nil
+}
+
+// requires are the libraries context.rb loads.
+var requires = regexp.MustCompile(`(?m)^require "([\w/]+)"$`)
+
+// rubyReads asks Ruby, once it has loaded what context.rb requires, for
+// its load path and the directories of the files it mapped (its shared
+// libraries, encodings, locale): what a render reads besides templates.
+func rubyReads(bin string) ([]string, error) {
+	var script strings.Builder
+	for _, m := range requires.FindAllStringSubmatch(contextScript, -1) {
+		fmt.Fprintf(&script, "require %q\n", m[1])
+	}
+	script.WriteString(`maps = File.readlines("/proc/self/maps").map { |l| l.split[5] }.compact.grep(%r{\A/}).map { |f| File.dirname(f) }
+print(($LOAD_PATH + maps).uniq.join("\0"))`)
+	cmd := exec.Command(bin, "--disable-gems", "-e", script.String())
+	cmd.Env = minimalEnv
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("asking %s what it reads: %w", bin, err)
+	}
+	return strings.Split(string(out), "\x00"), nil
 }
 
 // What gather logs of its templates' confinement (the walkthrough narrates
@@ -235,5 +263,5 @@ func (c *Confinement) restrictThread() error {
 	if err := llsys.LandlockRestrictSelf(ruleset, 0); err != nil {
 		return fmt.Errorf("landlock: %w", err)
 	}
-	return nil
+	return denySockets()
 }

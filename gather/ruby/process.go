@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The results protocol. Ruby reads the batch on stdin and writes frames on
@@ -44,6 +46,20 @@ const logTail = 4 << 10
 // and its process group was killed: a process that left the group may hold
 // the pipes open, and the render does not wait for it.
 const drainWait = time.Second
+
+// maxMemory bounds Ruby's address space (RLIMIT_AS): a template that
+// allocates past it fails with NoMemoryError instead of exhausting the
+// machine. Ruby with context.rb's libraries maps under 100 MiB.
+const maxMemory = 1 << 30
+
+// maxBatchOutput bounds the output of all templates of a batch, which is
+// held until written: a deployment's renders are a few MiB to a few
+// hundred.
+const maxBatchOutput = 512 << 20
+
+// minimalEnv is all of the environment Ruby gets: nothing of the caller's
+// (tokens, proxies) reaches templates or their errors.
+var minimalEnv = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
 
 // noPIDNamespace is set once starting Ruby in a PID namespace of its own
 // failed.
@@ -94,6 +110,7 @@ func run(ctx context.Context, c *Confinement, bin string, input []byte, jobs []J
 		// not needed, and skipping them halves Ruby's start-up.
 		cmd := exec.Command(bin, "--disable-gems", "-E", "UTF-8:UTF-8", "-e", contextScript, strconv.Itoa(limit))
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, logW, logW
+		cmd.Env = minimalEnv
 		cmd.ExtraFiles = []*os.File{resW}
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if isolate {
@@ -122,6 +139,13 @@ func run(ctx context.Context, c *Confinement, bin string, input []byte, jobs []J
 		return nil, fmt.Errorf("starting ruby: %w", err)
 	}
 	killGroup := func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// Templates run only once Ruby reads the batch, which is written
+	// below: the bound is in place before any of them.
+	if err := unix.Prlimit(cmd.Process.Pid, unix.RLIMIT_AS, &unix.Rlimit{Cur: maxMemory, Max: maxMemory}, nil); err != nil {
+		killGroup()
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("bounding ruby's memory: %w", err)
+	}
 
 	go func() {
 		_, _ = stdinW.Write(input) // fails once Ruby is gone, which the results tell
@@ -204,6 +228,8 @@ type reader struct {
 	r     *bufio.Reader
 	jobs  []Job
 	limit int
+	// total is the output held so far, bounded by maxBatchOutput.
+	total int
 	out   [][]Output
 	// job and template are the template started last; pending says its
 	// result is still to come.
@@ -229,6 +255,9 @@ func (rd *reader) read() error {
 		case (tag == frameContent || tag == frameError) && rd.pending:
 			if n > uint64(rd.limit) {
 				return protocolError(fmt.Sprintf("its rendered output exceeds %s, the limit per template", size(rd.limit)))
+			}
+			if rd.total += int(n); rd.total > maxBatchOutput {
+				return protocolError(fmt.Sprintf("the rendered output of the batch exceeds %s, the limit of all templates together", size(maxBatchOutput)))
 			}
 			data := make([]byte, n)
 			if _, err := io.ReadFull(rd.r, data); err != nil {

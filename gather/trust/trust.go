@@ -40,6 +40,11 @@ const Key = "accepted.json"
 // covers; records also carry the deployment label and LabelManagedBy.
 const LabelNamespace = names.Prefix + "accepted-namespace"
 
+// OwnerName is the ConfigMap the chart installs in the operator's
+// namespace to own every record: uninstalling the chart deletes it, and the
+// garbage collector the records with it.
+const OwnerName = "bosh-injector-records"
+
 // Name is the record ConfigMap of a deployment of namespace, in the
 // operator's namespace.
 func Name(namespace, deployment string) string {
@@ -495,6 +500,13 @@ func write(ctx context.Context, c client.Client, trustNamespace string, rec *Rec
 		},
 		Annotations: map[string]string{names.AnnotationDeploymentName: rec.Deployment},
 	}, Data: map[string]string{Key: string(data)}}
+	var owner corev1.ConfigMap
+	switch err := c.Get(ctx, client.ObjectKey{Namespace: trustNamespace, Name: OwnerName}, &owner); {
+	case err == nil:
+		cm.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: OwnerName, UID: owner.UID}}
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("reading the records' owner %s/%s: %w", trustNamespace, OwnerName, err)
+	}
 	var have corev1.ConfigMap
 	err = c.Get(ctx, client.ObjectKeyFromObject(cm), &have)
 	switch {
@@ -505,7 +517,7 @@ func write(ctx context.Context, c client.Client, trustNamespace string, rec *Rec
 		return nil
 	case err != nil:
 		return err
-	case bytes.Equal([]byte(have.Data[Key]), data):
+	case bytes.Equal([]byte(have.Data[Key]), data) && slices.Equal(have.OwnerReferences, cm.OwnerReferences):
 		return nil
 	}
 	cm.ResourceVersion = have.ResourceVersion

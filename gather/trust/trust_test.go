@@ -254,3 +254,33 @@ func TestAcceptLinks(t *testing.T) {
 		t.Fatalf("a report without groups lost the links: %+v", recorded())
 	}
 }
+
+// The chart's owner ConfigMap owns every record, so uninstalling the chart
+// leaves none behind; without it (the operator run by hand) they are left
+// unowned.
+func TestRecordsAreOwnedByTheChartsConfigMap(t *testing.T) {
+	ctx := context.Background()
+	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: operator, Name: trust.OwnerName, UID: "owner-uid"}}
+	for _, c := range []struct {
+		name string
+		objs []client.Object
+		want []metav1.OwnerReference
+	}{
+		{"chart", []client.Object{owner}, []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: trust.OwnerName, UID: "owner-uid"}}},
+		{"no chart", nil, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cl := fake.NewClientBuilder().WithObjects(c.objs...).Build()
+			if err := trust.RecordJob(ctx, cl, operator, ns, "shop", "shop-gather-1", "uid-1"); err != nil {
+				t.Fatal(err)
+			}
+			var cm corev1.ConfigMap
+			if err := cl.Get(ctx, client.ObjectKey{Namespace: operator, Name: trust.Name(ns, "shop")}, &cm); err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(cm.OwnerReferences) != fmt.Sprint(c.want) {
+				t.Errorf("owner references %v, want %v", cm.OwnerReferences, c.want)
+			}
+		})
+	}
+}

@@ -303,3 +303,16 @@ func (c Config) Watch(s Step) Watch {
 	}
 	return c.UpdateWatch
 }
+
+// InFlight is the most instances of a group whose AZs have sizes instances
+// that its update takes down at once: its largest batch of max_in_flight
+// (canaries, fewer, aside).
+func (c Config) InFlight(sizes []int) (int, error) {
+	c.Canaries = "0"
+	steps, err := c.Steps(sizes)
+	most := 0
+	for _, s := range steps {
+		most = max(most, s.N)
+	}
+	return most, err
+}

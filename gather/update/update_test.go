@@ -115,3 +115,24 @@ func TestCount(t *testing.T) {
 		}
 	}
 }
+
+func TestInFlight(t *testing.T) {
+	for _, c := range []struct {
+		max   string
+		sizes []int
+		want  int
+	}{
+		{"1", []int{2, 2}, 1},
+		{"3", []int{2, 1}, 2},
+		{"50%", []int{4, 2}, 2},
+		// At least one, as the director updates at least one.
+		{"10%", []int{3, 3}, 1},
+		{"0", []int{1}, 1},
+		{"2", []int{0, 0}, 0},
+	} {
+		got, err := Config{Canaries: "1", MaxInFlight: c.max}.InFlight(c.sizes)
+		if err != nil || got != c.want {
+			t.Errorf("max_in_flight %s over %v: %d, %v; want %d", c.max, c.sizes, got, err, c.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package variables
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -11,10 +12,10 @@ import (
 // Given reads the variables a user gives as bosh's -l and -v do: each vars
 // file a hash of variables, later files winning, then NAME=VALUE pairs
 // (strings), which win over the files.
-func Given(varsFiles, kvs []string) (*MapSource, error) {
+func Given(ctx context.Context, varsFiles, kvs []string) (*MapSource, error) {
 	given := NewMapSource(nil)
 	for _, f := range varsFiles {
-		data, err := inputfile.Read("--vars-file", f)
+		data, err := inputfile.Read(ctx, "--vars-file", f)
 		if err != nil {
 			return nil, err
 		}

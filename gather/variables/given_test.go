@@ -1,6 +1,7 @@
 package variables
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +15,7 @@ func TestGiven(t *testing.T) {
 	one, two := filepath.Join(dir, "one.yml"), filepath.Join(dir, "two.yml")
 	_ = os.WriteFile(one, []byte("system_domain: one.example.com\napps_domain: apps.example.com\ntls:\n  ca: CA\n"), 0o644)
 	_ = os.WriteFile(two, []byte("system_domain: two.example.com\n"), 0o644)
-	given, err := Given([]string{one, two}, []string{"apps_domain=v.example.com", "empty="})
+	given, err := Given(context.Background(), []string{one, two}, []string{"apps_domain=v.example.com", "empty="})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,13 +34,13 @@ func TestGiven(t *testing.T) {
 		{nil, []string{"novalue"}, `--var "novalue": expected NAME=VALUE`},
 		{[]string{filepath.Join(dir, "missing.yml")}, nil, "missing.yml"},
 	} {
-		if _, err := Given(c.files, c.kvs); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := Given(context.Background(), c.files, c.kvs); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("error %v, want %q", err, c.want)
 		}
 	}
 	list := filepath.Join(dir, "list.yml")
 	_ = os.WriteFile(list, []byte("- a\n"), 0o644)
-	if _, err := Given([]string{list}, nil); err == nil || !strings.Contains(err.Error(), "list.yml: expected a hash of variables") {
+	if _, err := Given(context.Background(), []string{list}, nil); err == nil || !strings.Contains(err.Error(), "list.yml: expected a hash of variables") {
 		t.Errorf("error %v", err)
 	}
 }

@@ -5,6 +5,7 @@
 package variables
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"regexp"
@@ -56,7 +57,7 @@ var wholePlaceholder = regexp.MustCompile(`^\(\( ?(!?[-/.\w]+) ?\)\)$`)
 // with its type; placeholders inside longer strings need String or Integer
 // values. All failures are collected, one "- …" line each, as the director.
 func Interpolate(v any, src Source) (any, error) {
-	in := interpolator{src: src, cache: map[string]fetched{}}
+	in := interpolator{src: src, cache: map[string]fetched{}, budget: maxInterpolated}
 	out := in.walk(v)
 	if len(in.errs) > 0 {
 		return nil, errors.New(strings.Join(in.errs, "\n"))
@@ -102,12 +103,58 @@ func Placeholders(v any) []string {
 type fetched struct {
 	v   any
 	err string
+	// size is v's share of the interpolation budget.
+	size int
 }
 
 type interpolator struct {
 	src   Source
 	cache map[string]fetched
 	errs  []string
+	// budget is what the values substituted may still add (see spend).
+	budget int
+}
+
+// maxInterpolated bounds what substitution adds to a document, in bytes
+// of strings and 16 per value: a value is copied at every reference, so
+// 2000 references to a 1 MiB string, or 600 to a list of 200k items, would
+// otherwise fill memory. Real manifests add a few MiB.
+const maxInterpolated = 128 << 20
+
+// spend takes size from the budget, or records (once) that ref would
+// exceed it and refuses.
+func (in *interpolator) spend(ref string, size int) bool {
+	if in.budget < 0 {
+		return false
+	}
+	if in.budget -= size; in.budget < 0 {
+		in.errs = append(in.errs, fmt.Sprintf("- Failed to substitute variable '((%s))': the values substituted would add more than the %d MiB a manifest may grow by", ref, maxInterpolated>>20))
+		return false
+	}
+	return true
+}
+
+// sizeOf is v's size for the budget.
+func sizeOf(v any) int {
+	switch t := v.(type) {
+	case string:
+		return 16 + len(t)
+	case []any:
+		n := 16
+		for _, e := range t {
+			n += sizeOf(e)
+		}
+		return n
+	case *yamlvalue.Map:
+		n := 16
+		for _, k := range t.Keys() {
+			e, _ := t.Get(k)
+			n += len(k) + sizeOf(e)
+		}
+		return n
+	default:
+		return 16
+	}
 }
 
 func (in *interpolator) walk(v any) any {
@@ -149,10 +196,21 @@ func (in *interpolator) str(s string) any {
 	}
 	if m := wholePlaceholder.FindStringSubmatch(s); m != nil {
 		v, ok := in.fetch(m[1])
-		if !ok {
+		if !ok || !in.spend(m[1], in.cache[strings.TrimPrefix(m[1], "!")].size) {
 			return s
 		}
 		return yamlvalue.Clone(v)
+	}
+	// The string's growth is spent before it is built.
+	size, first := 0, ""
+	for _, m := range placeholder.FindAllStringSubmatch(s, -1) {
+		if _, ok := in.fetch(m[1]); ok {
+			size += in.cache[strings.TrimPrefix(m[1], "!")].size
+			first = cmp.Or(first, m[1])
+		}
+	}
+	if size > 0 && !in.spend(first, size) {
+		return s
 	}
 	return placeholder.ReplaceAllStringFunc(s, func(ph string) string {
 		name := placeholder.FindStringSubmatch(ph)[1]
@@ -180,7 +238,7 @@ func (in *interpolator) fetch(ref string) (any, bool) {
 		return f.v, f.err == ""
 	}
 	v, err := lookup(in.src, ref)
-	f := fetched{v: v}
+	f := fetched{v: v, size: sizeOf(v)}
 	if err != nil {
 		f.err = err.Error()
 		in.errs = append(in.errs, "- "+f.err)

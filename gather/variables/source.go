@@ -1,10 +1,12 @@
 package variables
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/bosh-injector/bosh-injector/gather/inputfile"
@@ -50,15 +52,17 @@ func (s *MapSource) Values() *yamlvalue.Map {
 }
 
 // FileSource is a vars-store file as `bosh int --vars-store` keeps it: a
-// YAML Hash of name to value, rewritten after every Put.
+// YAML Hash of name to value. Puts are kept in memory until Save writes the
+// whole store once.
 type FileSource struct {
 	path string
 	mem  *MapSource
+	put  bool
 }
 
 // OpenFile reads the vars-store at path; a missing file is an empty store.
-func OpenFile(path string) (*FileSource, error) {
-	data, err := inputfile.Read("--vars-store", path)
+func OpenFile(ctx context.Context, path string) (*FileSource, error) {
+	data, err := inputfile.Read(ctx, "--vars-store", path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
@@ -80,14 +84,68 @@ func OpenFile(path string) (*FileSource, error) {
 // Get implements Source.
 func (s *FileSource) Get(name string) (any, bool, error) { return s.mem.Get(name) }
 
-// Put implements Source, writing the whole store (mode 0600: it holds secrets).
+// Put implements Source; Save writes it.
 func (s *FileSource) Put(name string, value any) error {
-	if err := s.mem.Put(name, value); err != nil {
-		return err
+	s.put = true
+	return s.mem.Put(name, value)
+}
+
+// Save writes the store when a value was put, replacing the file only once
+// the new one is complete on disk (a full disk leaves the previous store
+// whole), with mode 0600 (it holds secrets) whatever the previous mode was.
+// A store that could not be read back (over inputfile.MaxInputSize) is not
+// written.
+func (s *FileSource) Save() error {
+	if !s.put {
+		return nil
 	}
 	data, err := yamlvalue.Marshal(s.mem.Values())
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(s.path, data, 0o600)
+	if len(data) > inputfile.MaxInputSize {
+		return fmt.Errorf("--vars-store %s: the store would be %d bytes, more than the %d MiB it can be read back at; it is left as it was", s.path, len(data), inputfile.MaxInputSize>>20)
+	}
+	if err := writeFileAtomically(s.path, data); err != nil {
+		return fmt.Errorf("--vars-store %s: %w; it is left as it was", s.path, err)
+	}
+	s.put = false
+	return nil
+}
+
+// writeFileAtomically writes data to a new file beside path (the target
+// of path when it is a symbolic link), syncs it and renames it over path.
+func writeFileAtomically(path string, data []byte) error {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".new-")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	err = f.Chmod(0o600)
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	// The rename itself survives a crash once the directory is synced.
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
 }

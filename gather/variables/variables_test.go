@@ -1,12 +1,15 @@
 package variables
 
 import (
+	"context"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -206,20 +209,35 @@ func TestUnknownTypeWithValue(t *testing.T) {
 	}
 }
 
+// TestFileSource: generated values reach the file at Save, in one write,
+// mode 0600 even over a 0644 store; 30000 passwords take well under a
+// second of writing.
 func TestFileSource(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "vars.yml")
-	s, err := OpenFile(path)
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenFile(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := Generate(defs(t, `[{name: b, type: password}, {name: a, type: password}]`), s, time.Now()); err != nil {
 		t.Fatal(err)
 	}
+	if data, _ := os.ReadFile(path); len(data) != 0 {
+		t.Fatalf("written before Save: %q", data)
+	}
+	if err := s.Save(); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := os.Stat(path); err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("store mode %v (%v), want 0600", info.Mode(), err)
+	}
 	data, _ := os.ReadFile(path)
 	if !regexp.MustCompile(`^b: [a-z0-9]{20}\na: [a-z0-9]{20}\n$`).Match(data) {
 		t.Fatalf("store %q", data)
 	}
-	again, err := OpenFile(path)
+	again, err := OpenFile(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,5 +245,96 @@ func TestFileSource(t *testing.T) {
 	v2, _, _ := again.Get("a")
 	if v1 != v2 {
 		t.Fatal("store does not read back")
+	}
+}
+
+// TestFileSourceManyPasswords: 30000 passwords are generated with the
+// store untouched until the one Save (rewriting it at each, as before,
+// took minutes).
+func TestFileSourceManyPasswords(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "vars.yml")
+	s, err := OpenFile(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := make([]manifest.Variable, 30000)
+	for i := range vars {
+		vars[i] = manifest.Variable{Name: fmt.Sprintf("p%d", i), Type: "password"}
+	}
+	start := time.Now()
+	if err := Generate(vars, s, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err == nil {
+		t.Fatal("the store was written before Save")
+	}
+	if err := s.Save(); err != nil {
+		t.Fatal(err)
+	}
+	// Generous for a loaded machine; the quadratic rewrite took minutes.
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("30000 passwords took %v", took)
+	}
+}
+
+// TestInterpolateBounded: 2000 references to a 1 MiB value in one string,
+// or 600 to a list of 200k items, are refused without building them.
+func TestInterpolateBounded(t *testing.T) {
+	items := make([]any, 200000)
+	for i := range items {
+		items[i] = "x"
+	}
+	src := NewMapSource(nil)
+	_ = src.Put("s", strings.Repeat("a", 1<<20))
+	_ = src.Put("l", items)
+	list := make([]any, 600)
+	for i := range list {
+		list[i] = "((l))"
+	}
+	for name, doc := range map[string]any{"s": strings.Repeat("((s))", 2000), "l": list} {
+		_, err := Interpolate(doc, src)
+		if err == nil || !strings.Contains(err.Error(), "'(("+name+"))'") || !strings.Contains(err.Error(), "128 MiB") {
+			t.Errorf("%s: error %v", name, err)
+		}
+	}
+}
+
+// TestRedact: a value, its quoted form and the lines of a multi-line value
+// are redacted from text; short values stay.
+func TestRedact(t *testing.T) {
+	var r Redactor
+	key := "-----BEGIN KEY-----\nMIIEowIBAAKCAQEAx1\n-----END KEY-----\n"
+	r.Remember(yamlvalue.NewMap())
+	src := r.Watch(NewMapSource(nil))
+	_ = src.Put("c", key)
+	r.Remember([]any{"z1", "a-long-password"})
+	for in, want := range map[string]string{
+		"name " + strconv.Quote(key):          `name "<redacted>"`,
+		"line MIIEowIBAAKCAQEAx1 of it":       "line <redacted> of it",
+		"az z1 and a-long-password, z1 again": "az z1 and <redacted>, z1 again",
+	} {
+		if got := r.Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestFileSourceTooLarge: a store that could not be read back is not
+// written; the previous one stays.
+func TestFileSourceTooLarge(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "vars.yml")
+	if err := os.WriteFile(path, []byte("a: b\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenFile(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Put("big", strings.Repeat("x", 17<<20))
+	if err := s.Save(); err == nil || !strings.Contains(err.Error(), "can be read back") {
+		t.Errorf("error %v", err)
+	}
+	if data, _ := os.ReadFile(path); string(data) != "a: b\n" {
+		t.Errorf("store now %d bytes", len(data))
 	}
 }

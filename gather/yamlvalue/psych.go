@@ -21,6 +21,9 @@ func ParsePsych(data []byte) (any, error) { return parse(data, resolvePsych, psy
 // styles) and types plain scalars with the given resolver. go-yaml v2 is not
 // used to decode: it loses keys merged with `<<` when keeping order.
 func parse(data []byte, resolve, tagged resolver) (any, error) {
+	if err := CheckValues(data); err != nil {
+		return nil, err
+	}
 	var doc yaml3.Node
 	if err := yaml3.Unmarshal(data, &doc); err != nil {
 		return nil, err
@@ -30,6 +33,33 @@ func parse(data []byte, resolve, tagged resolver) (any, error) {
 	}
 	w := walker{resolve: resolve, tagged: tagged, budget: maxValues, active: map[*yaml3.Node]bool{}}
 	return w.walk(&doc)
+}
+
+// maxNodes bounds a document's values before yaml.v3 builds a node of
+// each (about 200 bytes apiece): every value but the first follows one of
+// the separators counted, so their count bounds the values. A 16 MiB flow
+// sequence of 8M scalars is refused at once; the largest real manifests
+// and vars stores have a few hundred thousand.
+const maxNodes = 2 << 20
+
+// CheckValues fails on a document that may hold more values than
+// maxNodes; every YAML decoder of user input calls it first.
+func CheckValues(data []byte) error {
+	if n := separators(data); n > maxNodes {
+		return fmt.Errorf("the document has %d value separators (commas, colons, dashes, brackets, lines), more than the %d it may have: it could hold more values than memory", n, maxNodes)
+	}
+	return nil
+}
+
+func separators(data []byte) int {
+	n := 0
+	for _, c := range data {
+		switch c {
+		case ',', ':', '-', '\n', '[', '{', '?':
+			n++
+		}
+	}
+	return n
 }
 
 // maxValues bounds the values a document may expand to through aliases

@@ -94,6 +94,8 @@ func TestRubyClass(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	f.Add([]byte("name: d\ninstance_groups: [{name: a, jobs: [{name: j}]}]"))
 	f.Add([]byte("a: &x [1, *x]"))
+	// More scalars than memory: refused before any node is built.
+	f.Add([]byte("[" + strings.Repeat("1,", maxNodes) + "1]"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, parse := range []func([]byte) (any, error){Parse, ParsePsych} {
 			v, err := parse(data)

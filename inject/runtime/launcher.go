@@ -17,6 +17,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
+	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
 
@@ -43,6 +44,29 @@ type Launcher struct {
 	// PostStopWait bounds the wait for the instance's other processes to
 	// stop before post-stop runs.
 	PostStopWait time.Duration
+	// BeforeStart, when set, runs once the container counts as starting
+	// (alive to its probe), before the hook or start program: the wait for
+	// the instance's own address.
+	BeforeStart func(context.Context) error
+	// Desired is where the pod's desired state is (contract.DesiredDir);
+	// "" runs the process whatever it says.
+	Desired string
+}
+
+// beforeStart runs BeforeStart, if any; stop says the launcher ends there,
+// with code and err: BeforeStart failed, or the container was asked to
+// stop meanwhile, which is no failure.
+func (l *Launcher) beforeStart(ctx context.Context) (code int, stop bool, err error) {
+	if l.BeforeStart != nil {
+		err = l.BeforeStart(ctx)
+	}
+	switch {
+	case ctx.Err() != nil:
+		return 0, true, nil
+	case err != nil:
+		return 1, true, err
+	}
+	return 0, false, nil
 }
 
 // LoadProcess reads the process's configuration from the job's rendered
@@ -89,11 +113,38 @@ func (l *Launcher) Run(ctx context.Context) (int, error) {
 		return 1, fmt.Errorf("job '%s', process '%s': %w", plan.Job, plan.Process, err)
 	}
 	env := Environ(p)
+	// A container that stopped before (a stop, or a restart while stopped)
+	// starts as after the agent's start.
+	_, stoppedBefore := l.State.Read(stoppedFile(plan.Container))
+	for {
+		if stopped, _ := l.wantStopped(); stopped || stoppedBefore {
+			if !l.stayStopped(ctx) {
+				return 0, nil
+			}
+			l.forgetStop()
+		}
+		code, stopped, err := l.runProcess(ctx, p, env, outW, errW, privileged)
+		if !stopped {
+			return code, err
+		}
+		stoppedBefore = true
+	}
+}
+
+// runProcess starts the process and waits until it exits, ctx ends (the
+// container is asked to stop) or its instance is stopped (stopped: then
+// it ran pre-stop, drain, the stop and post-stop as the agent's stop does,
+// and the container stays).
+func (l *Launcher) runProcess(ctx context.Context, p bpm.Process, env []string, outW, errW io.Writer, privileged bool) (code int, stopped bool, err error) {
+	plan := l.Plan
 	// Alive while the hook runs: a slow pre_start must not look dead.
 	if err := l.State.Mark(startingFile(plan.Container), ""); err != nil {
-		return 1, err
+		return 1, false, err
 	}
 	defer func() { _ = l.State.Remove(startingFile(plan.Container)) }()
+	if code, stop, err := l.beforeStart(ctx); stop {
+		return code, false, err
+	}
 
 	// BPM runs the pre_start hook as root, with the process's environment
 	// and output, before every start.
@@ -101,7 +152,7 @@ func (l *Launcher) Run(ctx context.Context) (int, error) {
 		hook := exec.CommandContext(ctx, p.Hooks.PreStart)
 		hook.Env, hook.Stdout, hook.Stderr = env, outW, errW
 		if err := runChild(hook); err != nil {
-			return 1, fmt.Errorf("job '%s', process '%s': prestart hook failed: %w", plan.Job, plan.Process, err)
+			return 1, false, fmt.Errorf("job '%s', process '%s': prestart hook failed: %w", plan.Job, plan.Process, err)
 		}
 	}
 
@@ -111,16 +162,16 @@ func (l *Launcher) Run(ctx context.Context) (int, error) {
 	if !privileged {
 		attr, err := credentials(p.Capabilities)
 		if err != nil {
-			return 1, fmt.Errorf("job '%s', process '%s': %w", plan.Job, plan.Process, err)
+			return 1, false, fmt.Errorf("job '%s', process '%s': %w", plan.Job, plan.Process, err)
 		}
 		cmd.SysProcAttr = attr
 	}
 	if err := startChild(cmd); err != nil {
-		return 1, fmt.Errorf("job '%s', process '%s': %w", plan.Job, plan.Process, err)
+		return 1, false, fmt.Errorf("job '%s', process '%s': %w", plan.Job, plan.Process, err)
 	}
 	l.Log.Info("started", "job", plan.Job, "process", plan.Process, "pid", cmd.Process.Pid)
 	if err := l.State.Mark(pidFile(plan.Container), fmt.Sprint(cmd.Process.Pid)); err != nil {
-		return 1, err
+		return 1, false, err
 	}
 	_ = l.State.Remove(startingFile(plan.Container))
 	done := make(chan error, 1)
@@ -137,17 +188,102 @@ func (l *Launcher) Run(ctx context.Context) (int, error) {
 		// restarts the container. post-stop is not run.
 		_ = l.State.Remove(pidFile(plan.Container))
 		l.Log.Info("exited", "job", plan.Job, "process", plan.Process, "error", errText(err))
-		return exitCode(cmd, err), nil
+		return exitCode(cmd, err), false, nil
+	case skipDrain := <-l.stopRequested(postStartCtx):
+		cancelPostStart()
+		l.Log.Info("stopping the instance", "job", plan.Job, "process", plan.Process, "skipDrain", skipDrain)
+		in := Instance{Plan: plan, State: l.State, Log: l.Log, SkipDrain: skipDrain,
+			Scripts: Scripts{VCAP: l.VCAP, Out: l.Out, Err: l.Err, NextState: StopEnv}}
+		if err := in.PreStop(ctx); err != nil {
+			l.Log.Info("pre-stop and drain did not finish", "error", err.Error())
+		}
+		stopped = true
 	case <-ctx.Done():
 	}
 	cancelPostStart()
-	code := l.stop(cmd, shutdownSignal(p), done)
+	code = l.stop(cmd, shutdownSignal(p), done)
 	_ = l.State.Remove(pidFile(plan.Container))
 	if err := l.State.Mark(stoppedFile(plan.Container), ""); err != nil {
 		l.Log.Error(err, "recording the stop")
 	}
 	l.postStop(scripts)
-	return code, nil
+	return code, stopped, nil
+}
+
+// wantStopped reads the instance's desired state.
+func (l *Launcher) wantStopped() (stopped, skipDrain bool) {
+	if l.Desired == "" {
+		return false, false
+	}
+	return Desired(l.Desired)
+}
+
+// Desired reads the instance's desired state from the pod's annotations
+// in dir (contract.DesiredDir): stopped, and whether without drain.
+func Desired(dir string) (stopped, skipDrain bool) {
+	state, _ := os.ReadFile(filepath.Join(dir, contract.DesiredStateFile))
+	skip, _ := os.ReadFile(filepath.Join(dir, contract.SkipDrainFile))
+	return strings.TrimSpace(string(state)) == names.DesiredStopped, strings.TrimSpace(string(skip)) == "true"
+}
+
+// stopRequested delivers once the instance is to stop (whether without
+// drain), until ctx ends.
+func (l *Launcher) stopRequested(ctx context.Context) <-chan bool {
+	ch := make(chan bool, 1)
+	go func() {
+		for {
+			if stopped, skip := l.wantStopped(); stopped {
+				ch <- skip
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(pollInterval):
+			}
+		}
+	}()
+	return ch
+}
+
+// stayStopped keeps the process stopped until the instance is started
+// again, across restarts of the container; false when ctx ended first.
+func (l *Launcher) stayStopped(ctx context.Context) bool {
+	plan := l.Plan
+	_ = l.State.Remove(pidFile(plan.Container))
+	if err := l.State.Mark(stoppedFile(plan.Container), ""); err != nil {
+		l.Log.Error(err, "recording the stop")
+	}
+	if stopped, _ := l.wantStopped(); stopped {
+		l.Log.Info("stopped until started", "job", plan.Job, "process", plan.Process)
+	}
+	for {
+		if stopped, _ := l.wantStopped(); !stopped {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// forgetStop is the start after a stop: it forgets the stop's scripts (so
+// the next stop or the pod's deletion drains again) and the post-start
+// results of the jobs this container hosts (so post-start runs again, as
+// after the agent's start).
+func (l *Launcher) forgetStop() {
+	plan := l.Plan
+	for _, j := range plan.Hosted() {
+		for _, script := range []string{contract.PreStop, contract.Drain, contract.PostStart} {
+			_ = l.State.Remove(claimFile(script, j.Name))
+			_ = l.State.Remove(okFile(script, j.Name))
+			_ = l.State.Remove(failedFile(script, j.Name))
+		}
+	}
+	_ = l.State.Remove(stoppedFile(plan.Container))
+	l.Log.Info("starting after a stop", "job", plan.Job, "process", plan.Process)
 }
 
 // stop sends the shutdown signal and waits as BPM does (StopTimeout, then

@@ -40,6 +40,9 @@ func (l *Launcher) RunMonit(ctx context.Context) (int, error) {
 		return 1, err
 	}
 	defer func() { _ = l.State.Remove(startingFile(plan.Container)) }()
+	if code, stop, err := l.beforeStart(ctx); stop {
+		return code, err
+	}
 	if err := l.program(ctx, "start", p.Start); err != nil {
 		return 1, err
 	}

@@ -407,3 +407,32 @@ func TestReadyWaitsForTheProcess(t *testing.T) {
 		t.Errorf("ready after %s, before the process started", waited)
 	}
 }
+
+// BeforeStart (the wait for the instance's address) runs while the
+// container counts as alive, before the pre_start hook; a stop meanwhile
+// ends the launcher without starting anything, and without failure.
+func TestLauncherBeforeStart(t *testing.T) {
+	vcap, _ := instanceDir(t, "web", "processes:\n- name: server\n  executable: EXE\n  workdir: JOBDIR\n  hooks: {pre_start: JOBDIR/bin/hook}\n",
+		map[string]string{"hook": "echo hook ran\n"})
+	var out syncBuffer
+	plan := contract.Plan{Job: "web", Process: "server", Container: "web-server"}
+	l := launcher(vcap, plan, &out)
+	ctx, stop := context.WithCancel(context.Background())
+	var alive error
+	l.BeforeStart = func(ctx context.Context) error {
+		alive = runtime.Instance{Plan: plan, State: l.State}.Alive()
+		stop()
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	code, err := l.Run(ctx)
+	if code != 0 || err != nil {
+		t.Errorf("stopped while waiting: got %d, %v; want 0, nil", code, err)
+	}
+	if alive != nil {
+		t.Errorf("not alive while waiting: %v", alive)
+	}
+	if strings.Contains(out.String(), "hook ran") {
+		t.Errorf("the hook ran before the wait ended:\n%s", out.String())
+	}
+}

@@ -28,6 +28,9 @@ type Scripts struct {
 	VCAP string
 	// Out and Err receive the scripts' output besides the log files.
 	Out, Err io.Writer
+	// NextState is what pre-stop is told comes next; PreStopEnv (the pod
+	// is deleted) when nil.
+	NextState []string
 }
 
 func (s Scripts) path(job, script string) string {
@@ -88,9 +91,21 @@ func (s Scripts) PostStop(ctx context.Context, job string) error {
 // recreates the pod; a scale-down cannot be told apart at this point).
 var PreStopEnv = []string{"BOSH_VM_NEXT_STATE=delete", "BOSH_INSTANCE_NEXT_STATE=keep", "BOSH_DEPLOYMENT_NEXT_STATE=keep"}
 
+// StopEnv is what the director tells pre-stop on `bosh stop`: the VM, the
+// instance and the deployment stay.
+var StopEnv = []string{"BOSH_VM_NEXT_STATE=keep", "BOSH_INSTANCE_NEXT_STATE=keep", "BOSH_DEPLOYMENT_NEXT_STATE=keep"}
+
+// DeleteEnv is what the director tells pre-stop on `bosh
+// delete-deployment`: everything goes.
+var DeleteEnv = []string{"BOSH_VM_NEXT_STATE=delete", "BOSH_INSTANCE_NEXT_STATE=delete", "BOSH_DEPLOYMENT_NEXT_STATE=delete"}
+
 // PreStop runs bin/pre-stop.
 func (s Scripts) PreStop(ctx context.Context, job string) error {
-	_, _, err := s.run(ctx, job, contract.PreStop, PreStopEnv)
+	env := PreStopEnv
+	if s.NextState != nil {
+		env = s.NextState
+	}
+	_, _, err := s.run(ctx, job, contract.PreStop, env)
 	return err
 }
 

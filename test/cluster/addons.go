@@ -205,6 +205,7 @@ func (c *Cluster) startAddons(ctx context.Context) error {
 			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
 				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
 					ServiceAccountName: "coredns", DNSPolicy: corev1.DNSDefault, PriorityClassName: "system-cluster-critical",
+					NodeSelector: c.systemNode(),
 					Containers: []corev1.Container{{Name: "coredns", Image: c.CoreDNSImage, Args: []string{"-conf", "/etc/coredns/Corefile"},
 						Ports: []corev1.ContainerPort{{Name: "dns", ContainerPort: 53, Protocol: corev1.ProtocolUDP}, {Name: "dns-tcp", ContainerPort: 53}},
 						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromInt32(8181)}},
@@ -228,6 +229,12 @@ func (c *Cluster) startAddons(ctx context.Context) error {
 		var d appsv1.Deployment
 		return c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "coredns"}, &d) == nil && d.Status.ReadyReplicas == 1
 	})
+}
+
+// systemNode is the nodeSelector of the cluster's own pods: the first
+// node, so that tests may drain or kill the others.
+func (c *Cluster) systemNode() map[string]string {
+	return map[string]string{corev1.LabelHostname: c.NodeName}
 }
 
 // removeVolumes removes the host directories of the PersistentVolumes the
@@ -281,6 +288,7 @@ func (c *Cluster) startCertManager(ctx context.Context) error {
 			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
 				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
 					ServiceAccountName: "cert-manager",
+					NodeSelector:       c.systemNode(),
 					Containers:         []corev1.Container{{Name: component, Image: image, Args: []string{"--v=2"}}},
 				}}}})
 		deployments = append(deployments, name)

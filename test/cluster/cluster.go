@@ -1,13 +1,14 @@
-// Package cluster runs a real single-node Kubernetes cluster on this
-// machine, for the end-to-end tests, the demo and the sandbox: etcd,
+// Package cluster runs a real Kubernetes cluster of one node or a few on
+// this machine, for the end-to-end tests, the demo and the sandbox: etcd,
 // kube-apiserver, kube-controller-manager (every controller, the host-path
 // provisioner for PersistentVolumeClaims), kube-scheduler, containerd v2,
 // the kubelet and kube-proxy, all built from their Go modules by `make
 // testbin`, with Debian's runc and CNI plugins; an image registry; CoreDNS
 // as a pod behind the cluster DNS Service, as a cluster's kube-dns.
 //
-// Everything runs inside a network namespace of its own, reached from this
-// machine through a veth pair (Cluster.Kubeconfig works for kubectl and
+// Everything runs inside a network namespace of its own (each further
+// node in one more, on the first one's bridge, as kind runs a node per
+// container), reached from this machine through a veth pair (Cluster.Kubeconfig works for kubectl and
 // helm here; Cluster.Registry takes pushes from here). Every process is in
 // a cgroup of the cluster's; Stop kills them all and removes every mount,
 // cgroup and the namespace, and puts back the sysctls the kubelet rewrote.
@@ -29,7 +30,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -51,6 +51,12 @@ type Options struct {
 	// CertManager installs cert-manager's CRDs and runs its controller
 	// (self-signed and CA issuers) and cainjector as pods.
 	CertManager bool
+	// Nodes is how many nodes to start (at most 4; default one, or one
+	// per zone), in parallel; Zones, when given, each one's
+	// topology.kubernetes.io/zone, in order. The cluster's own pods
+	// (CoreDNS, cert-manager) run on the first node.
+	Nodes int
+	Zones []string
 }
 
 // Cluster is a running cluster.
@@ -65,8 +71,9 @@ type Cluster struct {
 	// Registry is host:port of the cluster's image registry: this machine
 	// pushes to it, the node pulls from it (plain HTTP).
 	Registry string
-	// NodeName is the one node's name.
+	// NodeName is the first node's name; Nodes are all of them.
 	NodeName string
+	Nodes    []*Node
 	// PauseImage and CoreDNSImage are images the cluster built and pushed
 	// to its registry: the pod sandbox, and CoreDNS with the plugins the
 	// chart's Corefile uses.
@@ -95,6 +102,10 @@ type proc struct {
 // answers and the default namespace's ServiceAccount exists. On error
 // everything already started is torn down again.
 func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
+	zones, err := nodeZones(opts)
+	if err != nil {
+		return nil, err
+	}
 	binDir, err := controlplane.TestbinDir()
 	if err != nil {
 		return nil, err
@@ -113,9 +124,13 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			return nil, err
 		}
 	}
-	rec.Dir, rec.Keep = dir, opts.Keep
+	rec.Dir, rec.Keep, rec.Nodes = dir, opts.Keep, len(zones)
 	c = &Cluster{opts: opts, rec: rec, lock: lock, Dir: dir, LogDir: filepath.Join(dir, "logs"), BinDir: binDir,
-		NodeName: "bosh-injector-node", Registry: rec.innerIP() + ":5000"}
+		Registry: rec.innerIP() + ":5000"}
+	for i, z := range zones {
+		c.Nodes = append(c.Nodes, newNode(rec, dir, i, z))
+	}
+	c.NodeName = c.Nodes[0].Name
 	defer func() {
 		if err != nil {
 			err = fmt.Errorf("%w%s", err, c.logTails(30))
@@ -133,11 +148,16 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := rec.createNetwork(); err != nil {
 		return c, err
 	}
-	if err := rec.createCgroups(); err != nil {
+	for _, n := range c.Nodes[1:] {
+		if err := rec.createNodeNetwork(n, c.Nodes); err != nil {
+			return c, err
+		}
+	}
+	if err := rec.createCgroups(c.Nodes); err != nil {
 		return c, err
 	}
 	began := time.Now()
-	// The node's runtime (registry, images, containerd) needs no
+	// The nodes' runtime (registry, images, containerd) needs no
 	// apiserver: it comes up while the control plane does.
 	nodeRuntime := background(func() error { return c.startRuntime(ctx) })
 	err = c.startControlPlane(ctx)
@@ -162,10 +182,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		cancel()
 		_, _ = addons(), certManager()
 	}()
-	if err := c.startNode(ctx); err != nil {
+	if err := c.startNodes(ctx, began); err != nil {
 		return c, err
 	}
-	c.say("node %s Ready (kubelet, containerd, kube-proxy) in %s", c.NodeName, since(began))
 	if err := addons(); err != nil {
 		return c, err
 	}
@@ -237,20 +256,22 @@ func preflight(binDir string) error {
 	return nil
 }
 
-// start runs a binary of BinDir inside the namespace, with its output in
-// LogDir and its process in the cluster's cgroup. Unless the cluster is
-// kept it dies with this process.
+// start runs a binary of BinDir inside the first node's namespace, with
+// its output in LogDir and its process in the cluster's cgroup. Unless the
+// cluster is kept it dies with this process.
 func (c *Cluster) start(name string, args ...string) (*proc, error) {
-	return c.startWith(name, nil, filepath.Join(c.BinDir, name), args...)
+	return c.startOn(c.Nodes[0], name, nil, filepath.Join(c.BinDir, name), args...)
 }
 
-func (c *Cluster) startWith(name string, env []string, bin string, args ...string) (*proc, error) {
+// startOn runs bin as start does, in node n's namespace and cgroup.
+func (c *Cluster) startOn(n *Node, name string, env []string, bin string, args ...string) (*proc, error) {
+	name = n.logName(name)
 	log, err := os.Create(filepath.Join(c.LogDir, name+".log"))
 	if err != nil {
 		return nil, err
 	}
 	defer log.Close()
-	wrapper := []string{"--net=" + c.rec.netnsPath(), "--"}
+	wrapper := []string{"--net=" + n.netnsPath(), "--"}
 	if !c.opts.Keep {
 		wrapper = append(wrapper, "setpriv", "--pdeathsig", "KILL", "--")
 	}
@@ -263,7 +284,7 @@ func (c *Cluster) startWith(name string, env []string, bin string, args ...strin
 	}
 	p := &proc{name: name, cmd: cmd, exited: make(chan error, 1)}
 	go func() { p.exited <- cmd.Wait() }()
-	if err := c.rec.joinCgroup(cmd.Process.Pid); err != nil {
+	if err := c.rec.joinCgroup(cmd.Process.Pid, n.cgroup()); err != nil {
 		return p, err
 	}
 	return p, nil
@@ -321,7 +342,6 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 		{"kube-controller-manager", "system:kube-controller-manager", "", inside},
 		{"kube-scheduler", "system:kube-scheduler", "", inside},
 		{"kube-proxy", "system:kube-proxy", "", inside},
-		{"kubelet", "system:node:" + c.NodeName, "system:nodes", inside},
 	} {
 		var orgs []string
 		if u.org != "" {
@@ -372,8 +392,13 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 	if c.Client, err = client.New(c.Config, client.Options{}); err != nil {
 		return err
 	}
-	if _, err := c.start("kube-controller-manager",
-		"--kubeconfig="+kubeconfigs["kube-controller-manager"],
+	kcm := []string{"--kubeconfig=" + kubeconfigs["kube-controller-manager"]}
+	if len(c.Nodes) > 1 {
+		// A lost node is noticed in 20 s rather than a real cluster's 50:
+		// its kubelet renews its lease every 10.
+		kcm = append(kcm, "--node-monitor-grace-period=20s")
+	}
+	if _, err := c.start("kube-controller-manager", append(kcm,
 		"--authentication-kubeconfig="+kubeconfigs["kube-controller-manager"],
 		"--authorization-kubeconfig="+kubeconfigs["kube-controller-manager"],
 		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=10257",
@@ -383,7 +408,7 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 		"--cluster-signing-cert-file="+p.CA(), "--cluster-signing-key-file="+filepath.Join(p.dir, "ca.key"),
 		// PersistentVolumeClaims get host-path volumes (under /tmp).
 		"--enable-hostpath-provisioner",
-		"--kube-api-qps=500", "--kube-api-burst=1000", "--concurrent-statefulset-syncs=10"); err != nil {
+		"--kube-api-qps=500", "--kube-api-burst=1000", "--concurrent-statefulset-syncs=10")...); err != nil {
 		return err
 	}
 	_, err = c.start("kube-scheduler",
@@ -394,9 +419,9 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 	return err
 }
 
-// startRuntime starts what the kubelet needs on the node besides the
-// apiserver: the registry with the pause and CoreDNS images, the CNI
-// configuration and containerd.
+// startRuntime starts what the kubelets need besides the apiserver: the
+// registry with the pause and CoreDNS images, and on every node, at once,
+// its CNI configuration and containerd.
 func (c *Cluster) startRuntime(ctx context.Context) error {
 	if err := c.startRegistry(ctx); err != nil {
 		return err
@@ -404,38 +429,45 @@ func (c *Cluster) startRuntime(ctx context.Context) error {
 	if err := c.buildImages(ctx); err != nil {
 		return err
 	}
-	if err := c.writeCNIConfig(); err != nil {
-		return err
-	}
-	config, err := c.writeContainerdConfig()
-	if err != nil {
-		return err
-	}
-	containerd, err := c.startWith("containerd", []string{"PATH=" + c.BinDir + ":" + os.Getenv("PATH")},
-		filepath.Join(c.BinDir, "containerd"), "--config="+config)
-	if err != nil {
-		return err
-	}
-	return until(ctx, containerd, "containerd's socket", 30*time.Second, func() bool {
-		_, err := os.Stat(c.containerdSocket())
-		return err == nil
+	return c.eachNode(func(n *Node) error {
+		if err := c.writeCNIConfig(n); err != nil {
+			return err
+		}
+		config, err := c.writeContainerdConfig(n)
+		if err != nil {
+			return err
+		}
+		containerd, err := c.startOn(n, "containerd", []string{"PATH=" + c.BinDir + ":" + os.Getenv("PATH")},
+			filepath.Join(c.BinDir, "containerd"), "--config="+config)
+		if err != nil {
+			return err
+		}
+		return until(ctx, containerd, n.Name+"'s containerd socket", 30*time.Second, func() bool {
+			_, err := os.Stat(n.containerdSocket())
+			return err == nil
+		})
 	})
 }
 
-// startNode starts the kubelet, once the control plane and the runtime
-// are up, then kube-proxy.
-func (c *Cluster) startNode(ctx context.Context) error {
-	cert, key, err := c.pki.issue("kubelet-serving", "system:node:"+c.NodeName, []string{"system:nodes"}, nodeIP, c.NodeName)
-	if err != nil {
-		return err
+// eachNode runs f for every node at once and returns their errors.
+func (c *Cluster) eachNode(f func(n *Node) error) error {
+	var waits []func() error
+	for _, n := range c.Nodes {
+		waits = append(waits, background(func() error { return f(n) }))
 	}
-	kubeletConfig, err := c.writeKubeletConfig(cert, key)
-	if err != nil {
-		return err
+	var errs []error
+	for _, w := range waits {
+		errs = append(errs, w())
 	}
-	// The kubelet rewrites machine-wide sysctls as it starts: saved
-	// before, put back once the node is Ready, with no other cluster's
-	// kubelet starting in between.
+	return errors.Join(errs...)
+}
+
+// startNodes starts every node's kubelet at once, once the control plane
+// and the runtime are up, then each one's kube-proxy. The kubelets rewrite
+// machine-wide sysctls as they start: saved before the first, put back
+// once every node is Ready, with no other cluster's kubelet starting in
+// between.
+func (c *Cluster) startNodes(ctx context.Context, began time.Time) error {
 	unlock, err := lockSysctls()
 	if err != nil {
 		return err
@@ -447,23 +479,12 @@ func (c *Cluster) startNode(ctx context.Context) error {
 	if err := c.rec.save(); err != nil {
 		return err
 	}
-	kubelet, err := c.start("kubelet", "--config="+kubeletConfig, "--kubeconfig="+filepath.Join(c.Dir, "kubelet.kubeconfig"),
-		"--root-dir="+filepath.Join(c.Dir, "kubelet", "root"), "--cert-dir="+filepath.Join(c.Dir, "kubelet", "pki"),
-		"--hostname-override="+c.NodeName, "--node-ip="+nodeIP, "--v=1")
-	if err != nil {
-		return err
-	}
-	err = until(ctx, kubelet, "node "+c.NodeName+" to be Ready", time.Minute, func() bool {
-		node, err := c.Clientset.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})
-		if err != nil {
-			return false
+	err = c.eachNode(func(n *Node) error {
+		if err := c.startKubelet(ctx, n); err != nil {
+			return err
 		}
-		for _, cond := range node.Status.Conditions {
-			if cond.Type == corev1.NodeReady {
-				return cond.Status == corev1.ConditionTrue
-			}
-		}
-		return false
+		c.say("node %s%s Ready (kubelet, containerd) in %s%s", n.Name, zoneSuffix(n.Zone), since(began), c.nodeRSS(n))
+		return nil
 	})
 	if werr := writeSysctls(c.rec.Sysctls); werr != nil {
 		return errors.Join(err, werr)
@@ -471,13 +492,68 @@ func (c *Cluster) startNode(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	proxyConfig, err := c.writeKubeProxyConfig(filepath.Join(c.Dir, "kube-proxy.kubeconfig"))
+	return c.eachNode(func(n *Node) error {
+		proxyConfig, err := c.writeKubeProxyConfig(n, filepath.Join(c.Dir, "kube-proxy.kubeconfig"))
+		if err != nil {
+			return err
+		}
+		// kube-proxy exits when its Node is not registered yet: started now.
+		_, err = c.startOn(n, "kube-proxy", nil, filepath.Join(c.BinDir, "kube-proxy"), "--config="+proxyConfig, "--v=1")
+		return err
+	})
+}
+
+func zoneSuffix(zone string) string {
+	if zone == "" {
+		return ""
+	}
+	return " (zone " + zone + ")"
+}
+
+// nodeRSS says what a node other than the first (whose daemons share the
+// control plane's cgroup) holds resident.
+func (c *Cluster) nodeRSS(n *Node) string {
+	hierarchies, err := cgroupHierarchies()
+	if err != nil || n.index == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %d MB resident", rss(filepath.Join(hierarchies[0], n.cgroup()))>>20)
+}
+
+// startKubelet starts node n's kubelet, with its own credentials, and
+// waits until its Node is Ready.
+func (c *Cluster) startKubelet(ctx context.Context, n *Node) error {
+	p := c.pki
+	cert, key, err := p.issue(n.Name+"-serving", "system:node:"+n.Name, []string{"system:nodes"}, n.IP, n.Name)
 	if err != nil {
 		return err
 	}
-	// kube-proxy exits when its Node is not registered yet: started now.
-	_, err = c.start("kube-proxy", "--config="+proxyConfig, "--v=1")
-	return err
+	clientCert, clientKey, err := p.issue(n.Name+"-client", "system:node:"+n.Name, []string{"system:nodes"})
+	if err != nil {
+		return err
+	}
+	kubeletKubeconfig := filepath.Join(n.dir, "kubelet.kubeconfig")
+	if err := os.MkdirAll(n.dir, 0o755); err != nil {
+		return err
+	}
+	if err := kubeconfig(kubeletKubeconfig, "https://"+nodeIP+":6443", p.CA(), clientCert, clientKey); err != nil {
+		return err
+	}
+	kubeletConfig, err := c.writeKubeletConfig(n, cert, key)
+	if err != nil {
+		return err
+	}
+	args := []string{"--config=" + kubeletConfig, "--kubeconfig=" + kubeletKubeconfig,
+		"--root-dir=" + filepath.Join(n.dir, "kubelet", "root"), "--cert-dir=" + filepath.Join(n.dir, "kubelet", "pki"),
+		"--hostname-override=" + n.Name, "--node-ip=" + n.IP, "--v=1"}
+	if n.Zone != "" {
+		args = append(args, "--node-labels="+corev1.LabelTopologyZone+"="+n.Zone)
+	}
+	kubelet, err := c.startOn(n, "kubelet", nil, filepath.Join(c.BinDir, "kubelet"), args...)
+	if err != nil {
+		return err
+	}
+	return until(ctx, kubelet, "node "+n.Name+" to be Ready", time.Minute, func() bool { return c.nodeReady(ctx, n.Name) })
 }
 
 func (c *Cluster) startRegistry(ctx context.Context) error {
@@ -503,18 +579,26 @@ http: {addr: "0.0.0.0:5000"}
 	})
 }
 
-// Ctr runs containerd's ctr against the node's containerd, in the
-// Kubernetes namespace, and returns its standard output.
+// Ctr runs containerd's ctr against a node's containerd, in the
+// Kubernetes namespace, and returns its standard output: the first node's
+// answer that is not an error (a container's ID names it on one node only),
+// else the first node's error.
 func (c *Cluster) Ctr(ctx context.Context, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, filepath.Join(c.BinDir, "ctr"),
-		append([]string{"--address", c.containerdSocket(), "--namespace", "k8s.io"}, args...)...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return out, fmt.Errorf("ctr %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	var first error
+	for _, n := range c.Nodes {
+		cmd := exec.CommandContext(ctx, filepath.Join(c.BinDir, "ctr"),
+			append([]string{"--address", n.containerdSocket(), "--namespace", "k8s.io"}, args...)...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err == nil {
+			return out, nil
+		}
+		if first == nil {
+			first = fmt.Errorf("ctr %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+		}
 	}
-	return out, nil
+	return nil, first
 }
 
 // Stop tears the cluster down: PersistentVolumes' host directories, every

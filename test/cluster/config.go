@@ -6,12 +6,12 @@ import (
 	"path/filepath"
 )
 
-// The node's configuration files: containerd's, the CNI network's, the
-// kubelet's and kube-proxy's. Every path is under the cluster's directory,
+// A node's configuration files: containerd's, the CNI network's, the
+// kubelet's and kube-proxy's. Every path is under the node's directory,
 // every listener inside its namespace.
 
-func (c *Cluster) writeContainerdConfig() (string, error) {
-	dir := filepath.Join(c.Dir, "containerd")
+func (c *Cluster) writeContainerdConfig(n *Node) (string, error) {
+	dir := filepath.Join(n.dir, "containerd")
 	hosts := filepath.Join(dir, "certs.d", c.Registry)
 	if err := os.MkdirAll(hosts, 0o755); err != nil {
 		return "", err
@@ -65,18 +65,14 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.traci
 
   [plugins.'io.containerd.cri.v1.images'.registry]
     config_path = %[8]q
-`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), c.containerdSocket(), c.containerdSocket()+".ttrpc",
-		filepath.Join(dir, "opt"), filepath.Join(c.Dir, "cni", "net.d"), c.PauseImage, filepath.Join(dir, "certs.d"), filepath.Join(dir, "runc"))
+`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), n.containerdSocket(), n.containerdSocket()+".ttrpc",
+		filepath.Join(dir, "opt"), filepath.Join(n.dir, "cni", "net.d"), c.PauseImage, filepath.Join(dir, "certs.d"), filepath.Join(dir, "runc"))
 	path := filepath.Join(dir, "config.toml")
 	return path, os.WriteFile(path, []byte(config), 0o644)
 }
 
-func (c *Cluster) containerdSocket() string {
-	return filepath.Join(c.Dir, "containerd", "containerd.sock")
-}
-
-func (c *Cluster) writeCNIConfig() error {
-	dir := filepath.Join(c.Dir, "cni", "net.d")
+func (c *Cluster) writeCNIConfig(n *Node) error {
+	dir := filepath.Join(n.dir, "cni", "net.d")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -89,12 +85,12 @@ func (c *Cluster) writeCNIConfig() error {
     {"type": "portmap", "capabilities": {"portMappings": true}}
   ]
 }
-`, c.rec.podSubnet(), filepath.Join(c.Dir, "cni", "ipam"))
+`, n.podSubnet(), filepath.Join(n.dir, "cni", "ipam"))
 	return os.WriteFile(filepath.Join(dir, "10-bosh-injector.conflist"), []byte(conf), 0o644)
 }
 
-func (c *Cluster) writeKubeletConfig(certFile, keyFile string) (string, error) {
-	resolv := filepath.Join(c.Dir, "kubelet", "resolv.conf")
+func (c *Cluster) writeKubeletConfig(n *Node, certFile, keyFile string) (string, error) {
+	resolv := filepath.Join(n.dir, "kubelet", "resolv.conf")
 	if err := os.MkdirAll(filepath.Dir(resolv), 0o755); err != nil {
 		return "", err
 	}
@@ -137,13 +133,13 @@ tlsPrivateKeyFile: %[9]q
 evictionHard: {memory.available: "100Mi", nodefs.available: "1%%", imagefs.available: "1%%", nodefs.inodesFree: "1%%"}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
-`, nodeIP, c.containerdSocket(), c.rec.cgroup(), c.pki.CA(), DNSServiceIP, resolv,
-		filepath.Join(c.Dir, "kubelet", "pod-logs"), certFile, keyFile)
-	path := filepath.Join(c.Dir, "kubelet", "config.yaml")
+`, n.IP, n.containerdSocket(), n.cgroup(), c.pki.CA(), DNSServiceIP, resolv,
+		filepath.Join(n.dir, "kubelet", "pod-logs"), certFile, keyFile)
+	path := filepath.Join(n.dir, "kubelet", "config.yaml")
 	return path, os.WriteFile(path, []byte(config), 0o644)
 }
 
-func (c *Cluster) writeKubeProxyConfig(kubeconfig string) (string, error) {
+func (c *Cluster) writeKubeProxyConfig(n *Node, kubeconfig string) (string, error) {
 	config := fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection: {kubeconfig: %q}
@@ -156,7 +152,7 @@ metricsBindAddress: 127.0.0.1:10249
 oomScoreAdj: 0
 # nf_conntrack_max is machine-wide: left as it is.
 conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
-`, kubeconfig, c.NodeName, podCIDR, nodeIP)
-	path := filepath.Join(c.Dir, "kube-proxy.yaml")
+`, kubeconfig, n.Name, podCIDR, n.IP)
+	path := filepath.Join(n.dir, "kube-proxy.yaml")
 	return path, os.WriteFile(path, []byte(config), 0o644)
 }

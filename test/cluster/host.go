@@ -47,6 +47,9 @@ type record struct {
 	// Sysctls are the values the kubelet rewrites, as they were before it
 	// started.
 	Sysctls map[string]string `json:"sysctls,omitempty"`
+	// Nodes is how many nodes the cluster has, each but the first in a
+	// namespace of its own.
+	Nodes int `json:"nodes,omitempty"`
 }
 
 func (r *record) netns() string     { return "bosh-injector-" + strconv.Itoa(r.Slot) }
@@ -179,21 +182,10 @@ func (r *record) createNetwork() error {
 		{"-n", r.netns(), "route", "add", "default", "dev", "node0"},
 		{"route", "add", r.podSubnet(), "via", r.innerIP(), "dev", r.hostVeth()},
 	}
-	for _, s := range steps {
-		if out, err := exec.Command("ip", s...).CombinedOutput(); err != nil {
-			return fmt.Errorf("ip %s: %v: %s", strings.Join(s, " "), err, out)
-		}
+	if err := ipSteps(steps); err != nil {
+		return err
 	}
-	for key, value := range map[string]string{"net.ipv4.ip_forward": "1", "net.bridge.bridge-nf-call-iptables": "1"} {
-		if out, err := exec.Command("nsenter", "--net="+r.netnsPath(), "--", "sysctl", "-qw", key+"="+value).CombinedOutput(); err != nil {
-			hint := ""
-			if strings.Contains(key, "bridge") {
-				hint = " (the br_netfilter kernel module must be loaded: modprobe br_netfilter)"
-			}
-			return fmt.Errorf("sysctl %s=%s in the cluster's namespace: %v: %s%s", key, value, err, out, hint)
-		}
-	}
-	return nil
+	return nsSysctls(r.netnsPath())
 }
 
 // cgroupHierarchies are the mounted cgroup v1 hierarchies (the kubelet
@@ -216,29 +208,42 @@ func cgroupHierarchies() ([]string, error) {
 	return out, nil
 }
 
-// createCgroups makes the cluster's cgroup root in every hierarchy (cpuset
-// copied from its parent, which a new cpuset cgroup lacks), and the one
-// its daemons run in.
-func (r *record) createCgroups() error {
+// createCgroups makes the cluster's cgroup root in every hierarchy, and
+// in it each node's kubelet's cgroup root (the first node's is the
+// cluster's) with the cgroup its daemons run in; cpuset copied from the
+// parent, which a new cpuset cgroup lacks.
+func (r *record) createCgroups(nodes []*Node) error {
 	hierarchies, err := cgroupHierarchies()
 	if err != nil {
 		return err
 	}
 	for _, h := range hierarchies {
-		dir := filepath.Join(h, r.cgroup())
-		if err := os.MkdirAll(filepath.Join(dir, "daemons"), 0o755); err != nil {
+		var dirs []string
+		for _, n := range nodes {
+			if n.index > 0 {
+				dirs = append(dirs, filepath.Join(h, n.cgroup()))
+			}
+			dirs = append(dirs, filepath.Join(h, n.cgroup(), "daemons"))
+		}
+		if err := os.MkdirAll(filepath.Join(h, r.cgroup()), 0o755); err != nil {
 			return fmt.Errorf("the kubelet's cgroup root: %w", err)
 		}
-		if filepath.Base(h) == "cpuset" {
-			for _, sub := range []string{dir, filepath.Join(dir, "daemons")} {
-				for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
-					v, err := os.ReadFile(filepath.Join(h, f))
-					if err != nil {
-						return err
-					}
-					if err := os.WriteFile(filepath.Join(sub, f), v, 0o644); err != nil {
-						return fmt.Errorf("%s: %w", filepath.Join(sub, f), err)
-					}
+		for _, dir := range dirs {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("the kubelet's cgroup root: %w", err)
+			}
+		}
+		if filepath.Base(h) != "cpuset" {
+			continue
+		}
+		for _, sub := range append([]string{filepath.Join(h, r.cgroup())}, dirs...) {
+			for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+				v, err := os.ReadFile(filepath.Join(h, f))
+				if err != nil {
+					return err
+				}
+				if err := os.WriteFile(filepath.Join(sub, f), v, 0o644); err != nil {
+					return fmt.Errorf("%s: %w", filepath.Join(sub, f), err)
 				}
 			}
 		}
@@ -246,16 +251,17 @@ func (r *record) createCgroups() error {
 	return nil
 }
 
-// joinCgroup moves pid into the cluster's daemons cgroup in every
-// hierarchy; what it forks later (containerd's shims) follows it there.
-func (r *record) joinCgroup(pid int) error {
+// joinCgroup moves pid into the daemons cgroup under cgroup (a node's) in
+// every hierarchy; what it forks later (containerd's shims) follows it
+// there.
+func (r *record) joinCgroup(pid int, cgroup string) error {
 	hierarchies, err := cgroupHierarchies()
 	if err != nil {
 		return err
 	}
 	for _, h := range hierarchies {
-		if err := os.WriteFile(filepath.Join(h, r.cgroup(), "daemons", "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
-			return fmt.Errorf("moving PID %d into %s: %w", pid, r.cgroup(), err)
+		if err := os.WriteFile(filepath.Join(h, cgroup, "daemons", "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+			return fmt.Errorf("moving PID %d into %s: %w", pid, cgroup, err)
 		}
 	}
 	return nil
@@ -272,30 +278,42 @@ func (r *record) killAll() error {
 	if _, err := os.Stat(root); err != nil {
 		return nil
 	}
+	return killCgroup(root)
+}
+
+// killCgroup kills every process in the cgroup directory root and below
+// until none is left.
+func killCgroup(root string) error {
 	for deadline := time.Now().Add(20 * time.Second); ; {
-		var pids []int
-		_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-			if err == nil && d.Name() == "cgroup.procs" {
-				data, _ := os.ReadFile(path)
-				for _, f := range strings.Fields(string(data)) {
-					if pid, err := strconv.Atoi(f); err == nil {
-						pids = append(pids, pid)
-					}
-				}
-			}
-			return nil
-		})
+		pids := cgroupPIDs(root)
 		if len(pids) == 0 {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("processes %v in cgroup %s survived SIGKILL", pids, r.cgroup())
+			return fmt.Errorf("processes %v in cgroup %s survived SIGKILL", pids, root)
 		}
 		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// cgroupPIDs are the processes in the cgroup directory root and below.
+func cgroupPIDs(root string) []int {
+	var pids []int
+	_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.Name() == "cgroup.procs" {
+			data, _ := os.ReadFile(path)
+			for _, f := range strings.Fields(string(data)) {
+				if pid, err := strconv.Atoi(f); err == nil {
+					pids = append(pids, pid)
+				}
+			}
+		}
+		return nil
+	})
+	return pids
 }
 
 // removeCgroups removes the cluster's cgroups, deepest first.
@@ -370,13 +388,16 @@ func (r *record) shimSockets() []string {
 	if r.Dir == "" {
 		return nil
 	}
-	address := filepath.Join(r.Dir, "containerd", "containerd.sock")
-	tasks, _ := os.ReadDir(filepath.Join(r.Dir, "containerd", "state", "io.containerd.runtime.v2.task", "k8s.io"))
+	dirs, _ := filepath.Glob(filepath.Join(r.Dir, "nodes", "*", "containerd"))
 	var out []string
-	for _, t := range tasks {
-		for _, suffix := range []string{"", "/debug"} {
-			sum := sha256.Sum256([]byte(filepath.Join(address, "k8s.io", t.Name()) + suffix))
-			out = append(out, fmt.Sprintf("/run/containerd/s/%x", sum))
+	for _, dir := range append([]string{filepath.Join(r.Dir, "containerd")}, dirs...) {
+		address := filepath.Join(dir, "containerd.sock")
+		tasks, _ := os.ReadDir(filepath.Join(dir, "state", "io.containerd.runtime.v2.task", "k8s.io"))
+		for _, t := range tasks {
+			for _, suffix := range []string{"", "/debug"} {
+				sum := sha256.Sum256([]byte(filepath.Join(address, "k8s.io", t.Name()) + suffix))
+				out = append(out, fmt.Sprintf("/run/containerd/s/%x", sum))
+			}
 		}
 	}
 	return out
@@ -396,9 +417,15 @@ func (r *record) teardown() error {
 	if r.Dir != "" {
 		errs = append(errs, unmountUnder(r.Dir))
 	}
-	if _, err := os.Stat(r.netnsPath()); err == nil {
-		if out, err := exec.Command("ip", "netns", "delete", r.netns()).CombinedOutput(); err != nil {
-			errs = append(errs, fmt.Errorf("ip netns delete %s: %v: %s", r.netns(), err, out))
+	namespaces := []string{r.netns()}
+	for i := 1; i < r.Nodes; i++ {
+		namespaces = append(namespaces, r.netns()+"-"+strconv.Itoa(i))
+	}
+	for _, ns := range namespaces {
+		if _, err := os.Stat("/run/netns/" + ns); err == nil {
+			if out, err := exec.Command("ip", "netns", "delete", ns).CombinedOutput(); err != nil {
+				errs = append(errs, fmt.Errorf("ip netns delete %s: %v: %s", ns, err, out))
+			}
 		}
 	}
 	// Deleting the namespace deleted the veth pair; one that remains had

@@ -1,5 +1,5 @@
 // Command demo walks a newcomer through bosh-injector on this machine (`make
-// demo`): a local cluster of one real node (test/cluster) with cert-manager,
+// demo`): a local cluster of one real node or more (test/cluster) with cert-manager,
 // the chart installed with helm, the example shop deployment gathered, an
 // injected pod run by the kubelet, what a template mistake looks like, and
 // the Events. It stops everything it started, unless --keep leaves the
@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -51,6 +52,11 @@ func main() {
 	flags.StringVar(&sb.StemcellImage, "stemcell-image", "", "with --manifest: the stemcell image to build the releases on (default: the base image)")
 	name := flags.String("sandbox", "", "the kept sandbox's name: sandboxes of different names run side by side")
 	stateDir := flags.String("state-dir", "", "where a kept sandbox keeps its state (default: from --sandbox, in $TMPDIR)")
+	flags.IntVar(&opts.Nodes, "nodes", 0, "how many nodes the local cluster has (default one, or one per zone)")
+	flags.Func("zones", "each node's zone, comma-separated in node order, e.g. z1,z1,z2", func(v string) error {
+		opts.Zones = strings.Split(v, ",")
+		return nil
+	})
 	down := flags.Bool("down", false, "stop the cluster or sandbox --keep left up")
 	daemon := flags.Bool("daemon", false, "be the kept sandbox's own process (--keep starts it)")
 	_ = flags.Parse(os.Args[1:])
@@ -100,7 +106,7 @@ func run(ctx context.Context, opts walkthrough.Options) (err error) {
 	defer os.RemoveAll(opts.Dir)
 	out := opts.Out
 
-	where := "a local cluster of one real node"
+	where := "a local cluster of real nodes"
 	if opts.Kubeconfig != "" {
 		where = "your cluster"
 	}
@@ -188,7 +194,7 @@ func runSandbox(ctx context.Context, cfg sandbox.Config, opts walkthrough.Option
 	if down {
 		return sandbox.Down(os.Stdout, stateDir)
 	}
-	cfg.Out = os.Stdout
+	cfg.Out, cfg.Nodes, cfg.Zones = os.Stdout, opts.Nodes, opts.Zones
 	for _, p := range append([]*string{&cfg.Manifest, &cfg.Binary}, pointers(cfg.Releases, cfg.OpsFiles, cfg.VarsFiles)...) {
 		if *p, err = filepath.Abs(*p); err != nil {
 			return err
@@ -214,6 +220,12 @@ func runSandbox(ctx context.Context, cfg sandbox.Config, opts walkthrough.Option
 		}
 		for _, si := range cfg.StandIns {
 			args = append(args, "--stand-in", si)
+		}
+		if opts.Nodes > 0 {
+			args = append(args, "--nodes", strconv.Itoa(opts.Nodes))
+		}
+		if len(opts.Zones) > 0 {
+			args = append(args, "--zones", strings.Join(opts.Zones, ","))
 		}
 		return sandbox.Background(os.Stdout, stateDir, args)
 	case opts.Keep:

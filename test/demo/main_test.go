@@ -36,6 +36,7 @@ func TestDemo(t *testing.T) {
 		"GatherFailed",
 		"Running",
 		"Gathered       Secret/shop-manifest",
+		"started in order, each scheduled once the one before was Ready: " + strings.Join(walkthrough.FirstDeployPods, ", "),
 		"replaced, in order: " + strings.Join(walkthrough.RolloutPods, ", ") + " (5 of 5 instances updated)",
 		"'api/2 (rollout-api-z1-1)' is not running after update.",
 		"DeployFailed",

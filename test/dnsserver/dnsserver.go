@@ -61,6 +61,7 @@ func ChartCorefile(port int, dir, upstream string) (string, error) {
 		".:1053 {", fmt.Sprintf(".:%d {", port),
 		"{{ .Values.dns.reload }}", "1s",
 		"{{ .Values.dns.cacheSeconds }}", "5",
+		"{{ .Values.clusterDomain }}", "cluster.local",
 		"/etc/coredns/zones", dir,
 		"forward . /etc/resolv.conf", "forward . "+upstream,
 		"health :8080", "",

@@ -1,9 +1,9 @@
 // Package e2e_test runs bosh-injector end to end with real containers: the
-// walkthrough of `make demo` on a local cluster of one real node (kubelet,
-// containerd, kube-proxy, cluster DNS; cert-manager; the chart installed
-// with helm, its operator and CoreDNS as pods), with the gathering Job's
-// pod and the injected pods run by the kubelet, and checks what each step
-// produced.
+// walkthrough of `make demo` on a local cluster of three real nodes in two
+// zones (kubelet, containerd, kube-proxy each; cluster DNS; cert-manager;
+// the chart installed with helm, its operator and CoreDNS as pods), with
+// the gathering Job's pod and the injected pods run by the kubelet, and
+// checks what each step produced.
 package e2e_test
 
 import (
@@ -56,7 +56,7 @@ func TestMain(m *testing.M) {
 }
 
 // startWalkthrough returns the package's walkthrough on a local cluster of
-// one real node, started by the first test that asks, with the fixture
+// three real nodes (zones z1, z1, z2; its own pods on the first), started by the first test that asks, with the fixture
 // releases built into images in the cluster's registry under releaseURL;
 // said is its narration. A test that fails gets the cluster's and the
 // operator's logs and the narration so far.
@@ -66,14 +66,15 @@ func startWalkthrough(tb testing.TB) (w *walkthrough.Walkthrough, releaseURL str
 		if shared.dir, shared.err = os.MkdirTemp("", "bosh-injector-e2e-"); shared.err != nil {
 			return
 		}
-		shared.w, shared.err = walkthrough.Start(ctx, walkthrough.Options{Out: &shared.said, Dir: shared.dir})
+		shared.w, shared.err = walkthrough.Start(ctx, walkthrough.Options{Out: &shared.said, Dir: shared.dir,
+			Nodes: 3, Zones: []string{"z1", "z1", "z2"}})
 		if shared.err != nil {
 			return
 		}
 		// The release images are pushed to the cluster's registry, which
 		// its node pulls them from.
 		shared.releaseURL = shared.w.Registry() + "/bosh-injector-fixtures"
-		shared.err = fixtures.BuildImages(ctx, walkthrough.BaseImage, shared.releaseURL, append(fixtures.Releases, "echo", "dns")...)
+		shared.err = fixtures.BuildImages(ctx, walkthrough.BaseImage, shared.releaseURL, append(fixtures.Releases, "echo", "dns", "cfslice")...)
 	})
 	tb.Cleanup(func() {
 		if tb.Failed() {

@@ -61,7 +61,7 @@ func (s *Sandbox) interpolated() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	ops, err := deployment.ReadOpsFiles(s.cfg.OpsFiles)
+	ops, err := deployment.ReadOpsFiles(context.Background(), s.cfg.OpsFiles)
 	if err != nil {
 		return "", err
 	}

@@ -73,6 +73,11 @@ type Config struct {
 	// Ready, when set, is called once the report is out, with the state
 	// that Down needs; Run then keeps everything up until ctx ends.
 	Ready func(State) error
+	// Nodes and Zones shape the cluster (cluster.Options). Without zones
+	// each AZ's placement is the scheduler's (`objects
+	// --no-zone-affinity`); with them each AZ runs in the zone of its name.
+	Nodes int
+	Zones []string
 }
 
 // State is what a kept sandbox leaves for Down and for the user.
@@ -152,7 +157,7 @@ func (s *Sandbox) up(ctx context.Context) error {
 	s.namespace = names.DNS1123Label(head.Name)
 	fmt.Fprintf(out, "A sandbox for deployment %s (%s), in namespace %s.\n", head.Name, s.cfg.Manifest, s.namespace)
 
-	if s.w, err = walkthrough.Start(ctx, walkthrough.Options{Out: out, Dir: s.dir}); err != nil {
+	if s.w, err = walkthrough.Start(ctx, walkthrough.Options{Out: out, Dir: s.dir, Nodes: s.cfg.Nodes, Zones: s.cfg.Zones}); err != nil {
 		return err
 	}
 	s.client = s.w.Client
@@ -213,7 +218,7 @@ func (s *Sandbox) up(ctx context.Context) error {
 // run-errand` once the deployment is up, as one runs `bosh run-errand`
 // after `bosh deploy` succeeded, and prints their output and exit status.
 func (s *Sandbox) runErrands(ctx context.Context, name string, ops []string, reports []instanceReport) error {
-	files, err := deployment.ReadOpsFiles(ops)
+	files, err := deployment.ReadOpsFiles(ctx, ops)
 	if err != nil {
 		return err
 	}
@@ -257,6 +262,12 @@ func (s *Sandbox) runErrands(ctx context.Context, name string, ops []string, rep
 // returns its objects in apply order, the manifest Secret first.
 func (s *Sandbox) objects(ctx context.Context, ops []string) ([]*unstructured.Unstructured, error) {
 	args := []string{"objects", "--manifest", s.cfg.Manifest, "--namespace", s.namespace}
+	if len(s.cfg.Zones) == 0 {
+		args = append(args, "--no-zone-affinity")
+	} else {
+		// Warns of an AZ no node's zone is.
+		args = append(args, "--kubeconfig", s.w.Kubeconfig)
+	}
 	for _, o := range ops {
 		args = append(args, "--ops-file", o)
 	}
@@ -322,7 +333,7 @@ func (s *Sandbox) variables(ctx context.Context, deploymentName string) error {
 	if len(s.cfg.Vars)+len(s.cfg.VarsFiles) == 0 {
 		return nil
 	}
-	given, err := variables.Given(s.cfg.VarsFiles, s.cfg.Vars)
+	given, err := variables.Given(ctx, s.cfg.VarsFiles, s.cfg.Vars)
 	if err != nil {
 		return err
 	}

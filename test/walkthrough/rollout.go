@@ -30,6 +30,11 @@ import (
 // partition releases first), api's others one at a time AZ by AZ, worker.
 var RolloutPods = []string{"rollout-db-z1-0", "rollout-api-z1-1", "rollout-api-z1-0", "rollout-api-z2-0", "rollout-worker-z1-0"}
 
+// FirstDeployPods are the rollout fixture's instances in the order its
+// first deploy starts them: db, api's canary (its first AZ's lowest index),
+// api's others AZ by AZ, worker.
+var FirstDeployPods = []string{"rollout-db-z1-0", "rollout-api-z1-0", "rollout-api-z1-1", "rollout-api-z2-0", "rollout-worker-z1-0"}
+
 // Rollout deploys the rollout fixture (groups db, api with three instances
 // over two AZs, one canary and one at a time, worker) from the objects
 // `bosh-injector objects` prints, in namespace ns, and narrates three
@@ -74,7 +79,9 @@ func (w *Walkthrough) Rollout(ctx context.Context, ns, releaseURL string) error 
 	if err := w.Client.Get(ctx, manifestKey, &manifest); err != nil {
 		return err
 	}
-	res, err := objects.Build(manifest.Data[names.ManifestKey], deployment.OpsFilesOf(manifest.Data), objects.Options{Namespace: ns})
+	res, err := objects.Build(manifest.Data[names.ManifestKey], deployment.OpsFilesOf(manifest.Data), objects.Options{Namespace: ns,
+		// The one node has no zone: its AZs are the scheduler's to place.
+		Placement: objects.Placement{NoZoneAffinity: true}})
 	if err != nil {
 		return err
 	}
@@ -92,6 +99,14 @@ func (w *Walkthrough) Rollout(ctx context.Context, ns, releaseURL string) error 
 	if _, err := deployed(deploy.PhaseDeployed, time.Minute); err != nil {
 		return err
 	}
+	// Held by the deploy's scheduling gate, each instance is scheduled
+	// only once the one before it is Ready.
+	for i := 1; i < len(FirstDeployPods); i++ {
+		if ready, next := rec.readyAt(FirstDeployPods[i-1], nil), rec.scheduledAt(FirstDeployPods[i]); ready == 0 || next < ready {
+			return fmt.Errorf("%s was scheduled before %s was Ready\n%s", FirstDeployPods[i], FirstDeployPods[i-1], rec.log())
+		}
+	}
+	w.Say("started in order, each scheduled once the one before was Ready: %s", strings.Join(FirstDeployPods, ", "))
 
 	w.Step("A change to every group: the deploy controller updates them as a director does, in manifest order, api's canary first, then one at a time, each after the one before is Ready")
 	before := rec.uids()
@@ -194,9 +209,9 @@ type recorder struct {
 }
 
 type podRecord struct {
-	name               string
-	uid                types.UID
-	terminating, ready int
+	name                          string
+	uid                           types.UID
+	scheduled, terminating, ready int
 }
 
 func (w *Walkthrough) record(ctx context.Context, ns string) (*recorder, error) {
@@ -242,6 +257,10 @@ func (r *recorder) observe(p *corev1.Pod) {
 		r.seen[p.UID] = pr
 		r.byName[p.Name] = append(r.byName[p.Name], pr)
 		r.events = append(r.events, fmt.Sprintf("%4d %s created (%s)", r.seq, p.Name, p.UID))
+	}
+	if p.Spec.NodeName != "" && pr.scheduled == 0 {
+		pr.scheduled = r.seq
+		r.events = append(r.events, fmt.Sprintf("%4d %s scheduled", r.seq, p.Name))
 	}
 	if p.DeletionTimestamp != nil && pr.terminating == 0 {
 		pr.terminating = r.seq
@@ -290,6 +309,16 @@ func (r *recorder) terminatingAt(name string, before map[string]types.UID) int {
 	defer r.mu.Unlock()
 	if pr := r.seen[before[name]]; pr != nil {
 		return pr.terminating
+	}
+	return 0
+}
+
+// scheduledAt is when the first pod of name was scheduled.
+func (r *recorder) scheduledAt(name string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if prs := r.byName[name]; len(prs) > 0 {
+		return prs[0].scheduled
 	}
 	return 0
 }

@@ -83,6 +83,10 @@ type Options struct {
 	// Keep leaves the local cluster running (until cluster.Down), or the
 	// user's cluster's objects in place, when the walkthrough stops.
 	Keep bool
+	// Nodes and Zones shape the local cluster (cluster.Options): how many
+	// nodes, each one's zone.
+	Nodes int
+	Zones []string
 }
 
 // Walkthrough is a running local installation of bosh-injector.
@@ -130,24 +134,28 @@ func Start(ctx context.Context, opts Options) (*Walkthrough, error) {
 	return w, w.startLocalCluster(ctx)
 }
 
-// startLocalCluster starts a cluster of one real node on this machine
+// startLocalCluster starts a cluster of real nodes (one by default) on this machine
 // (test/cluster), pushes the operator image `make image` built to its
 // registry and installs the chart there as on any cluster.
 func (w *Walkthrough) startLocalCluster(ctx context.Context) error {
 	if err := fixtures.Podman(ctx, "image", "exists", OperatorImage).Run(); err != nil {
 		return fmt.Errorf("image %s missing: run `make image`", OperatorImage)
 	}
-	w.Step("A local Kubernetes cluster of one node, every part built from source by `make testbin`: etcd, kube-apiserver, " +
-		"kube-controller-manager, kube-scheduler; the node's kubelet, containerd v2 (Debian's runc and CNI plugins) and kube-proxy; " +
-		"CoreDNS as the cluster DNS; an image registry; cert-manager's controller and cainjector")
-	c, err := cluster.Start(ctx, cluster.Options{Keep: w.opts.Keep, Log: sayer{w}, CertManager: true})
+	size := "one node"
+	if n := max(w.opts.Nodes, len(w.opts.Zones)); n > 1 {
+		size = fmt.Sprintf("%d nodes (zones %s)", n, strings.Join(w.opts.Zones, ","))
+	}
+	w.Step("A local Kubernetes cluster of %s, every part built from source by `make testbin`: etcd, kube-apiserver, "+
+		"kube-controller-manager, kube-scheduler; each node's kubelet, containerd v2 (Debian's runc and CNI plugins) and kube-proxy; "+
+		"CoreDNS as the cluster DNS; an image registry; cert-manager's controller and cainjector", size)
+	c, err := cluster.Start(ctx, cluster.Options{Keep: w.opts.Keep, Log: sayer{w}, CertManager: true, Nodes: w.opts.Nodes, Zones: w.opts.Zones})
 	if err != nil {
 		return err
 	}
 	w.Cluster = c
 	w.opts.Kubeconfig, w.opts.Registry = c.Kubeconfig, c.Registry
 	w.Kubeconfig = c.Kubeconfig
-	nodes, err := w.Kubectl(ctx, "get", "nodes", "-o", "wide")
+	nodes, err := w.Kubectl(ctx, "get", "nodes", "-o", "wide", "-L", corev1.LabelTopologyZone)
 	if err != nil {
 		return err
 	}
@@ -158,7 +166,13 @@ func (w *Walkthrough) startLocalCluster(ctx context.Context) error {
 		return err
 	}
 	i := strings.LastIndex(c.CoreDNSImage, ":")
-	return w.startOnCluster(ctx, "--set", "dns.image.repository="+c.CoreDNSImage[:i], "--set", "dns.image.tag="+c.CoreDNSImage[i+1:])
+	values := []string{"--set", "dns.image.repository=" + c.CoreDNSImage[:i], "--set", "dns.image.tag=" + c.CoreDNSImage[i+1:]}
+	if len(c.Nodes) > 1 {
+		// The operator on the first node, with the cluster's own pods:
+		// the others are there to be drained and lost.
+		values = append(values, "--set-json", fmt.Sprintf(`nodeSelector={%q:%q}`, corev1.LabelHostname, c.NodeName))
+	}
+	return w.startOnCluster(ctx, values...)
 }
 
 // sayer narrates each line written to it.

@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
-	"context"
 	"crypto/sha1"
 	"encoding/hex"
 	"encoding/json"
@@ -14,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -73,6 +73,8 @@ type hostileCase struct {
 	want    []string
 	// output is the directory, relative to ws, the case may change.
 	output string
+	// tmpfs, when set, is the size of a tmpfs the command gets as TMPDIR.
+	tmpfs int
 }
 
 func replace(old, new string) string { return strings.Replace(hostileBase, old, new, 1) }
@@ -222,7 +224,7 @@ func releaseImageArgs(tarballs ...string) []string {
 // TestHostileInput replays each hostile case against the real command in
 // a process of its own.
 func TestHostileInput(t *testing.T) {
-	for _, c := range hostileCases {
+	for _, c := range slices.Concat(hostileCases, reachCases) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			base := t.TempDir()
@@ -244,7 +246,11 @@ func TestHostileInput(t *testing.T) {
 				skip = filepath.Join(ws, c.output)
 			}
 			before := snapshot(t, base, skip)
-			code, out, took, rss := runHostile(t, rel, args)
+			tmp := ""
+			if c.tmpfs > 0 {
+				tmp = smallTmpfs(t, c.tmpfs)
+			}
+			code, out, took, rss := runHostile(t, rel, args, tmp)
 			t.Logf("exit %d in %v, peak %d MiB:\n%s", code, took.Round(time.Millisecond), rss>>20, out)
 			if code != 1 {
 				t.Errorf("exit status %d, want 1:\n%s", code, out)
@@ -253,6 +259,9 @@ func TestHostileInput(t *testing.T) {
 				if !strings.Contains(out, w) {
 					t.Errorf("the error does not say %q:\n%s", w, out)
 				}
+			}
+			if strings.Contains(out, plantedSecret) {
+				t.Errorf("the output shows the planted secret:\n%s", out)
 			}
 			for _, stack := range []string{"goroutine ", "panic:", ".go:", ".rb:"} {
 				if strings.Contains(out, stack) {
@@ -272,16 +281,14 @@ func TestHostileInput(t *testing.T) {
 	}
 }
 
-// runHostile runs the CLI in dir in a process of its own and gives its
-// exit status, combined output, time and peak resident memory in bytes.
-func runHostile(t *testing.T, dir string, args []string) (int, string, time.Duration, int64) {
+// runHostile runs the CLI in dir in a process of its own (with tmp as
+// TMPDIR when set) and gives its exit status, combined output, time and
+// peak resident memory in bytes.
+func runHostile(t *testing.T, dir string, args []string, tmp string) (int, string, time.Duration, int64) {
 	t.Helper()
-	enc, _ := json.Marshal(args)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0])
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), hostileArgs+"="+string(enc))
+	cmd := hostileCommand(dir, args, tmp)
+	timer := time.AfterFunc(60*time.Second, func() { _ = cmd.Process.Kill() })
+	defer timer.Stop()
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
@@ -296,6 +303,19 @@ func runHostile(t *testing.T, dir string, args []string) (int, string, time.Dura
 		rss = ru.Maxrss << 10 // KiB on Linux
 	}
 	return cmd.ProcessState.ExitCode(), out.String(), took, rss
+}
+
+// hostileCommand is the CLI with args in dir, its environment holding the
+// planted secret (which nothing may show) and tmp as TMPDIR when set.
+func hostileCommand(dir string, args []string, tmp string) *exec.Cmd {
+	enc, _ := json.Marshal(args)
+	cmd := exec.Command(os.Args[0])
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), hostileArgs+"="+string(enc), "PLANTED_TOKEN="+plantedSecret)
+	if tmp != "" {
+		cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+	}
+	return cmd
 }
 
 // snapshot records every entry under root but skip: its kind, mode, size,

@@ -4,13 +4,15 @@ import (
 	"cmp"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
@@ -25,13 +27,16 @@ type objectsOptions struct {
 	manifest, output      string
 	opsFiles, releases    []string
 	storageClasses, sizes []string
+	azZones               []string
+	kubeconfig            string
 	opts                  objects.Options
 	render                renderOptions
+	secrets               *variables.Redactor
 }
 
 func init() {
-	register(func(*globalOptions) *cobra.Command {
-		o := &objectsOptions{}
+	register(func(g *globalOptions) *cobra.Command {
+		o := &objectsOptions{secrets: g.secrets}
 		cmd := &cobra.Command{
 			Use:   "objects",
 			Short: "Print the Kubernetes objects that run a deployment",
@@ -40,7 +45,11 @@ bosh-injector: the manifest Secret with its ops files, per instance group and AZ
 StatefulSet labelled for the webhook (an Indexed Job for errands), with the
 director's instance-to-AZ distribution, a "store" volumeClaimTemplate for the
 persistent disk, pod resources from vm_resources and a rolling update from
-max_in_flight. What the manifest says that Kubernetes cannot is printed as a
+max_in_flight, each AZ's pods required in the zone of its name and spread
+over its nodes, and per instance group a PodDisruptionBudget of max_in_flight
+so that a node drain stops no more instances at once than a deploy does.
+It works offline; with --kubeconfig it also warns of AZs no node's zone
+matches. What the manifest says that Kubernetes cannot is printed as a
 warning on stderr. The objects are yours to edit; the webhook adds the rest.`,
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
@@ -53,6 +62,9 @@ warning on stderr. The objects are yours to edit; the webhook adds the rest.`,
 		f.StringArrayVar(&o.storageClasses, "storage-class-map", nil, "TYPE=CLASS: the StorageClass of persistent_disk_type TYPE (repeatable)")
 		f.StringArrayVar(&o.sizes, "disk-size", nil, "TYPE=SIZE: the size of persistent_disk_type TYPE, e.g. large=10Gi (repeatable)")
 		f.StringArrayVar(&o.releases, "release", nil, "NAME=DIR: release sources as for template; their bpm.yml names each group's container after its first process (repeatable; needs ruby)")
+		f.StringArrayVar(&o.azZones, "az-zone", nil, "AZ=ZONE: run AZ's instances in the nodes of zone ZONE (label topology.kubernetes.io/zone; default: the AZ's name) (repeatable)")
+		f.BoolVar(&o.opts.Placement.NoZoneAffinity, "no-zone-affinity", false, "leave each AZ's placement to the scheduler: no zone is required")
+		f.StringVar(&o.kubeconfig, "kubeconfig", "", "check that the cluster of this kubeconfig has a node in each AZ's zone (the objects are printed offline otherwise)")
 		o.render.register(f)
 		return cmd
 	})
@@ -62,11 +74,11 @@ func (o *objectsOptions) run(cmd *cobra.Command) error {
 	if o.manifest == "" {
 		return fmt.Errorf("--manifest is required")
 	}
-	data, err := inputfile.Read("--manifest", o.manifest)
+	data, err := inputfile.Read(cmd.Context(), "--manifest", o.manifest)
 	if err != nil {
 		return err
 	}
-	ops, err := deployment.ReadOpsFiles(o.opsFiles)
+	ops, err := deployment.ReadOpsFiles(cmd.Context(), o.opsFiles)
 	if err != nil {
 		return err
 	}
@@ -88,8 +100,16 @@ func (o *objectsOptions) run(cmd *cobra.Command) error {
 		}
 		o.opts.DiskSizes[k] = q
 	}
+	if o.opts.Placement.Zones, err = pairs("--az-zone", "AZ=ZONE", o.azZones); err != nil {
+		return err
+	}
 	if err := o.checkNames(); err != nil {
 		return err
+	}
+	if o.output != "" {
+		if err := checkOutput(o.output, map[string][]string{"--manifest": {o.manifest}, "--ops-file": o.opsFiles, "--release": releaseDirs(o.releases)}); err != nil {
+			return err
+		}
 	}
 	if len(o.releases) > 0 {
 		if o.opts.Containers, err = o.containers(cmd, data, ops); err != nil {
@@ -99,6 +119,13 @@ func (o *objectsOptions) run(cmd *cobra.Command) error {
 	res, err := objects.Build(data, ops, o.opts)
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.manifest, err)
+	}
+	if o.kubeconfig != "" {
+		missing, err := missingZones(cmd, o.kubeconfig, res.Zones)
+		if err != nil {
+			return err
+		}
+		res.Warnings = append(res.Warnings, missing...)
 	}
 	for _, w := range res.Warnings {
 		fmt.Fprintln(cmd.ErrOrStderr(), "Warning:", w)
@@ -111,17 +138,21 @@ func (o *objectsOptions) run(cmd *cobra.Command) error {
 		_, err = cmd.OutOrStdout().Write(out)
 		return err
 	}
-	if err := os.MkdirAll(o.output, 0o755); err != nil {
-		return err
-	}
-	for _, obj := range res.Objects {
-		out, err := objects.Encode(obj)
-		if err != nil {
-			return err
+	err = writeAtomically(o.output, func(_ string, root *os.Root) error {
+		for _, obj := range res.Objects {
+			out, err := objects.Encode(obj)
+			if err != nil {
+				return err
+			}
+			// The manifest Secret is as private as a render.
+			if err := root.WriteFile(objects.FileName(obj), out, 0o640); err != nil {
+				return err
+			}
 		}
-		if err := os.WriteFile(filepath.Join(o.output, objects.FileName(obj)), out, 0o644); err != nil {
-			return err
-		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("--output %s: %w", o.output, err)
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d objects to %s\n", len(res.Objects), o.output)
 	return nil
@@ -151,7 +182,7 @@ func (o *objectsOptions) containers(cmd *cobra.Command, data []byte, ops []deplo
 	if err != nil {
 		return nil, err
 	}
-	vars := variables.NewMapSource(nil)
+	vars := o.secrets.Watch(variables.NewMapSource(nil))
 	m, err := deployment.Load(data, ops, vars, time.Now())
 	if err != nil {
 		return nil, err
@@ -192,6 +223,33 @@ func (o *objectsOptions) containers(cmd *cobra.Command, data []byte, ops []deplo
 		}
 	}
 	return out, nil
+}
+
+// missingZones lists the cluster's nodes' zones and warns of each AZ whose
+// zone is not among them.
+func missingZones(cmd *cobra.Command, kubeconfig string, required map[string]string) ([]string, error) {
+	if len(required) == 0 {
+		return nil, nil
+	}
+	cfg, err := restConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := kube.CoreV1().Nodes().List(cmd.Context(), metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig %s: listing the cluster's nodes for their zones: %w", kubeconfig, err)
+	}
+	var zones []string
+	for _, n := range nodes.Items {
+		if z, ok := n.Labels[corev1.LabelTopologyZone]; ok {
+			zones = append(zones, z)
+		}
+	}
+	return objects.MissingZones(required, zones), nil
 }
 
 // pairs reads repeated KEY=VALUE flags.

@@ -45,9 +45,11 @@ func TestObjects(t *testing.T) {
 	}
 	var files []string
 	for _, e := range entries {
-		files = append(files, e.Name())
+		if e.Name() != renderMarker {
+			files = append(files, e.Name())
+		}
 	}
-	want := []string{"job-shop-smoke-tests-z1.yaml", "secret-shop-manifest.yaml", "statefulset-shop-bus-z1.yaml", "statefulset-shop-bus-z2.yaml",
+	want := []string{"job-shop-smoke-tests-z1.yaml", "poddisruptionbudget-shop-bus.yaml", "poddisruptionbudget-shop-db.yaml", "poddisruptionbudget-shop-web.yaml", "secret-shop-manifest.yaml", "statefulset-shop-bus-z1.yaml", "statefulset-shop-bus-z2.yaml",
 		"statefulset-shop-db-z1.yaml", "statefulset-shop-web-z1.yaml", "statefulset-shop-web-z2.yaml"}
 	if !slices.Equal(files, want) {
 		t.Errorf("files %v, want %v", files, want)
@@ -63,6 +65,7 @@ func TestObjectsFlagErrors(t *testing.T) {
 		{nil, "--manifest is required"},
 		{[]string{"--manifest", shop, "--storage-class-map", "fast"}, `--storage-class-map "fast": expected TYPE=CLASS`},
 		{[]string{"--manifest", shop, "--disk-size", "fast=lots"}, "--disk-size fast=lots: quantities must match"},
+		{[]string{"--manifest", shop, "--az-zone", "z1"}, `--az-zone "z1": expected AZ=ZONE`},
 	} {
 		code, _, errOut := run(append([]string{"objects"}, c.args...)...)
 		if code != 1 || !strings.Contains(errOut, c.want) {
@@ -114,5 +117,19 @@ func TestObjectsNamesContainersFromBPM(t *testing.T) {
 	}
 	if strings.Contains(out, "storefront-storefront") || strings.Contains(out, "web-check-web-check") {
 		t.Error("output names the container storefront-storefront or web-check-web-check")
+	}
+}
+
+// TestObjectsZones: --az-zone renames an AZ's zone, --no-zone-affinity
+// requires none.
+func TestObjectsZones(t *testing.T) {
+	shop := filepath.Join(fixtures, "deployments", "shop.yml")
+	code, out, errOut := run("objects", "--manifest", shop, "--az-zone", "z2=eu-west-1b")
+	if code != 0 || !strings.Contains(out, "- eu-west-1b\n") || strings.Contains(out, "- z2\n") || !strings.Contains(out, "- z1\n") {
+		t.Errorf("--az-zone: exit %d, %s\n%s", code, errOut, out)
+	}
+	code, out, errOut = run("objects", "--manifest", shop, "--no-zone-affinity")
+	if code != 0 || strings.Contains(out, "topology.kubernetes.io/zone") || !strings.Contains(out, "kind: PodDisruptionBudget") {
+		t.Errorf("--no-zone-affinity: exit %d, %s\n%s", code, errOut, out)
 	}
 }

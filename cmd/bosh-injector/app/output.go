@@ -20,23 +20,8 @@ const renderMarker = ".bosh-injector-template"
 // directory, and must not hold any input (flag to paths), such as the vars
 // store a render extends.
 func checkOutput(output string, inputs map[string][]string) error {
-	info, err := os.Lstat(output)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return fmt.Errorf("--output %s: %w", output, err)
-	case info.Mode()&fs.ModeSymlink != 0:
-		return fmt.Errorf("--output %s: is a symbolic link; give the directory it points to, or a new one", output)
-	case !info.IsDir():
-		return fmt.Errorf("--output %s: exists and is not a directory", output)
-	default:
-		entries, err := os.ReadDir(output)
-		if err != nil {
-			return fmt.Errorf("--output %s: %w", output, err)
-		}
-		if _, err := os.Lstat(filepath.Join(output, renderMarker)); len(entries) > 0 && err != nil {
-			return fmt.Errorf("--output %s: the directory is not empty and is not a previous render of template (it has no %s): give a new or empty directory, nothing in it is replaced", output, renderMarker)
-		}
+	if err := checkOutputDir("--output", output, renderMarker, "render of template or objects"); err != nil {
+		return err
 	}
 	out, err := resolve(output)
 	if err != nil {
@@ -59,6 +44,41 @@ func checkOutput(output string, inputs map[string][]string) error {
 			if within(r, out) {
 				return fmt.Errorf("%s %s: is inside --output %s, which a render replaces; keep it elsewhere", flag, p, output)
 			}
+		}
+	}
+	return nil
+}
+
+// releaseDirs are the DIRs of --release NAME=DIR flags.
+func releaseDirs(releases []string) []string {
+	dirs := make([]string, len(releases))
+	for i, r := range releases {
+		_, dirs[i], _ = strings.Cut(r, "=")
+	}
+	return dirs
+}
+
+// checkOutputDir fails, naming flag, unless output is missing, an empty
+// directory or one holding marker (a previous output, what): never a
+// symbolic link, a file, or a directory of the user's or the system's
+// (/, /etc).
+func checkOutputDir(flag, output, marker, what string) error {
+	info, err := os.Lstat(output)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("%s %s: %w", flag, output, err)
+	case info.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("%s %s: is a symbolic link; give the directory it points to, or a new one", flag, output)
+	case !info.IsDir():
+		return fmt.Errorf("%s %s: exists and is not a directory", flag, output)
+	default:
+		entries, err := os.ReadDir(output)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", flag, output, err)
+		}
+		if _, err := os.Lstat(filepath.Join(output, marker)); len(entries) > 0 && err != nil {
+			return fmt.Errorf("%s %s: the directory is not empty and is not a previous %s (it has no %s): give a new or empty directory, nothing in it is replaced", flag, output, what, marker)
 		}
 	}
 	return nil
@@ -138,7 +158,7 @@ func fillRoot(dir string, fill func(dir string, root *os.Root) error) error {
 		return err
 	}
 	defer root.Close()
-	if err := root.WriteFile(renderMarker, []byte("rendered by bosh-injector template; the next render replaces this directory\n"), 0o640); err != nil {
+	if err := root.WriteFile(renderMarker, []byte("written by bosh-injector template or objects; the next run replaces this directory\n"), 0o640); err != nil {
 		return err
 	}
 	return fill(dir, root)

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -48,11 +49,17 @@ others are listed in the image's label bosh-injector.io/skipped-packages).`,
 				if cfg.StandIns, err = pairs("--stand-in", "PACKAGE=DIR", standInFlags); err != nil {
 					return err
 				}
-				if manifestPath != "" {
-					if cfg.Manifest, err = inputfile.Read("--manifest", manifestPath); err != nil {
+				if cfg.OCILayout != "" {
+					// The layout is extended, so an existing one is fine.
+					if err := checkOutputDir("--oci-layout", cfg.OCILayout, "oci-layout", "OCI image layout"); err != nil {
 						return err
 					}
-					if cfg.Manifest, err = interpolate(cfg.Manifest, opsPaths); err != nil {
+				}
+				if manifestPath != "" {
+					if cfg.Manifest, err = inputfile.Read(cmd.Context(), "--manifest", manifestPath); err != nil {
+						return err
+					}
+					if cfg.Manifest, err = interpolate(cmd.Context(), cfg.Manifest, opsPaths); err != nil {
 						return fmt.Errorf("--manifest %s: %w", manifestPath, err)
 					}
 				} else if len(args) == 0 {
@@ -97,11 +104,11 @@ others are listed in the image's label bosh-injector.io/skipped-packages).`,
 }
 
 // interpolate applies ops files to a manifest, as bosh interpolate does.
-func interpolate(manifest []byte, opsPaths []string) ([]byte, error) {
+func interpolate(ctx context.Context, manifest []byte, opsPaths []string) ([]byte, error) {
 	if len(opsPaths) == 0 {
 		return manifest, nil
 	}
-	ops, err := deployment.ReadOpsFiles(opsPaths)
+	ops, err := deployment.ReadOpsFiles(ctx, opsPaths)
 	if err != nil {
 		return nil, err
 	}

@@ -28,8 +28,9 @@ before its jobs start, installs the launcher (--install-launcher) where the jobs
 copied, writes the process containers' shared plan (--instance) in --plan-dir, and
 marks the render step done there for this pod's sandbox, which pre-start and the
 launchers wait for. With --hold (a container beside the processes) it marks the
-step done before the address wait, which then only logs how it went, and waits to
-be stopped; a restart in the same sandbox renders nothing again.`,
+step done before the address wait, leaving the address and the pod's IP in
+--plan-dir (` + contract.AddressFile + `) for the launchers to wait for, and waits to be
+stopped; a restart in the same sandbox renders nothing again.`,
 			Args: cobra.NoArgs,
 			PreRunE: func(cmd *cobra.Command, _ []string) error {
 				return flagsFromEnv(cmd)
@@ -58,7 +59,14 @@ be stopped; a restart in the same sandbox renders nothing again.`,
 						return err
 					}
 					if step.hold {
-						c.Rendered = done
+						c.Rendered = func(address string) error {
+							if c.PodIP != "" {
+								if err := contract.WriteAddress(planDir, contract.Address{Name: address, IP: c.PodIP}); err != nil {
+									return err
+								}
+							}
+							return done()
+						}
 					}
 					if err := rendering.Run(ctx, c); err != nil || step.hold {
 						return err

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -32,13 +31,7 @@ func (o *renderOptions) renderer(c *ruby.Confinement) (ruby.Renderer, error) {
 // installation, writes and runs nothing; without Landlock it warns on
 // stderr and renders unconfined.
 func (o *renderOptions) offline(stderr io.Writer, releases []string) (ruby.Renderer, error) {
-	var dirs []string
-	for _, r := range releases {
-		if _, dir, ok := strings.Cut(r, "="); ok {
-			dirs = append(dirs, dir)
-		}
-	}
-	c, err := ruby.ConfineOffline(dirs...)
+	c, err := ruby.ConfineOffline(releaseDirs(releases)...)
 	if err != nil && !errors.Is(err, ruby.ErrNoRuby) {
 		fmt.Fprintf(stderr, "%s: %v\n", ruby.OfflineUnconfined, err)
 	}

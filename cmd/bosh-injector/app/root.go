@@ -17,6 +17,8 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/bosh-injector/bosh-injector/gather/variables"
 )
 
 // exitError carries a process exit code out of a command whose failure has
@@ -29,6 +31,9 @@ func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code)
 type globalOptions struct {
 	logLevel  string
 	logFormat string
+	// secrets are the variable values the command has seen; stderr (logs,
+	// warnings, errors) never shows them.
+	secrets *variables.Redactor
 }
 
 // Main runs the CLI with args and returns the process exit code.
@@ -46,13 +51,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case errors.As(err, &exit):
 		return exit.code
 	default:
-		fmt.Fprintln(stderr, "Error:", err)
+		fmt.Fprintln(root.ErrOrStderr(), "Error:", err)
 		return 1
 	}
 }
 
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
-	opts := &globalOptions{}
+	opts := &globalOptions{secrets: &variables.Redactor{}}
 	root := &cobra.Command{
 		Use:           "bosh-injector",
 		Short:         "Run BOSH releases on Kubernetes without a BOSH director",
@@ -63,7 +68,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		PersistentPreRunE: func(*cobra.Command, []string) error { return opts.validate() },
 	}
 	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root.SetErr(opts.secrets.Writer(stderr))
 	root.PersistentFlags().StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	root.PersistentFlags().StringVar(&opts.logFormat, "log-format", "json", "log format: json or console")
 	for _, add := range subcommands {

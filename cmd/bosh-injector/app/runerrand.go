@@ -1,12 +1,7 @@
 package app
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/client/errand"
 )
@@ -40,7 +35,7 @@ It runs with your kubeconfig's credentials.`,
 					}
 					o.Filters = append(o.Filters, f)
 				}
-				cluster, ns, err := errandCluster(kubeconfig, namespace)
+				cluster, ns, err := userCluster(kubeconfig, namespace)
 				if err != nil {
 					return err
 				}
@@ -63,32 +58,4 @@ It runs with your kubeconfig's credentials.`,
 		f.BoolVar(&o.KeepAlive, "keep-alive", false, "keep the run's Job and its pods afterwards")
 		return cmd
 	})
-}
-
-// errandCluster connects with the user's kubeconfig and returns the
-// namespace given, else the context's.
-func errandCluster(kubeconfig, namespace string) (errand.Cluster, string, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
-	if namespace == "" {
-		ns, _, err := loader.Namespace()
-		if err != nil {
-			return errand.Cluster{}, "", fmt.Errorf("kubeconfig: %w", err)
-		}
-		namespace = ns
-	}
-	cfg, err := restConfig(kubeconfig)
-	if err != nil {
-		return errand.Cluster{}, "", err
-	}
-	c, err := client.New(cfg, client.Options{})
-	if err != nil {
-		return errand.Cluster{}, "", err
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return errand.Cluster{}, "", err
-	}
-	return errand.Cluster{Config: cfg, Client: c, Kube: kube}, namespace, nil
 }

@@ -6,8 +6,11 @@ import (
 	"os"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/rendering"
 	"github.com/bosh-injector/bosh-injector/inject/runtime"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
@@ -42,6 +45,7 @@ func init() {
 	register(func(g *globalOptions) *cobra.Command {
 		var o runtimeOptions
 		var terminationLog string
+		var addressWait time.Duration
 		cmd := &cobra.Command{
 			Use:   "exec",
 			Short: "Run this container's BPM process as BPM does (the process containers' entrypoint)",
@@ -53,7 +57,13 @@ then kills. The container hosting a job's scripts runs its post-start and post-s
 A process of a job without bpm.yml runs through its monit file's start and stop
 programs instead. It starts nothing before the instance's setup (render, the
 pre-start steps) ended, as monit starts nothing before the agent applied the jobs
-and ran their pre-start scripts. The plan comes from ` + contract.EnvPlan + ` and the
+and ran their pre-start scripts, nor before the instance's address resolves to
+the pod's IP (--address-wait), as a VM's own DNS record exists before its jobs start.
+While the pod's ` + names.AnnotationDesiredState + `
+annotation (read from ` + contract.DesiredDir + `) is "stopped", the instance's
+pre-stop and drain run once, the process stops and post-stop runs, and the
+container stays until it is removed; back to started, the process and post-start
+run again. The plan comes from ` + contract.EnvPlan + ` and the
 instance's ` + contract.InstanceFile + `, which render writes in --plan-dir.`,
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
@@ -76,7 +86,9 @@ instance's ` + contract.InstanceFile + `, which render writes in --plan-dir.`,
 					defer stop()
 				}
 				l := runtime.Launcher{Plan: in.Plan, VCAP: o.vcap, State: in.State, Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr(), Log: in.Log,
-					StopTimeout: contract.BPMStopTimeout * time.Second, QuitGrace: contract.BPMQuitGrace * time.Second, PostStopWait: 10 * time.Second}
+					StopTimeout: contract.BPMStopTimeout * time.Second, QuitGrace: contract.BPMQuitGrace * time.Second, PostStopWait: 10 * time.Second,
+					BeforeStart: func(ctx context.Context) error { return awaitOwnAddress(ctx, o.planDir, in.Log, addressWait) },
+					Desired:     contract.DesiredDir}
 				run := l.Run
 				if in.Plan.Monit {
 					run = l.RunMonit
@@ -93,6 +105,7 @@ instance's ` + contract.InstanceFile + `, which render writes in --plan-dir.`,
 		}
 		o.flags(cmd)
 		cmd.Flags().StringVar(&terminationLog, "termination-log", "/dev/termination-log", "file receiving the error on failure")
+		cmd.Flags().DurationVar(&addressWait, "address-wait", 30*time.Second, "how long to wait for the instance's address to resolve to the pod's IP when render did not (0: not at all); the process starts either way")
 		return cmd
 	})
 
@@ -140,6 +153,7 @@ the processes), and a restart in the same sandbox runs nothing again.`,
 
 	register(func(g *globalOptions) *cobra.Command {
 		var o runtimeOptions
+		var deploymentDeleted bool
 		cmd := &cobra.Command{
 			Use:   "pre-stop",
 			Short: "Run the instance's pre-stop and drain scripts once, before any process stops (the preStop hook)",
@@ -149,10 +163,16 @@ the processes), and a restart in the same sandbox runs nothing again.`,
 				if err != nil {
 					return err
 				}
+				// `recreate --skip-drain` says so on the pod.
+				_, in.SkipDrain = runtime.Desired(contract.DesiredDir)
+				if deploymentDeleted {
+					in.Scripts.NextState = runtime.DeleteEnv
+				}
 				return in.PreStop(cmd.Context())
 			},
 		}
 		o.flags(cmd)
+		cmd.Flags().BoolVar(&deploymentDeleted, "deployment-deleted", false, "tell pre-stop the instance and its deployment are deleted (delete-deployment runs it so in every process container)")
 		return cmd
 	})
 
@@ -262,4 +282,26 @@ func installLauncher(dir string) error {
 		return err
 	}
 	return os.Rename(tmp, dir+"/bosh-injector")
+}
+
+// awaitOwnAddress waits, at most within, for the instance's address that
+// render left in planDir to resolve to the pod's IP: a process listening on
+// its own address (nats-release's nats-tls) would exit "no such host". The
+// process starts once the wait ends either way, as the kubelet restarts a
+// process that exits; only the pod's stop ends the wait with an error.
+func awaitOwnAddress(ctx context.Context, planDir string, log logr.Logger, within time.Duration) error {
+	a, ok, err := contract.ReadAddress(planDir)
+	if err != nil || !ok || within <= 0 {
+		return err
+	}
+	waited, err := rendering.AwaitAddress(ctx, nil, a.Name, a.IP, within)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		log.Info("starting the process before its address resolves", "error", err.Error())
+		return nil
+	}
+	log.Info(rendering.AddressResolved, "address", a.Name, "ip", a.IP, "waited", waited.Round(time.Millisecond).String())
+	return nil
 }

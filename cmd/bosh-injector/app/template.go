@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,11 +32,12 @@ type templateOptions struct {
 	index                                            int
 	network                                          instance.Network
 	render                                           renderOptions
+	secrets                                          *variables.Redactor
 }
 
 func init() {
-	register(func(*globalOptions) *cobra.Command {
-		o := &templateOptions{}
+	register(func(g *globalOptions) *cobra.Command {
+		o := &templateOptions{secrets: g.secrets}
 		cmd := &cobra.Command{
 			Use:   "template",
 			Short: "Render a whole deployment offline, as the director would",
@@ -47,7 +49,7 @@ it was.`,
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				if err := o.run(cmd); err != nil {
-					fmt.Fprintln(cmd.OutOrStdout(), err)
+					fmt.Fprintln(cmd.OutOrStdout(), o.secrets.Redact(err.Error()))
 					return exitError{code: 1}
 				}
 				return nil
@@ -71,25 +73,41 @@ it was.`,
 	})
 }
 
-func (o *templateOptions) run(cmd *cobra.Command) error {
+func (o *templateOptions) run(cmd *cobra.Command) (err error) {
 	if o.manifest == "" || o.output == "" {
 		return fmt.Errorf("--manifest and --output are required")
 	}
 	if err := o.checkFlags(cmd); err != nil {
 		return err
 	}
-	data, err := inputfile.Read("--manifest", o.manifest)
+	data, err := inputfile.Read(cmd.Context(), "--manifest", o.manifest)
 	if err != nil {
 		return err
 	}
-	ops, err := deployment.ReadOpsFiles(o.opsFiles)
+	ops, err := deployment.ReadOpsFiles(cmd.Context(), o.opsFiles)
 	if err != nil {
 		return err
 	}
-	vars, err := o.variables()
+	vars, store, err := o.variables(cmd.Context())
 	if err != nil {
 		return err
 	}
+	// Generated values are saved before the render is written, so no
+	// render holds a value the store lacks, and kept when a step fails,
+	// so the next run generates nothing again.
+	saved := false
+	save := func() error {
+		saved = true
+		if store == nil {
+			return nil
+		}
+		return store.Save()
+	}
+	defer func() {
+		if err != nil && !saved {
+			err = errors.Join(err, save())
+		}
+	}()
 	specs, err := o.specSource()
 	if err != nil {
 		return err
@@ -106,6 +124,9 @@ func (o *templateOptions) run(cmd *cobra.Command) error {
 	}
 	d, err := deployment.Resolve(deployment.Input{Manifest: m, Specs: specs, Variables: vars, Network: o.network})
 	if err != nil {
+		return err
+	}
+	if err := save(); err != nil {
 		return err
 	}
 	renderer, err := o.render.offline(cmd.ErrOrStderr(), o.releases)
@@ -191,16 +212,16 @@ func (o *templateOptions) checkFlags(cmd *cobra.Command) error {
 	if errs := validation.IsDNS1123Label(o.network.Namespace); len(errs) > 0 {
 		return fmt.Errorf("--namespace %q: not a valid namespace name: %s", o.network.Namespace, strings.Join(errs, "; "))
 	}
+	// The domain is part of every instance address templates render.
+	if errs := validation.IsDNS1123Subdomain(o.network.ClusterDomain); len(errs) > 0 {
+		return fmt.Errorf("--cluster-domain %q: not a valid DNS domain: %s", o.network.ClusterDomain, strings.Join(errs, "; "))
+	}
 	if _, err := netip.ParseAddr(o.ip); err != nil {
 		return fmt.Errorf("--ip %q: not an IP address", o.ip)
 	}
-	dirs := make([]string, len(o.releases))
-	for i, r := range o.releases {
-		_, dirs[i], _ = strings.Cut(r, "=")
-	}
 	return checkOutput(o.output, map[string][]string{
 		"--manifest": {o.manifest}, "--ops-file": o.opsFiles, "--vars-file": {o.varsFile},
-		"--vars-store": {o.varsStore}, "--release": dirs,
+		"--vars-store": {o.varsStore}, "--release": releaseDirs(o.releases),
 	})
 }
 
@@ -241,25 +262,29 @@ func (o *templateOptions) checkSelection(m *manifest.Manifest) error {
 	return nil
 }
 
-// variables layers --vars-file and --var over the vars store (or memory).
-func (o *templateOptions) variables() (variables.Source, error) {
+// variables layers --vars-file and --var over the vars store (or memory),
+// every value watched by o.secrets; store is the vars store to save, if
+// any.
+func (o *templateOptions) variables(ctx context.Context) (src variables.Source, store *variables.FileSource, err error) {
 	var files []string
 	if o.varsFile != "" {
 		files = []string{o.varsFile}
 	}
-	given, err := variables.Given(files, o.vars)
+	given, err := variables.Given(ctx, files, o.vars)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var store variables.Source = variables.NewMapSource(nil)
+	// Given values are redacted even when unused: an error may quote the
+	// manifest text they were meant for.
+	o.secrets.Remember(given.Values())
+	var kept variables.Source = variables.NewMapSource(nil)
 	if o.varsStore != "" {
-		s, err := variables.OpenFile(o.varsStore)
-		if err != nil {
-			return nil, err
+		if store, err = variables.OpenFile(ctx, o.varsStore); err != nil {
+			return nil, nil, err
 		}
-		store = s
+		kept = store
 	}
-	return variables.Layered{Given: given, Store: store, Where: "--var, --vars-file or --vars-store"}, nil
+	return o.secrets.Watch(variables.Layered{Given: given, Store: kept, Where: "--var, --vars-file or --vars-store"}), store, nil
 }
 
 // specSource reads each --release from a source tree or a jobs directory;

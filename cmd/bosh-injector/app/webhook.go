@@ -3,6 +3,7 @@ package app
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/bosh-injector/bosh-injector/gather/operator/disks"
 	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/webhook"
 )
@@ -34,6 +35,7 @@ func init() {
 		f.StringVar(&o.Namespace, "namespace", "bosh-injector", "the operator's namespace (never injected; leader election lease)")
 		f.StringVar(&o.OperatorImage, "operator-image", "localhost/bosh-injector:dev", "image of the render init containers and gathering Jobs")
 		f.IntVar(&o.DrainSeconds, "drain-seconds", inject.DefaultDrainSeconds, "time an instance's pre-stop and drain scripts get before its processes stop; part of the pods' terminationGracePeriodSeconds")
+		f.DurationVar(&o.OrphanedDiskRetention, "orphaned-disk-retention", disks.DefaultRetention, "how long a claim no instance mounts (scaled down, deployment deleted) is kept before the operator deletes it; the director's default is 5 days")
 		f.StringVar(&o.ClusterDomain, "cluster-domain", "cluster.local", "cluster DNS domain of instance addresses")
 		f.StringVar(&o.CertDir, "cert-dir", "/etc/bosh-injector/serving-certs", "directory with tls.crt and tls.key, reloaded when they change")
 		f.StringVar(&o.Host, "host", "", "address the webhook server listens on")

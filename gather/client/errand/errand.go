@@ -73,7 +73,7 @@ type Filter struct{ Group, IndexOrID string }
 func ParseFilter(s string) (Filter, error) {
 	group, id, _ := strings.Cut(s, "/")
 	if group == "" || strings.Contains(id, "/") {
-		return Filter{}, fmt.Errorf("--instance %q: want an instance group, group/index, group/id or group/first", s)
+		return Filter{}, fmt.Errorf("instance %q: want an instance group, group/index, group/id or group/first", s)
 	}
 	return Filter{Group: group, IndexOrID: id}, nil
 }
@@ -85,9 +85,9 @@ func (f Filter) String() string {
 	return f.Group + "/" + f.IndexOrID
 }
 
-// matches is the director's InstanceFilter#matches?: "first" is the
+// Matches is the director's InstanceFilter#matches?: "first" is the
 // group's instance with the lowest id, as the director sorts its UUIDs.
-func (f Filter) matches(in Instance, all []Instance) bool {
+func (f Filter) Matches(in Instance, all []Instance) bool {
 	if in.Group != f.Group {
 		return false
 	}
@@ -126,7 +126,7 @@ func Resolve(m *manifest.Manifest, errand string, filters []Filter) (Target, err
 		for _, f := range filters {
 			n := 0
 			for _, in := range all {
-				if f.matches(in, all) {
+				if f.Matches(in, all) {
 					n++
 					if !slices.Contains(matched, in) {
 						matched = append(matched, in)
@@ -164,7 +164,11 @@ func Resolve(m *manifest.Manifest, errand string, filters []Filter) (Target, err
 		t.Lifecycle = &Instance{Group: g.Name, Index: 0, ID: instance.ID(m.Name, g.Name, 0)}
 		return t, nil
 	}
-	if m.InstanceGroup(errand) != nil {
+	// The director warns whenever a group has the errand's name too; when
+	// the job's only group is that errand group (an errand group named after
+	// its job, as is usual) both readings run the same instance, so there is
+	// nothing ambiguous to warn about.
+	if g := m.InstanceGroup(errand); g != nil && !(len(byJob) == 1 && byJob[0] == g) {
 		t.Warnings = append(t.Warnings, fmt.Sprintf("Ambiguous request: the requested errand name '%s' matches both a job name and an errand instance group name. Executing errand on all relevant instances with job '%s'.", errand, errand))
 	}
 	for _, g := range byJob {

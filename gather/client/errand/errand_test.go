@@ -23,6 +23,7 @@ instance_groups:
 - {name: migrate, instances: 2, lifecycle: errand, jobs: [{name: migrations, release: r}]}
 - {name: smoke-tests, instances: 1, lifecycle: errand, jobs: [{name: smoke-tests, release: r}]}
 - {name: none, instances: 0, lifecycle: errand, jobs: [{name: nothing, release: r}]}
+- {name: server, instances: 1, lifecycle: errand, jobs: [{name: server-check, release: r}]}
 `
 
 func filters(t *testing.T, args ...string) []Filter {
@@ -53,8 +54,12 @@ func TestResolveAsTheDirector(t *testing.T) {
 	}{
 		// An errand group runs its first instance only.
 		{name: "errand group", errand: "migrate", lifecycle: "migrate/0"},
-		{name: "group and job of one name", errand: "smoke-tests", lifecycle: "smoke-tests/0", warnings: 1},
+		// Named after its only job: both readings run it, no warning.
+		{name: "group and job of one name", errand: "smoke-tests", lifecycle: "smoke-tests/0"},
 		{name: "colocated job on every instance", errand: "check", colocated: []string{"web/0", "web/1", "web/2", "api/0"}, warnings: 1},
+		// The job wins over another group of its name (ambiguous), and runs
+		// on several instances at once: the director's two warnings.
+		{name: "job and another group of one name", errand: "server", colocated: []string{"web/0", "web/1", "web/2", "api/0"}, warnings: 2},
 		{name: "colocated, filtered by group and index", errand: "check", filters: []string{"web/1", "api"}, colocated: []string{"web/1", "api/0"}},
 		{name: "colocated, filtered by id", errand: "check", filters: []string{"web/" + id("web", 2)}, colocated: []string{"web/2"}},
 		{name: "no such errand", errand: "nope", err: "Errand 'nope' doesn't exist"},

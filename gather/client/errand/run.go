@@ -1,12 +1,10 @@
 package errand
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,17 +15,11 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/streaming/pkg/httpstream"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/bosh-injector/bosh-injector/gather/deployment"
-	"github.com/bosh-injector/bosh-injector/gather/manifest"
+	"github.com/bosh-injector/bosh-injector/gather/client/cluster"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
 	"github.com/bosh-injector/bosh-injector/inject"
@@ -49,26 +41,14 @@ type Options struct {
 const poll = time.Second
 
 // Cluster is how Run reaches the cluster: the user's own credentials.
-type Cluster struct {
-	Config *rest.Config
-	Client client.Client
-	Kube   kubernetes.Interface
-}
+type Cluster = cluster.Cluster
 
 // Run runs an errand and returns its exit status: 0 when every instance's
 // run exited 0 (or the run was skipped), else the first failure's.
 func Run(ctx context.Context, c Cluster, o Options) (int, error) {
-	secret, err := manifestSecret(ctx, c.Client, o.Namespace, o.Deployment)
+	secret, m, err := cluster.Manifest(ctx, c.Client, o.Namespace, o.Deployment)
 	if err != nil {
 		return 0, err
-	}
-	doc, err := deployment.Document(secret.Data[names.ManifestKey], deployment.OpsFilesOf(secret.Data))
-	if err != nil {
-		return 0, fmt.Errorf("manifest Secret %s: %w", secret.Name, err)
-	}
-	m, err := manifest.FromDocument(doc)
-	if err != nil {
-		return 0, fmt.Errorf("manifest Secret %s: %w", secret.Name, err)
 	}
 	t, err := Resolve(m, o.Errand, o.Filters)
 	if err != nil {
@@ -85,7 +65,7 @@ func Run(ctx context.Context, c Cluster, o Options) (int, error) {
 		}
 		return v, nil
 	}
-	r := &run{Cluster: c, o: o, out: &lineWriter{w: o.Out}, several: len(t.Colocated) > 1}
+	r := &run{Cluster: c, o: o, out: cluster.NewLines(o.Out), several: len(t.Colocated) > 1}
 	var results []result
 	if t.Lifecycle != nil {
 		v, err := version(t.Lifecycle.Group)
@@ -147,26 +127,10 @@ func summarize(out io.Writer, errand string, results []result) int {
 	return code
 }
 
-// manifestSecret is the deployment's manifest Secret: labelled with the
-// deployment, holding the manifest, and not one gathering wrote.
-func manifestSecret(ctx context.Context, c client.Reader, namespace, deployment string) (*corev1.Secret, error) {
-	var list corev1.SecretList
-	if err := c.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{names.LabelDeployment: names.LabelValue(deployment)}); err != nil {
-		return nil, err
-	}
-	for i := range list.Items {
-		s := &list.Items[i]
-		if _, kind := s.Labels[names.LabelSecretKind]; !kind && s.Data[names.ManifestKey] != nil {
-			return s, nil
-		}
-	}
-	return nil, fmt.Errorf("deployment '%s' has no manifest Secret in namespace %s (label %s=%s, key %s)", deployment, namespace, names.LabelDeployment, names.LabelValue(deployment), names.ManifestKey)
-}
-
 type run struct {
 	Cluster
 	o   Options
-	out *lineWriter
+	out *cluster.Lines
 	// several: output lines are prefixed with their instance.
 	several bool
 }
@@ -294,7 +258,7 @@ func (r *run) follow(ctx context.Context, job *batchv1.Job, in Instance) (result
 	say := func(format string, args ...any) {
 		if line := fmt.Sprintf(format, args...); !said[line] {
 			said[line] = true
-			r.out.line(in.String(), line)
+			r.out.Line(in.String(), line)
 		}
 	}
 	var pod *corev1.Pod
@@ -397,11 +361,11 @@ func jobFailure(job *batchv1.Job) string {
 func (r *run) stream(ctx context.Context, namespace, pod, container, prefix string, follow bool) {
 	rc, err := r.Kube.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{Container: container, Follow: follow}).Stream(ctx)
 	if err != nil {
-		r.out.line(prefix, fmt.Sprintf("(no output of container %s: %v)", container, err))
+		r.out.Line(prefix, fmt.Sprintf("(no output of container %s: %v)", container, err))
 		return
 	}
 	defer rc.Close()
-	r.out.copy(prefix, rc)
+	r.out.Copy(prefix, rc)
 }
 
 // colocated runs the errand job's bin/run in each instance's running pod,
@@ -531,23 +495,12 @@ func (r *run) exec(ctx context.Context, in Instance, pod *corev1.Pod) result {
 		res.Exit, res.Why = 1, fmt.Sprintf("no running container of pod %s has job '%s' (/var/vcap/jobs/%s)", pod.Name, r.o.Errand, r.o.Errand)
 		return res
 	}
-	req := r.Kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(pod.Namespace).Name(pod.Name).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{
-			Container: container,
-			Command:   []string{contract.Binary, contract.Errand, r.o.Errand},
-			Stdout:    true, Stderr: true,
-		}, scheme.ParameterCodec)
-	exec, err := executor(r.Config, req.URL())
-	if err != nil {
-		res.Exit, res.Why = 1, err.Error()
-		return res
-	}
 	prefix := ""
 	if r.several {
 		prefix = in.String()
 	}
-	stdout, stderr := r.out.pipe(prefix), r.out.pipe(prefix)
-	err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: stdout, Stderr: stderr})
+	stdout, stderr := r.out.Pipe(prefix), r.out.Pipe(prefix)
+	err := r.Exec(ctx, pod, container, []string{contract.Binary, contract.Errand, r.o.Errand}, cluster.Streams{Stdout: stdout, Stderr: stderr})
 	stdout.Close()
 	stderr.Close()
 	var exit interface{ ExitStatus() int }
@@ -558,68 +511,4 @@ func (r *run) exec(ctx context.Context, in Instance, pod *corev1.Pod) result {
 		res.Exit, res.Why = 1, fmt.Sprintf("running bin/run in pod %s, container %s: %v", pod.Name, container, err)
 	}
 	return res
-}
-
-// executor is the exec protocol kubectl uses: WebSocket, else SPDY.
-func executor(cfg *rest.Config, u *url.URL) (remotecommand.Executor, error) {
-	ws, err := remotecommand.NewWebSocketExecutor(cfg, "GET", u.String())
-	if err != nil {
-		return nil, err
-	}
-	spdy, err := remotecommand.NewSPDYExecutor(cfg, "POST", u)
-	if err != nil {
-		return nil, err
-	}
-	return remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
-		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
-	})
-}
-
-// lineWriter writes whole lines of several streams to one output, each
-// line with its stream's prefix.
-type lineWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lineWriter) line(prefix, text string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if prefix != "" {
-		fmt.Fprintf(l.w, "%s: %s\n", prefix, text)
-	} else {
-		fmt.Fprintln(l.w, text)
-	}
-}
-
-func (l *lineWriter) copy(prefix string, r io.Reader) {
-	s := bufio.NewScanner(r)
-	s.Buffer(make([]byte, 64*1024), 1024*1024)
-	for s.Scan() {
-		l.line(prefix, s.Text())
-	}
-}
-
-// pipe is a writer whose lines go to the output with prefix; Close
-// flushes the last line.
-func (l *lineWriter) pipe(prefix string) io.WriteCloser {
-	pr, pw := io.Pipe()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		l.copy(prefix, pr)
-		_, _ = io.Copy(io.Discard, pr)
-	}()
-	return closer{pw, done}
-}
-
-type closer struct {
-	*io.PipeWriter
-	done chan struct{}
-}
-
-func (c closer) Close() error {
-	err := c.PipeWriter.Close()
-	<-c.done
-	return err
 }

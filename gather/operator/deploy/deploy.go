@@ -1,15 +1,20 @@
 // Package deploy is the operator's deploy controller: it takes each
 // configuration version the job runner accepted (the instance groups'
-// resolved versions and the manifest's update plan) to the deployment's
-// StatefulSets as a BOSH director deploys: instance groups in manifest
-// order (consecutive `serial: false` groups together), within a group
-// canaries first and then batches of max_in_flight, AZ by AZ, each step
-// released by lowering the StatefulSets' rollingUpdate.partition once the
-// instances of the step before are Ready and their watch time has passed.
-// An instance not Ready by its watch time's maximum, or crash-looping,
-// stops the deploy: what was not updated keeps its version and keeps
-// running. It touches nothing of a StatefulSet but its update strategy's
-// partition and its pod template's resolved-version annotation.
+// resolved and BPM versions and the manifest's update plan) to the
+// deployment's StatefulSets as a BOSH director deploys: instance groups in
+// manifest order (consecutive `serial: false` groups together), within a
+// group canaries first and then batches of max_in_flight, AZ by AZ. A step
+// replaces instances by lowering the StatefulSets' rollingUpdate.partition
+// and starts new ones (a first deploy's, a scale-up's) by lifting their
+// pods' scheduling gate, once the instances of the step before run: Ready
+// after the watch time's minimum, by its maximum, restarts in between
+// allowed, as the director polls an updated instance. An instance not
+// running by then stops the deploy: what was not updated keeps its version
+// and keeps running, what was not started stays held. A deploy is done
+// when every instance of its groups runs at the accepted version. It
+// touches nothing of a StatefulSet but its update strategy's partition and
+// its pod template's version annotations, and nothing of a pod but the
+// deploy's scheduling gate.
 package deploy
 
 import (
@@ -92,15 +97,26 @@ type Status struct {
 	Started string            `json:"started,omitempty"`
 	// Finished is when the deploy ended, deployed or failed.
 	Finished string `json:"finished,omitempty"`
+	// Instances is, per StatefulSet, how many of its instances (the
+	// ordinals below) the deploys started: the webhook holds the pods of
+	// the others with a scheduling gate until the deploy starts them. It
+	// is carried from deploy to deploy.
+	Instances map[string]int `json:"instances,omitempty"`
 }
 
 // Group is an instance group's update in a deploy.
 type Group struct {
 	Phase string `json:"phase"`
 	// Sets are the group's StatefulSets in AZ order, Replicas their sizes
-	// when the update started, Steps the update's steps over them.
+	// when the update started. Of each, the update starts the new
+	// instances from Started up, lowest first, then replaces the ones
+	// below Updating through the partition, highest first; Steps are its
+	// steps over them, as the director takes a group's new and changed
+	// instances.
 	Sets     []string      `json:"sets,omitempty"`
 	Replicas []int         `json:"replicas,omitempty"`
+	Updating []int         `json:"updating,omitempty"`
+	Started  []int         `json:"started,omitempty"`
 	Steps    []update.Step `json:"steps,omitempty"`
 	// Step is the last released step, -1 before the first.
 	Step int `json:"step"`
@@ -168,8 +184,9 @@ func Of(s *corev1.Secret) (Status, bool) {
 func target(st runner.Status) string {
 	data, _ := json.Marshal(struct {
 		Versions map[string]int
+		BPM      map[string]int `json:",omitempty"`
 		Plan     update.Plan
-	}{st.Versions, st.Plan})
+	}{st.Versions, st.BPM, st.Plan})
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:8])
 }
@@ -186,31 +203,39 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	deployment := manifest.Labels[names.LabelDeployment]
 	now := r.now()
-	prev := StatusOf(&manifest)
-	st := prev
+	// st is read apart from prev, whose maps it must not share: prev is
+	// what setStatus compares with.
+	prev, st := StatusOf(&manifest), StatusOf(&manifest)
 	retry := manifest.Annotations[names.AnnotationRetryDeploy]
-	switch t := target(accepted); {
-	case st.Target != t:
-		st = Status{Target: t, Retry: retry, Phase: PhaseDeploying, Groups: map[string]*Group{}, Started: stamp(now)}
-	case st.Retry != retry && st.Phase == PhaseFailed:
-		// A retry watches the failed step's instances again from now.
-		st.Retry, st.Phase, st.Message, st.Finished = retry, PhaseDeploying, "", ""
-		for _, g := range st.Groups {
-			if g.Phase == groupUpdating {
-				g.Released = stamp(now)
-			}
-		}
+	t := target(accepted)
+	// A deploy plans from what runs: a retry, as `bosh deploy` run again,
+	// plans again, so a group a failed deploy left half updated is finished.
+	restart := func() {
+		st = Status{Target: t, Retry: retry, Phase: PhaseDeploying, Groups: map[string]*Group{}, Started: stamp(now), Instances: st.Instances}
+	}
+	if st.Target != t || st.Retry != retry {
+		restart()
 	}
 	if st.Groups == nil {
 		st.Groups = map[string]*Group{}
 	}
+	if st.Instances == nil {
+		st.Instances = map[string]int{}
+	}
+	sets, err := r.statefulSets(ctx, manifest.Namespace, deployment)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.sweep(ctx, &st, sets); err != nil {
+		return reconcile.Result{}, err
+	}
+	if st.Phase == PhaseDeployed && scaledUp(accepted, sets, st.Instances) {
+		// More replicas are instances to start, in the deploy's order.
+		restart()
+	}
 	var result reconcile.Result
 	if st.Phase == PhaseDeploying {
-		sets, err := r.statefulSets(ctx, manifest.Namespace, deployment)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		d := &run{Reconciler: r, manifest: &manifest, versions: accepted.Versions, sets: sets, status: &st, now: now}
+		d := &run{Reconciler: r, manifest: &manifest, versions: accepted.Versions, bpm: accepted.BPM, sets: sets, status: &st, now: now}
 		wait, err := d.deploy(ctx, accepted.Plan)
 		if err != nil {
 			return reconcile.Result{}, err
@@ -268,7 +293,7 @@ func (r *Reconciler) statefulSets(ctx context.Context, namespace, deployment str
 func (r *Reconciler) setStatus(ctx context.Context, manifest *corev1.Secret, prev, st Status) error {
 	stepLabel := ""
 	if st.Phase == PhaseDeploying {
-		stepLabel = names.LabelValue(st.Step)
+		stepLabel = names.FreeLabelValue(st.Step)
 	}
 	data, err := json.Marshal(st)
 	if err != nil {
@@ -300,6 +325,7 @@ type run struct {
 	*Reconciler
 	manifest *corev1.Secret
 	versions map[string]int
+	bpm      map[string]int
 	sets     map[string][]*appsv1.StatefulSet
 	status   *Status
 	now      time.Time
@@ -345,215 +371,6 @@ func (d *run) deploy(ctx context.Context, plan update.Plan) (time.Duration, erro
 	return 0, nil
 }
 
-// group advances one group's update.
-func (d *run) group(ctx context.Context, g update.Group) (outcome, error) {
-	label := names.LabelValue(g.Name)
-	gs := d.status.Groups[g.Name]
-	if gs != nil && (gs.Phase == groupDone || gs.Phase == groupUnchanged) {
-		return outcome{done: true}, nil
-	}
-	version, ok := d.versions[label]
-	if !ok {
-		return outcome{done: true}, nil
-	}
-	sets := d.sets[label]
-	if gs == nil {
-		want := strconv.Itoa(version)
-		changed := slices.ContainsFunc(sets, func(s *appsv1.StatefulSet) bool { return !atVersion(s, want) })
-		if !changed {
-			d.status.Groups[g.Name] = &Group{Phase: groupUnchanged}
-			return outcome{done: true}, nil
-		}
-		return d.start(ctx, g, sets, want)
-	}
-	return d.advance(ctx, g, gs, sets)
-}
-
-// atVersion says whether a StatefulSet's template names resolved version
-// want; a template without the annotation was created against the first.
-func atVersion(s *appsv1.StatefulSet, want string) bool {
-	current, has := s.Spec.Template.Annotations[names.AnnotationResolvedVersion]
-	return current == want || (!has && want == "1")
-}
-
-// start holds the group's StatefulSets at their current instances (the
-// partition at their size) while their templates take the new version,
-// then the first step is released on the next pass.
-func (d *run) start(ctx context.Context, g update.Group, sets []*appsv1.StatefulSet, want string) (outcome, error) {
-	gs := &Group{Phase: groupUpdating, Step: -1}
-	for _, s := range sets {
-		if s.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
-			d.fail(g.Name, fmt.Sprintf("StatefulSet %s updates on delete only: the deploy cannot release its instances; use the RollingUpdate strategy", s.Name))
-			return outcome{}, nil
-		}
-		gs.Sets = append(gs.Sets, s.Name)
-		gs.Replicas = append(gs.Replicas, int(ptr.Deref(s.Spec.Replicas, 1)))
-	}
-	steps, err := g.Update.Steps(gs.Replicas)
-	if err != nil {
-		d.fail(g.Name, fmt.Sprintf("instance group '%s': %v", g.Name, err))
-		return outcome{}, nil
-	}
-	gs.Steps = steps
-	for i, s := range sets {
-		if err := d.patch(ctx, s, want, gs.Replicas[i]); err != nil {
-			return outcome{}, err
-		}
-	}
-	d.status.Groups[g.Name] = gs
-	d.Log.Info("updating instance group", "namespace", d.manifest.Namespace, "group", g.Name, "version", want, "steps", len(steps))
-	return d.advance(ctx, g, gs, sets)
-}
-
-// patch sets a StatefulSet's template version and partition.
-func (d *run) patch(ctx context.Context, s *appsv1.StatefulSet, want string, partition int) error {
-	p := client.MergeFrom(s.DeepCopy())
-	if want != "" {
-		if s.Spec.Template.Annotations == nil {
-			s.Spec.Template.Annotations = map[string]string{}
-		}
-		s.Spec.Template.Annotations[names.AnnotationResolvedVersion] = want
-	}
-	if s.Spec.UpdateStrategy.RollingUpdate == nil {
-		s.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{}
-	}
-	s.Spec.UpdateStrategy.RollingUpdate.Partition = ptr.To(int32(partition))
-	if err := d.Client.Patch(ctx, s, p); err != nil {
-		return fmt.Errorf("updating StatefulSet %s: %w", s.Name, err)
-	}
-	return nil
-}
-
-// released is how many instances of each AZ steps[0..upTo] release.
-func released(steps []update.Step, azs, upTo int) []int {
-	out := make([]int, azs)
-	for i := 0; i <= upTo && i < len(steps); i++ {
-		out[steps[i].AZ] += steps[i].N
-	}
-	return out
-}
-
-// advance checks the instances of the released step and, when they are
-// running and watched, releases the next step.
-func (d *run) advance(ctx context.Context, g update.Group, gs *Group, sets []*appsv1.StatefulSet) (outcome, error) {
-	byName := map[string]*appsv1.StatefulSet{}
-	for _, s := range sets {
-		byName[s.Name] = s
-	}
-	if gs.Step >= 0 {
-		o, failure, err := d.check(ctx, g, gs, byName)
-		if err != nil || failure != "" {
-			if failure != "" {
-				d.fail(g.Name, failure)
-			}
-			return outcome{}, err
-		}
-		if !o.done {
-			return o, nil
-		}
-	}
-	if gs.Step == len(gs.Steps)-1 {
-		gs.Phase = groupDone
-		return outcome{done: true}, nil
-	}
-	next := gs.Steps[gs.Step+1]
-	name := gs.Sets[next.AZ]
-	s, ok := byName[name]
-	if !ok {
-		d.fail(g.Name, fmt.Sprintf("StatefulSet %s of instance group '%s' is gone", name, g.Name))
-		return outcome{}, nil
-	}
-	partition := gs.Replicas[next.AZ] - released(gs.Steps, len(gs.Sets), gs.Step+1)[next.AZ]
-	if err := d.patch(ctx, s, "", max(partition, 0)); err != nil {
-		return outcome{}, err
-	}
-	gs.Step++
-	gs.Released = stamp(d.now)
-	what := "batch"
-	if next.Canary {
-		what = "canary"
-	}
-	steps.WithLabelValues(what).Inc()
-	ordinals := instances(s.Name, partition, partition+next.N)
-	d.Log.Info("releasing instances", "namespace", d.manifest.Namespace, "group", g.Name, "step", what, "pods", ordinals)
-	d.Recorder.Eventf(d.manifest, s, corev1.EventTypeNormal, ReasonUpdating, "Deploy", "instance group '%s': updating %s %s (step %d of %d)",
-		g.Name, what, strings.Join(ordinals, ", "), gs.Step+1, len(gs.Steps))
-	return outcome{wait: g.Update.Watch(next).Min + time.Second}, nil
-}
-
-// instances are the pod names of ordinals [from, to) of a StatefulSet.
-func instances(set string, from, to int) []string {
-	var out []string
-	for o := to - 1; o >= from; o-- {
-		out = append(out, fmt.Sprintf("%s-%d", set, o))
-	}
-	return out
-}
-
-// check watches the instances of the group's last released step as the
-// director watches an updated instance: running (Ready) once the watch
-// time's minimum has passed, failed when not by its maximum, counted from
-// the new pod's creation (or the step's release, plus the old pod's grace
-// period to stop, while there is no new pod). A crash-looping container
-// fails it at once.
-func (d *run) check(ctx context.Context, g update.Group, gs *Group, sets map[string]*appsv1.StatefulSet) (outcome, string, error) {
-	step := gs.Steps[gs.Step]
-	watch := g.Update.Watch(step)
-	name := gs.Sets[step.AZ]
-	s, ok := sets[name]
-	if !ok {
-		return outcome{}, fmt.Sprintf("StatefulSet %s of instance group '%s' is gone", name, g.Name), nil
-	}
-	if s.Status.ObservedGeneration < s.Generation || s.Status.UpdateRevision == "" {
-		return outcome{wait: poll}, "", nil
-	}
-	upper := gs.Replicas[step.AZ] - released(gs.Steps, len(gs.Sets), gs.Step-1)[step.AZ]
-	lower := gs.Replicas[step.AZ] - released(gs.Steps, len(gs.Sets), gs.Step)[step.AZ]
-	replicas := int(ptr.Deref(s.Spec.Replicas, 1))
-	var pods corev1.PodList
-	if err := d.APIReader.List(ctx, &pods, client.InNamespace(s.Namespace), client.MatchingLabels(s.Spec.Selector.MatchLabels)); err != nil {
-		return outcome{}, "", fmt.Errorf("listing the pods of StatefulSet %s: %w", s.Name, err)
-	}
-	released := parseStamp(gs.Released)
-	grace := time.Duration(ptr.Deref(s.Spec.Template.Spec.TerminationGracePeriodSeconds, corev1.DefaultTerminationGracePeriodSeconds)) * time.Second
-	var wait time.Duration
-	for o := max(lower, 0); o < min(upper, replicas); o++ {
-		podName := fmt.Sprintf("%s-%d", s.Name, o)
-		i := slices.IndexFunc(pods.Items, func(p corev1.Pod) bool { return p.Name == podName })
-		var pod *corev1.Pod
-		if i >= 0 && pods.Items[i].Labels[appsv1.ControllerRevisionHashLabelKey] == s.Status.UpdateRevision && pods.Items[i].DeletionTimestamp == nil {
-			pod = &pods.Items[i]
-		}
-		if pod == nil {
-			deadline := released.Add(grace + watch.Max)
-			if !d.now.Before(deadline) {
-				return outcome{}, d.notRunning(ctx, g.Name, podName, "", s, nil, watch), nil
-			}
-			wait = max(wait, min(poll, deadline.Sub(d.now)))
-			continue
-		}
-		start := pod.CreationTimestamp.Time
-		if start.Before(released) {
-			start = released
-		}
-		if crashLooping(pod) {
-			return outcome{}, d.notRunning(ctx, g.Name, podName, instanceName(g.Name, pod), s, pod, watch), nil
-		}
-		if ready(pod) {
-			if left := start.Add(watch.Min).Sub(d.now); left > 0 {
-				wait = max(wait, left)
-			}
-			continue
-		}
-		deadline := start.Add(watch.Max)
-		if !d.now.Before(deadline) {
-			return outcome{}, d.notRunning(ctx, g.Name, podName, instanceName(g.Name, pod), s, pod, watch), nil
-		}
-		wait = max(wait, min(poll, deadline.Sub(d.now)))
-	}
-	return outcome{done: wait == 0, wait: wait}, "", nil
-}
-
 // instanceName is the director's name of an instance: group/index.
 func instanceName(group string, pod *corev1.Pod) string {
 	if i, ok := pod.Labels[names.LabelInstanceIndex]; ok {
@@ -569,14 +386,6 @@ func ready(pod *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// crashLooping says whether the kubelet is backing off restarting a
-// container of pod; notRunning names the container.
-func crashLooping(pod *corev1.Pod) bool {
-	return slices.ContainsFunc(append(slices.Clone(pod.Status.InitContainerStatuses), pod.Status.ContainerStatuses...), func(cs corev1.ContainerStatus) bool {
-		return cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff"
-	})
 }
 
 // notRunning is the director's error for an instance not running after its
@@ -680,8 +489,8 @@ func (d *run) fail(group, why string) {
 		"deploy stopped at instance group '%s': %s Instances not updated keep their version; change the manifest or set annotation %s to retry", group, why, names.AnnotationRetryDeploy)
 }
 
-// progress sums the instances updated of the groups the deploy changes,
-// and names the step it is at.
+// progress sums the instances updated (replaced or started) of the groups
+// the deploy changes, and names the step it is at.
 func (d *run) progress(plan update.Plan) {
 	d.status.Updated, d.status.Total, d.status.Step = 0, 0, ""
 	for _, g := range plan {
@@ -690,8 +499,8 @@ func (d *run) progress(plan update.Plan) {
 			continue
 		}
 		total := 0
-		for _, n := range gs.Replicas {
-			total += n
+		for _, step := range gs.Steps {
+			total += step.N
 		}
 		d.status.Total += total
 		if gs.Phase == groupDone {

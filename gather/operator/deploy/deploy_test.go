@@ -27,14 +27,16 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/update"
 )
 
-// kubelet plays the node for the specs' pods: it reports each new pod
-// Running and Ready unless broken says it is not, and records the order
-// in which it first saw each pod.
+// kubelet plays the node for the specs' pods: it runs each pod the
+// scheduler would (one without scheduling gates), reporting it Running and
+// Ready unless broken says it is not (crashing: its container in
+// CrashLoopBackOff), and records the order in which it first ran each pod.
 type kubelet struct {
-	mu     sync.Mutex
-	seen   map[types.UID]int
-	order  []string
-	broken func(*corev1.Pod) bool
+	mu       sync.Mutex
+	seen     map[types.UID]int
+	order    []string
+	broken   func(*corev1.Pod) bool
+	crashing func(*corev1.Pod) bool
 }
 
 func (k *kubelet) run(ns string) {
@@ -56,18 +58,34 @@ func (k *kubelet) run(ns string) {
 }
 
 func (k *kubelet) observe(c context.Context, p *corev1.Pod) {
+	if len(p.Spec.SchedulingGates) > 0 || p.DeletionTimestamp != nil {
+		return
+	}
 	k.mu.Lock()
 	if _, ok := k.seen[p.UID]; !ok {
 		k.seen[p.UID] = len(k.order)
 		k.order = append(k.order, p.Name)
 	}
-	broken := k.broken != nil && k.broken(p)
+	crashing := k.crashing != nil && k.crashing(p)
+	ready := !crashing && (k.broken == nil || !k.broken(p))
 	k.mu.Unlock()
-	if broken || p.Status.Phase == corev1.PodRunning {
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	if p.Status.Phase == corev1.PodRunning && len(p.Status.Conditions) > 0 && p.Status.Conditions[0].Status == status &&
+		(crashing == (len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].State.Waiting != nil)) {
 		return
 	}
 	p.Status.Phase = corev1.PodRunning
-	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()}}
+	cs := corev1.ContainerStatus{Name: "c", Image: "busybox", Ready: ready, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
+	if crashing {
+		cs.RestartCount = 3
+		cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 10s restarting failed container"}}
+		cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: "nats-tls: no such host"}}
+	}
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{cs}
 	_ = cp.Client.Status().Update(c, p)
 }
 
@@ -81,6 +99,12 @@ func (k *kubelet) setBroken(f func(*corev1.Pod) bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.broken = f
+}
+
+func (k *kubelet) setCrashing(f func(*corev1.Pod) bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.crashing = f
 }
 
 var _ = Describe("the deploy controller", func() {
@@ -110,9 +134,9 @@ var _ = Describe("the deploy controller", func() {
 
 	// accept records versions and plan as the job runner does after a
 	// gathering, creating the manifest Secret the first time.
-	accept := func(versions map[string]int, plan update.Plan) {
+	acceptBPM := func(versions, bpm map[string]int, plan update.Plan) {
 		GinkgoHelper()
-		data, err := json.Marshal(runner.Status{State: runner.ReasonGathered, Versions: versions, Plan: plan})
+		data, err := json.Marshal(runner.Status{State: runner.ReasonGathered, Versions: versions, BPM: bpm, Plan: plan})
 		Expect(err).NotTo(HaveOccurred())
 		var s corev1.Secret
 		if err := cp.Client.Get(ctx, manifestKey(), &s); err != nil {
@@ -127,21 +151,67 @@ var _ = Describe("the deploy controller", func() {
 		s.Annotations[names.AnnotationStatus] = string(data)
 		Expect(cp.Client.Patch(ctx, &s, patch)).To(Succeed())
 	}
-	statefulSet := func(group string, replicas int32) {
+	accept := func(versions map[string]int, plan update.Plan) {
 		GinkgoHelper()
-		labels := map[string]string{names.LabelDeployment: "d", names.LabelInstanceGroup: group}
+		acceptBPM(versions, nil, plan)
+	}
+	// azSet creates a StatefulSet of a group's AZ; held, its template
+	// carries the deploy's scheduling gate, as the webhook gives the pods
+	// of instances not started (here to every pod, so a started
+	// instance's recreated pod is released by the controller).
+	azSet := func(name, group string, az, replicas int32, held bool) {
+		GinkgoHelper()
+		labels := map[string]string{names.LabelDeployment: "d", names.LabelInstanceGroup: group, names.LabelAZIndex: fmt.Sprint(az)}
+		spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}
+		if held {
+			spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: names.SchedulingGateDeploy}}
+		}
 		Expect(cp.Client.Create(ctx, &appsv1.StatefulSet{
-			ObjectMeta: metav1.ObjectMeta{Name: group, Namespace: ns},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 			Spec: appsv1.StatefulSetSpec{Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: labels},
 				PodManagementPolicy: appsv1.ParallelPodManagement,
-				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}},
+				Template:            corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec}},
 		})).To(Succeed())
 	}
+	statefulSet := func(group string, replicas int32) {
+		GinkgoHelper()
+		azSet(group, group, 1, replicas, false)
+	}
+	get := func(name string) *appsv1.StatefulSet {
+		GinkgoHelper()
+		var sts appsv1.StatefulSet
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &sts)).To(Succeed())
+		return &sts
+	}
+	retry := func(value string) {
+		GinkgoHelper()
+		var s corev1.Secret
+		Expect(cp.Client.Get(ctx, manifestKey(), &s)).To(Succeed())
+		patch := client.MergeFrom(s.DeepCopy())
+		s.Annotations[names.AnnotationRetryDeploy] = value
+		Expect(cp.Client.Patch(ctx, &s, patch)).To(Succeed())
+	}
+	failedEvents := func() int {
+		GinkgoHelper()
+		var events corev1.EventList
+		Expect(cp.Client.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
+		n := 0
+		for _, e := range events.Items {
+			if e.Reason == deploy.ReasonDeployFailed {
+				n++
+			}
+		}
+		return n
+	}
+	// status is the deploy of the versions accepted last, none before the
+	// controller started it.
 	status := func() (deploy.Status, error) {
 		var s corev1.Secret
 		err := cp.Client.Get(ctx, manifestKey(), &s)
-		return deploy.StatusOf(&s), err
+		if st, current := deploy.Of(&s); current {
+			return st, err
+		}
+		return deploy.Status{}, err
 	}
 	config := func(serial bool, watch string) update.Config {
 		w, err := update.ParseWatch(watch)
@@ -237,16 +307,151 @@ var _ = Describe("the deploy controller", func() {
 			return uids, err
 		}, 2*time.Second).Should(ConsistOf(uidsBut(before, "b-2")))
 
-		// Retried once the instance runs, the deploy completes.
+		// The next deploy, though it changes only a, finishes b too: its
+		// StatefulSet is not rolled out, whatever its template says.
+		accept(map[string]int{"a": 2, "b": 2}, plan)
+		Eventually(status).Should(And(HaveField("Phase", deploy.PhaseFailed), HaveField("Message", HavePrefix("'b (b-2)' is not running after update."))))
+		Expect(get("a").Spec.Template.Annotations).To(HaveKeyWithValue(names.AnnotationResolvedVersion, "2"))
+
+		// Retried once the instance runs, the deploy completes: every
+		// instance of b at the new version, no partition left.
 		kube.setBroken(nil)
+		retry("1")
+		Eventually(status).WithTimeout(20 * time.Second).Should(And(HaveField("Phase", deploy.PhaseDeployed), HaveField("Retry", "1"), HaveField("Updated", 3)))
 		var s corev1.Secret
 		Expect(cp.Client.Get(ctx, manifestKey(), &s)).To(Succeed())
-		patch := client.MergeFrom(s.DeepCopy())
-		s.Annotations[names.AnnotationRetryDeploy] = "1"
-		Expect(cp.Client.Patch(ctx, &s, patch)).To(Succeed())
-		Eventually(status).WithTimeout(20 * time.Second).Should(And(HaveField("Phase", deploy.PhaseDeployed), HaveField("Retry", "1"), HaveField("Updated", 3)))
-		Expect(cp.Client.Get(ctx, manifestKey(), &s)).To(Succeed())
 		Expect(s.Labels).To(HaveKeyWithValue(names.LabelDeployState, deploy.PhaseDeployed))
+		b := get("b")
+		Expect(*b.Spec.UpdateStrategy.RollingUpdate.Partition).To(BeZero())
+		Expect(b.Status.UpdatedReplicas).To(BeEquivalentTo(3))
+	})
+
+	It("accepts an instance that restarts within its watch time, fails one crash-looping past the maximum", func() {
+		statefulSet("a", 1)
+		plan := update.Plan{{Name: "a", Update: config(true, "500-8000")}}
+		accept(map[string]int{"a": 1}, plan)
+		Eventually(status).Should(HaveField("Phase", deploy.PhaseDeployed))
+
+		// v2's pod crash-loops for its first second and more, then runs.
+		kube.setCrashing(func(p *corev1.Pod) bool {
+			return p.Annotations[names.AnnotationResolvedVersion] == "2" && time.Since(p.CreationTimestamp.Time) < 1500*time.Millisecond
+		})
+		accept(map[string]int{"a": 2}, plan)
+		Eventually(status).WithTimeout(20 * time.Second).Should(And(HaveField("Phase", deploy.PhaseDeployed), HaveField("Updated", 1)))
+		Expect(failedEvents()).To(BeZero())
+
+		// v3's crash-loops for good: failed at the maximum, not before.
+		plan = update.Plan{{Name: "a", Update: config(true, "0-2000")}}
+		kube.setCrashing(func(p *corev1.Pod) bool { return p.Annotations[names.AnnotationResolvedVersion] == "3" })
+		released := time.Now()
+		accept(map[string]int{"a": 3}, plan)
+		Eventually(status).WithTimeout(20 * time.Second).Should(HaveField("Phase", deploy.PhaseFailed))
+		Expect(time.Since(released)).To(BeNumerically(">=", 2*time.Second))
+		st, err := status()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(st.Message).To(Equal("'a (a-0)' is not running after update. Review logs for failed jobs: c. c exited with 1: nats-tls: no such host"))
+	})
+
+	It("rolls out a new BPM version alone (rebuilt release images), and is Deployed only when every instance runs", func() {
+		statefulSet("a", 2)
+		statefulSet("b", 1)
+		plan := update.Plan{{Name: "a", Update: config(true, "0-30000")}, {Name: "b", Update: config(true, "0-30000")}}
+		acceptBPM(map[string]int{"a": 1, "b": 1}, map[string]int{"a": 1, "b": 1}, plan)
+		Eventually(status).Should(HaveField("Phase", deploy.PhaseDeployed))
+		first := len(kube.pods())
+
+		acceptBPM(map[string]int{"a": 1, "b": 1}, map[string]int{"a": 2, "b": 1}, plan)
+		Eventually(status).WithTimeout(20 * time.Second).Should(And(HaveField("Phase", deploy.PhaseDeployed), HaveField("Updated", 2), HaveField("Total", 2)))
+		Expect(kube.pods()[first:]).To(Equal([]string{"a-1", "a-0"}))
+		Expect(get("a").Spec.Template.Annotations).To(HaveKeyWithValue(names.AnnotationBPMVersion, "2"))
+
+		// b changes while a's a-0 stopped running: not Deployed until it
+		// runs again, though a is not updated.
+		kube.setBroken(func(p *corev1.Pod) bool { return p.Name == "a-0" })
+		Eventually(func() (corev1.ConditionStatus, error) {
+			var p corev1.Pod
+			err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a-0"}, &p)
+			return p.Status.Conditions[0].Status, err
+		}).Should(Equal(corev1.ConditionFalse))
+		acceptBPM(map[string]int{"a": 1, "b": 2}, map[string]int{"a": 2, "b": 2}, plan)
+		Eventually(status).Should(HaveField("Phase", deploy.PhaseDeploying))
+		Consistently(status, time.Second).Should(HaveField("Phase", deploy.PhaseDeploying))
+		kube.setBroken(nil)
+		Eventually(status).WithTimeout(20 * time.Second).Should(HaveField("Phase", deploy.PhaseDeployed))
+	})
+
+	It("starts a new deployment's instances in the deploy's order, a failing first canary holding the rest", func() {
+		azSet("db", "db", 1, 1, true)
+		azSet("api-z1", "api", 1, 2, true)
+		azSet("api-z2", "api", 2, 1, true)
+		azSet("worker", "worker", 1, 1, true)
+		plan := update.Plan{{Name: "db", Update: config(true, "0-1500")}, {Name: "api", Update: config(true, "0-30000")}, {Name: "worker", Update: config(true, "0-30000")}}
+		kube.setBroken(func(p *corev1.Pod) bool { return p.Labels[names.LabelInstanceGroup] == "db" })
+		accept(map[string]int{"db": 1, "api": 1, "worker": 1}, plan)
+		Eventually(status).Should(And(HaveField("Phase", deploy.PhaseFailed), HaveField("Message", HavePrefix("'db (db-0)' is not running after update."))))
+		Consistently(kube.pods, 500*time.Millisecond).Should(Equal([]string{"db-0"}))
+		var pods corev1.PodList
+		Expect(cp.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{names.LabelInstanceGroup: "api"})).To(Succeed())
+		Expect(pods.Items).To(HaveLen(3))
+		for _, p := range pods.Items {
+			Expect(p.Spec.SchedulingGates).To(ConsistOf(corev1.PodSchedulingGate{Name: names.SchedulingGateDeploy}), p.Name)
+		}
+
+		kube.setBroken(nil)
+		retry("1")
+		// The retry plans again: db runs, api and worker are started.
+		Eventually(status).WithTimeout(30 * time.Second).Should(And(HaveField("Phase", deploy.PhaseDeployed), HaveField("Updated", 4)))
+		// db, then api's canary in its first AZ, the rest of that AZ, the
+		// next AZ, then worker.
+		Expect(kube.pods()).To(Equal([]string{"db-0", "api-z1-0", "api-z1-1", "api-z2-0", "worker-0"}))
+
+		// A started instance's pod made again is not held.
+		var p corev1.Pod
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "api-z1-1"}, &p)).To(Succeed())
+		Expect(cp.Client.Delete(ctx, &p)).To(Succeed())
+		Eventually(kube.pods).WithTimeout(10 * time.Second).Should(HaveLen(6))
+		Expect(kube.pods()[5]).To(Equal("api-z1-1"))
+	})
+
+	It("scales as the director: new instances canary first, AZ by AZ; removed ones are forgotten, added again they are new", func() {
+		azSet("a-z1", "a", 1, 1, true)
+		azSet("a-z2", "a", 2, 1, true)
+		plan := update.Plan{{Name: "a", Update: config(true, "0-30000")}}
+		accept(map[string]int{"a": 1}, plan)
+		Eventually(status).Should(HaveField("Phase", deploy.PhaseDeployed))
+		Expect(kube.pods()).To(Equal([]string{"a-z1-0", "a-z2-0"}))
+
+		scale := func(name string, replicas int32) {
+			GinkgoHelper()
+			sts := get(name)
+			patch := client.MergeFrom(sts.DeepCopy())
+			sts.Spec.Replicas = ptr.To(replicas)
+			Expect(cp.Client.Patch(ctx, sts, patch)).To(Succeed())
+		}
+		// deployedAfter: a deploy started after prev is done.
+		deployedAfter := func(prev deploy.Status) {
+			GinkgoHelper()
+			Eventually(status).WithTimeout(20 * time.Second).Should(And(HaveField("Phase", deploy.PhaseDeployed), HaveField("Started", Not(Equal(prev.Started)))))
+		}
+		// 2 → 5 instances: z1 holds 0, 2, 4, z2 1, 3.
+		prev, err := status()
+		Expect(err).NotTo(HaveOccurred())
+		scale("a-z1", 3)
+		scale("a-z2", 2)
+		Eventually(kube.pods).WithTimeout(20 * time.Second).Should(HaveLen(5))
+		Expect(kube.pods()[2:]).To(Equal([]string{"a-z1-1", "a-z1-2", "a-z2-1"}))
+		deployedAfter(prev)
+
+		// Down to 4: a-z1-2 is removed by the StatefulSet controller; up to
+		// 5 again, it is a new instance, started by the deploy.
+		scale("a-z1", 2)
+		Eventually(func() (map[string]int, error) { st, err := status(); return st.Instances, err }).Should(HaveKeyWithValue("a-z1", 2))
+		prev, err = status()
+		Expect(err).NotTo(HaveOccurred())
+		scale("a-z1", 3)
+		Eventually(kube.pods).WithTimeout(20 * time.Second).Should(HaveLen(6))
+		Expect(kube.pods()[5]).To(Equal("a-z1-2"))
+		deployedAfter(prev)
 	})
 
 	It("refuses a StatefulSet that updates on delete, naming it", func() {

@@ -147,7 +147,10 @@ type Status struct {
 	// label value) after a successful gathering: what the deploy
 	// controller (package deploy) rolls out, following Plan.
 	Versions map[string]int `json:"versions,omitempty"`
-	Plan     update.Plan    `json:"plan,omitempty"`
+	// BPM is each group's BPM info version beside Versions: a new one
+	// alone (rebuilt release images) is rolled out too.
+	BPM  map[string]int `json:"bpm,omitempty"`
+	Plan update.Plan    `json:"plan,omitempty"`
 	// Regenerations counts the gatherings started because a generated
 	// variable Secret was deleted after a successful gathering; it is part
 	// of the digest, so the same inputs gather again and regenerate it.
@@ -167,12 +170,15 @@ var states = map[string]string{
 
 // same is whether a and b differ in nothing but LastChange.
 func (a Status) same(b Status) bool {
-	return a.State == b.State && a.Digest == b.Digest && a.Job == b.Job && a.Message == b.Message && maps.Equal(a.Versions, b.Versions) && reflect.DeepEqual(a.Plan, b.Plan) && a.Regenerations == b.Regenerations
+	return a.State == b.State && a.Digest == b.Digest && a.Job == b.Job && a.Message == b.Message && maps.Equal(a.Versions, b.Versions) && maps.Equal(a.BPM, b.BPM) && reflect.DeepEqual(a.Plan, b.Plan) && a.Regenerations == b.Regenerations
 }
 
 // SetupWithManager registers the runner with mgr. Controllers are leader
 // elected by the manager, so two operator replicas never both create Jobs.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.Add(r.forgetDeletedAtStart()); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("gather-runner").
 		For(&corev1.Secret{}, builder.WithPredicates(isManifest, inputChanged)).
@@ -247,7 +253,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.metrics.forget(req.NamespacedName)
 			lastSuccess.DeletePartialMatch(map[string]string{"namespace": req.Namespace})
 			certificateExpiry.DeletePartialMatch(map[string]string{"namespace": req.Namespace})
-			return reconcile.Result{}, nil
+			return reconcile.Result{}, r.forgetDeleted(ctx, req.Namespace)
 		}
 		return reconcile.Result{}, err
 	}
@@ -343,9 +349,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := r.prune(ctx, manifest.Namespace, deployment, rec); err != nil {
 			return reconcile.Result{}, err
 		}
-		latest := map[string]int{}
+		latest, bpmLatest := map[string]int{}, map[string]int{}
 		for label, g := range rec.Groups {
-			latest[label] = g.Latest().Resolved.Version
+			latest[label], bpmLatest[label] = g.Latest().Resolved.Version, g.Latest().BPM.Version
 		}
 		if err := r.removeOldJobs(ctx, &manifest, deployment, jobName); err != nil {
 			return reconcile.Result{}, err
@@ -354,7 +360,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err != nil {
 			return reconcile.Result{}, err
 		}
-		return reconcile.Result{RequeueAfter: next}, r.setStatus(ctx, &manifest, Status{State: ReasonGathered, Digest: digest, Job: jobName, Versions: latest, Plan: inputs.Plan, Regenerations: regenerations})
+		return reconcile.Result{RequeueAfter: next}, r.setStatus(ctx, &manifest, Status{State: ReasonGathered, Digest: digest, Job: jobName, Versions: latest, BPM: bpmLatest, Plan: inputs.Plan, Regenerations: regenerations})
 	case JobCondition(&job, batchv1.JobFailed):
 		message := r.terminationMessage(ctx, &job)
 		if StatusOf(&manifest).State != ReasonGatherFailed || StatusOf(&manifest).Digest != digest {

@@ -38,9 +38,10 @@ var (
 
 // No job-controller runs: the gathering Job's work is done by the test, which
 // then reports the Job's completion as the controller would. The garbage
-// collector runs, for owner references.
+// collector runs, for owner references, and the StatefulSet controller, whose
+// status the deploy controller plans from.
 var _ = BeforeSuite(func() {
-	cp = controlplane.StartForSuite(controlplane.Options{ControllerManager: true, Controllers: []string{"garbage-collector-controller"}})
+	cp = controlplane.StartForSuite(controlplane.Options{ControllerManager: true, Controllers: []string{"garbage-collector-controller", "statefulset-controller"}})
 	jobsDir = GinkgoT().TempDir()
 	Expect(fixtures.LayoutReleases(jobsDir)).To(Succeed())
 })

@@ -328,6 +328,9 @@ var _ = Describe("the job runner", func() {
 		}).WithTimeout(30 * time.Second).Should(BeZero())
 		Eventually(gatherJobs).WithTimeout(30 * time.Second).Should(BeEmpty())
 		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &db)).To(Succeed())
+		// Its record goes too: applied again, it starts clean.
+		Eventually(func() (*trust.Record, error) { return trust.Read(ctx, cp.Client, ns, ns, "shop") }).
+			WithTimeout(30 * time.Second).Should(BeNil())
 	})
 
 	It("accepts no version of a gathering whose pod reported none, with a warning Event", func() {

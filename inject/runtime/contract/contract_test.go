@@ -102,3 +102,19 @@ func TestSetupSteps(t *testing.T) {
 		t.Fatal("WaitSetup did not see pre-start end")
 	}
 }
+
+// The launchers find the address render left, and none where render
+// waited for it itself.
+func TestAddress(t *testing.T) {
+	dir := t.TempDir()
+	if _, ok, err := contract.ReadAddress(dir); ok || err != nil {
+		t.Fatalf("no file: got %v, %v", ok, err)
+	}
+	want := contract.Address{Name: "0.nats.default.cf.bosh", IP: "10.1.0.7"}
+	if err := contract.WriteAddress(dir, want); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := contract.ReadAddress(dir); !ok || err != nil || got != want {
+		t.Errorf("got %+v, %v, %v; want %+v", got, ok, err, want)
+	}
+}

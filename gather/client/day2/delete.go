@@ -1,0 +1,241 @@
+package day2
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bosh-injector/bosh-injector/gather/client/cluster"
+	"github.com/bosh-injector/bosh-injector/gather/instance"
+	"github.com/bosh-injector/bosh-injector/gather/manifest"
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
+)
+
+// DeleteOptions are `delete-deployment`'s flags and output.
+type DeleteOptions struct {
+	// Force goes on when an instance's pre-stop or drain fails.
+	Force bool
+	// DeleteVariables deletes the generated variable Secrets too; without
+	// it they stay, as a director's config server keeps credentials.
+	DeleteVariables bool
+	Out             io.Writer
+	// Timeout bounds the wait for the pods to drain and go.
+	Timeout time.Duration
+}
+
+// claimOrdinal ends a StatefulSet claim's name: "<template>-<set>-<n>".
+var claimOrdinal = regexp.MustCompile(`^(.+)-([0-9]+)$`)
+
+// Orphan is what marks a claim orphaned: the instance, as the director
+// names it, "group/uuid (index)"; "" when the claim is not an instance's.
+func Orphan(m *manifest.Manifest, sets []appsv1.StatefulSet, claim string) string {
+	match := claimOrdinal.FindStringSubmatch(claim)
+	if match == nil {
+		return ""
+	}
+	ordinal, _ := strconv.Atoi(match[2])
+	for _, s := range sets {
+		for _, t := range s.Spec.VolumeClaimTemplates {
+			if match[1] != t.Name+"-"+s.Name {
+				continue
+			}
+			labels := s.Spec.Template.Labels
+			azIndex, _ := strconv.Atoi(labels[names.LabelAZIndex])
+			for _, g := range m.InstanceGroups {
+				if names.LabelValue(g.Name) == labels[names.LabelInstanceGroup] {
+					i := instance.Index(ordinal, max(azIndex, 1), len(g.AZs))
+					return fmt.Sprintf("%s/%s (%d)", g.Name, instance.ID(m.Name, g.Name, i), i)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// Delete deletes the deployment as `bosh delete-deployment` does: every
+// instance drained (drainAll), the manifest Secret, the StatefulSets and
+// Jobs, waiting for the pods to go; the persistent disk claims stay,
+// orphaned (names.LabelOrphaned); then every object gathering made
+// (resolved and BPM Secrets, links, Services, DNS records, the gathering's
+// Jobs and RBAC), and the generated variables when asked.
+func (d *Deployment) Delete(ctx context.Context, o DeleteOptions) error {
+	ns := client.InNamespace(d.Namespace)
+	label := names.LabelValue(d.Name())
+	ofDeployment := func(t corev1.PodTemplateSpec) bool { return t.Labels[names.LabelDeployment] == label }
+
+	var sets appsv1.StatefulSetList
+	if err := d.Client.List(ctx, &sets, ns); err != nil {
+		return err
+	}
+	sets.Items = slices.DeleteFunc(sets.Items, func(s appsv1.StatefulSet) bool { return !ofDeployment(s.Spec.Template) })
+	var jobs batchv1.JobList
+	if err := d.Client.List(ctx, &jobs, ns); err != nil {
+		return err
+	}
+	if err := d.drainAll(ctx, o); err != nil {
+		return err
+	}
+	// The manifest goes first: the operator then starts no gathering and
+	// no deploy for it while the rest goes.
+	if err := d.Client.Delete(ctx, d.Secret); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting the manifest Secret %s: %w", d.Secret.Name, err)
+	}
+	background := client.PropagationPolicy(metav1.DeletePropagationBackground)
+	for i := range sets.Items {
+		if err := d.Client.Delete(ctx, &sets.Items[i], background); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting StatefulSet %s: %w", sets.Items[i].Name, err)
+		}
+		fmt.Fprintf(o.Out, "Deleting instances of StatefulSet %s (draining)\n", sets.Items[i].Name)
+	}
+	for i := range jobs.Items {
+		j := &jobs.Items[i]
+		if ofDeployment(j.Spec.Template) || j.Labels[names.LabelDeployment] == label {
+			if err := d.Client.Delete(ctx, j, background); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("deleting Job %s: %w", j.Name, err)
+			}
+		}
+	}
+	if err := d.waitPodsGone(ctx, o.Timeout); err != nil {
+		return err
+	}
+
+	var claims corev1.PersistentVolumeClaimList
+	if err := d.Client.List(ctx, &claims, ns); err != nil {
+		return err
+	}
+	now := time.Now().UTC().Format(time.RFC3339)
+	for i := range claims.Items {
+		c := &claims.Items[i]
+		orphan := Orphan(d.Manifest, sets.Items, c.Name)
+		if orphan == "" || c.Labels[names.LabelOrphaned] == "true" {
+			continue
+		}
+		patch := client.MergeFrom(c.DeepCopy())
+		if c.Labels == nil {
+			c.Labels = map[string]string{}
+		}
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		c.Labels[names.LabelOrphaned] = "true"
+		c.Labels[names.LabelDeployment] = label
+		c.Annotations[names.AnnotationOrphanedAt] = now
+		c.Annotations[names.AnnotationOrphanedInstance] = orphan
+		if err := d.Client.Patch(ctx, c, patch); err != nil {
+			return fmt.Errorf("orphaning disk %s of %s: %w", c.Name, orphan, err)
+		}
+		fmt.Fprintf(o.Out, "Orphaning disk %s of %s\n", c.Name, orphan)
+	}
+
+	for _, list := range []client.ObjectList{&corev1.SecretList{}, &corev1.ConfigMapList{}, &corev1.ServiceList{}, &batchv1.JobList{},
+		&corev1.PodList{}, &corev1.ServiceAccountList{}, &rbacv1.RoleList{}, &rbacv1.RoleBindingList{}} {
+		if err := d.Client.List(ctx, list, ns, client.MatchingLabels{names.LabelDeployment: label}); err != nil {
+			return err
+		}
+		items, err := apimeta.ExtractList(list)
+		if err != nil {
+			return err
+		}
+		for _, item := range items {
+			obj := item.(client.Object)
+			if obj.GetLabels()[names.LabelSecretKind] == names.KindVariable && !o.DeleteVariables {
+				continue
+			}
+			if err := d.Client.Delete(ctx, obj, background); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("deleting %T %s: %w", obj, obj.GetName(), err)
+			}
+		}
+	}
+	fmt.Fprintf(o.Out, "Deleted deployment '%s'\n", d.Name())
+	return nil
+}
+
+// waitPodsGone waits until no pod of the deployment is left: their
+// preStop hooks drained them.
+func (d *Deployment) waitPodsGone(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		var pods corev1.PodList
+		if err := d.Client.List(ctx, &pods, client.InNamespace(d.Namespace), d.selector()); err != nil {
+			return fmt.Errorf("waiting for the deployment's pods to drain and go: %w", err)
+		}
+		if len(pods.Items) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d pods of deployment '%s' are still there after %s (first %s): see `kubectl describe pod %s`; run delete-deployment again once they are gone",
+				len(pods.Items), d.Name(), timeout, pods.Items[0].Name, pods.Items[0].Name)
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// drainAll runs every instance's pre-stop and drain, told the deployment is
+// deleted, as the director drains before deleting: the launcher's pre-stop
+// in each process container at once (each runs the scripts of the jobs it
+// hosts, then waits for all), so the pods' preStop hooks find them done.
+func (d *Deployment) drainAll(ctx context.Context, o DeleteOptions) error {
+	var pods corev1.PodList
+	if err := d.Client.List(ctx, &pods, client.InNamespace(d.Namespace), d.selector()); err != nil {
+		return err
+	}
+	byPod := map[string]string{}
+	for _, in := range Instances(d.Manifest, pods.Items) {
+		if in.Pod != nil {
+			byPod[in.Pod.Name] = in.Name()
+		}
+	}
+	var mu sync.Mutex
+	var failed []string
+	var wg sync.WaitGroup
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		name, ok := byPod[pod.Name]
+		if !ok {
+			continue
+		}
+		for _, p := range ProcessContainers(pod) {
+			if !slices.ContainsFunc(pod.Status.ContainerStatuses, func(s corev1.ContainerStatus) bool { return s.Name == p.Container && s.State.Running != nil }) {
+				continue
+			}
+			wg.Go(func() {
+				var out strings.Builder
+				err := d.Exec(ctx, pod, p.Container, []string{contract.Binary, "pre-stop", "--deployment-deleted"}, cluster.Streams{Stdout: &out, Stderr: &out})
+				if err != nil {
+					mu.Lock()
+					failed = append(failed, fmt.Sprintf("instance '%s' (pod %s, container %s): %v: %s", name, pod.Name, p.Container, err, strings.TrimSpace(out.String())))
+					mu.Unlock()
+				}
+			})
+		}
+		fmt.Fprintf(o.Out, "Draining instance %s\n", name)
+	}
+	wg.Wait()
+	if len(failed) == 0 {
+		return nil
+	}
+	slices.Sort(failed)
+	msg := "pre-stop or drain failed on " + strings.Join(failed, "; ")
+	if o.Force {
+		fmt.Fprintf(o.Out, "Warning: %s (going on: --force)\n", msg)
+		return nil
+	}
+	return fmt.Errorf("%s: fix the instance and run delete-deployment again, or give --force to delete it anyway", msg)
+}

@@ -1,0 +1,433 @@
+// Package disks is the operator's persistent disk controller. It does what
+// the director's disk manager does around an instance's persistent disks,
+// on the claims of a deployment's StatefulSets:
+//
+//   - resize: a StatefulSet's volumeClaimTemplates cannot change, so the
+//     webhook records the sizes the user applied (names.AnnotationDiskSizes)
+//     and this controller grows each instance's claims to them in the
+//     deploy's order (canaries, then max_in_flight at a time, AZ by AZ),
+//     each instance drained first (its pod deleted, which runs its jobs'
+//     drain) as the director stops an instance before touching its disk;
+//   - orphaned disks: a claim no instance mounts any more (scaled down, the
+//     StatefulSet deleted) is labelled orphaned with its instance and time,
+//     and deleted after the retention, as the director orphans disks and
+//     cleans them up after days.
+//
+// Its state is the claims' and StatefulSets' own fields and annotations, so
+// an operator restarted in the middle of a resize resumes where it was.
+package disks
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
+	"github.com/bosh-injector/bosh-injector/gather/update"
+)
+
+// Event reasons.
+const (
+	// ReasonOrphaned: a claim no instance mounts was labelled orphaned.
+	ReasonOrphaned = "DiskOrphaned"
+	// ReasonOrphanDeleted: an orphaned claim outlived the retention.
+	ReasonOrphanDeleted = "OrphanedDiskDeleted"
+	// ReasonResizing: an instance was drained to grow its disk.
+	ReasonResizing = "ResizingDisk"
+	// ReasonResizeFailed: a disk cannot grow; the resize stopped there.
+	ReasonResizeFailed = "DiskResizeFailed"
+)
+
+// poll is how often an instance being resized is checked: its pod and its
+// claim's capacity change, which are not watched.
+const poll = 2 * time.Second
+
+// Config is the controller's settings.
+type Config struct {
+	// Retention is how long an orphaned claim is kept (DefaultRetention
+	// when 0).
+	Retention time.Duration
+}
+
+// Reconciler keeps the claims of deployments; a request is a namespace
+// and a deployment's label value.
+type Reconciler struct {
+	Client client.Client
+	// APIReader reads pods and StorageClasses, which the manager does not
+	// cache.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Log       logr.Logger
+	Config    Config
+	// Now is the clock, time.Now when nil.
+	Now func() time.Time
+}
+
+// SetupWithManager registers the controller: it follows the StatefulSets
+// and the claims of deployments.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("disks").
+		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			return request(o.GetNamespace(), o.(*appsv1.StatefulSet).Spec.Template.Labels[names.LabelDeployment])
+		})).
+		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			return request(o.GetNamespace(), o.GetLabels()[names.LabelDeployment])
+		})).
+		Complete(r)
+}
+
+func request(namespace, deployment string) []reconcile.Request {
+	if deployment == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: namespace, Name: names.LabelValue(deployment)}}}
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// Reconcile resizes and orphans the claims of one deployment.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	deployment := req.Name
+	var setList appsv1.StatefulSetList
+	if err := r.Client.List(ctx, &setList, client.InNamespace(req.Namespace)); err != nil {
+		return reconcile.Result{}, err
+	}
+	groups := map[string][]*appsv1.StatefulSet{}
+	var sets []*appsv1.StatefulSet
+	for i := range setList.Items {
+		s := &setList.Items[i]
+		l := s.Spec.Template.Labels
+		if names.LabelValue(l[names.LabelDeployment]) != deployment {
+			continue
+		}
+		sets = append(sets, s)
+		groups[l[names.LabelInstanceGroup]] = append(groups[l[names.LabelInstanceGroup]], s)
+	}
+	var claims corev1.PersistentVolumeClaimList
+	if err := r.Client.List(ctx, &claims, client.InNamespace(req.Namespace), client.MatchingLabels{names.LabelDeployment: deployment}); err != nil {
+		return reconcile.Result{}, err
+	}
+	wait, err := r.orphans(ctx, deployment, claims.Items, sets)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	for group, gs := range groups {
+		w, err := r.resizeGroup(ctx, deployment, group, gs)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		wait = soonest(wait, w)
+	}
+	return reconcile.Result{RequeueAfter: wait}, nil
+}
+
+func (r *Reconciler) retention() time.Duration {
+	if r.Config.Retention > 0 {
+		return r.Config.Retention
+	}
+	return DefaultRetention
+}
+
+// orphans labels, adopts back and expires claims; it returns when the next
+// orphan expires.
+func (r *Reconciler) orphans(ctx context.Context, deployment string, claims []corev1.PersistentVolumeClaim, sets []*appsv1.StatefulSet) (time.Duration, error) {
+	now := r.now()
+	actions, next := orphanActions(deployment, claims, sets, now, r.retention())
+	for _, a := range actions {
+		c := a.claim
+		log := r.Log.WithValues("namespace", c.Namespace, "claim", c.Name)
+		switch a.change {
+		case expire:
+			// The precondition keeps a claim adopted meanwhile.
+			err := r.Client.Delete(ctx, c, client.Preconditions{UID: &c.UID, ResourceVersion: &c.ResourceVersion})
+			if client.IgnoreNotFound(err) != nil {
+				return 0, fmt.Errorf("deleting orphaned claim %s: %w", c.Name, err)
+			}
+			log.Info("deleted an orphaned disk after the retention", "instance", c.Annotations[names.AnnotationOrphanedInstance])
+			r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, ReasonOrphanDeleted, "DeleteOrphan", "orphaned disk of %s deleted: kept %s", c.Annotations[names.AnnotationOrphanedInstance], r.retention())
+			continue
+		case orphan:
+			patch := client.MergeFrom(c.DeepCopy())
+			metav1Set(&c.ObjectMeta.Labels, names.LabelOrphaned, "true")
+			metav1Set(&c.ObjectMeta.Annotations, names.AnnotationOrphanedAt, now.UTC().Format(time.RFC3339))
+			metav1Set(&c.ObjectMeta.Annotations, names.AnnotationOrphanedInstance, a.instance)
+			if err := r.Client.Patch(ctx, c, patch); err != nil {
+				return 0, client.IgnoreNotFound(err)
+			}
+			log.Info("orphaned a disk no instance mounts", "instance", a.instance)
+			r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, ReasonOrphaned, "Orphan", "disk of %s orphaned: kept %s", a.instance, r.retention())
+		case adopt:
+			patch := client.MergeFrom(c.DeepCopy())
+			delete(c.Labels, names.LabelOrphaned)
+			delete(c.Annotations, names.AnnotationOrphanedAt)
+			delete(c.Annotations, names.AnnotationOrphanedInstance)
+			if err := r.Client.Patch(ctx, c, patch); err != nil {
+				return 0, client.IgnoreNotFound(err)
+			}
+			log.Info("an orphaned disk is mounted again by its instance")
+		}
+	}
+	return next, nil
+}
+
+func metav1Set(m *map[string]string, k, v string) {
+	if *m == nil {
+		*m = map[string]string{}
+	}
+	(*m)[k] = v
+}
+
+// groupConfig is the group's update config from its deployment's accepted
+// plan, or the fallback before any.
+func (r *Reconciler) groupConfig(ctx context.Context, namespace, deployment, group string, first *appsv1.StatefulSet) (update.Config, error) {
+	reqs, err := runner.ManifestRequests(ctx, r.Client, namespace, deployment)
+	if err != nil {
+		return update.Config{}, err
+	}
+	for _, q := range reqs {
+		var s corev1.Secret
+		if err := r.Client.Get(ctx, q.NamespacedName, &s); err != nil {
+			continue
+		}
+		for _, g := range runner.StatusOf(&s).Plan {
+			if names.LabelValue(g.Name) == names.LabelValue(group) {
+				return g.Update, nil
+			}
+		}
+	}
+	return fallbackConfig(first), nil
+}
+
+// resizeGroup takes a group's instances whose claims are smaller than
+// wanted a batch at a time; it returns when to look again (0 when done).
+func (r *Reconciler) resizeGroup(ctx context.Context, deployment, group string, sets []*appsv1.StatefulSet) (time.Duration, error) {
+	wanted := false
+	for _, s := range sets {
+		w, err := WantedSizes(s)
+		if err != nil {
+			r.Log.Error(err, "unreadable wanted sizes")
+			continue
+		}
+		wanted = wanted || len(w) > 0
+	}
+	if !wanted {
+		return 0, nil
+	}
+	slices.SortFunc(sets, func(a, b *appsv1.StatefulSet) int {
+		ai, _ := strconv.Atoi(a.Spec.Template.Labels[names.LabelAZIndex])
+		bi, _ := strconv.Atoi(b.Spec.Template.Labels[names.LabelAZIndex])
+		return ai - bi
+	})
+	cfg, err := r.groupConfig(ctx, sets[0].Namespace, deployment, group, sets[0])
+	if err != nil {
+		return 0, err
+	}
+	order, err := batches(sets, cfg)
+	if err != nil {
+		return 0, fmt.Errorf("instance group '%s': %w", group, err)
+	}
+	for _, b := range order {
+		busy := false
+		for _, sl := range b {
+			done, err := r.resizeInstance(ctx, group, sl)
+			if err != nil {
+				var stop stopped
+				if asStopped(err, &stop) {
+					return 0, r.stop(ctx, sl.set, stop)
+				}
+				return 0, err
+			}
+			busy = busy || !done
+		}
+		if busy {
+			return poll, nil
+		}
+	}
+	for _, s := range sets {
+		if err := r.stop(ctx, s, ""); err != nil {
+			return 0, err
+		}
+	}
+	return 0, nil
+}
+
+// stopped is why a resize cannot go on, the StatefulSet's resize status.
+type stopped string
+
+func (s stopped) Error() string { return string(s) }
+
+func asStopped(err error, s *stopped) bool {
+	v, ok := err.(stopped)
+	*s = v
+	return ok
+}
+
+// stop records why a StatefulSet's resize stopped ("" clears it).
+func (r *Reconciler) stop(ctx context.Context, s *appsv1.StatefulSet, why stopped) error {
+	if s.Annotations[names.AnnotationDiskResize] == string(why) {
+		return nil
+	}
+	patch := client.MergeFrom(s.DeepCopy())
+	if why == "" {
+		delete(s.Annotations, names.AnnotationDiskResize)
+	} else {
+		metav1Set(&s.Annotations, names.AnnotationDiskResize, string(why))
+		r.Log.Info("disk resize stopped", "namespace", s.Namespace, "statefulset", s.Name, "why", string(why))
+		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, ReasonResizeFailed, "Resize", "%s", string(why))
+	}
+	return client.IgnoreNotFound(r.Client.Patch(ctx, s, patch))
+}
+
+// resizeInstance moves one instance's resize on by one step: drain (delete
+// its pod) before touching a claim, grow the claim once the pod is gone,
+// then wait for the new capacity and the instance Ready.
+func (r *Reconciler) resizeInstance(ctx context.Context, group string, sl slot) (bool, error) {
+	wanted, err := WantedSizes(sl.set)
+	if err != nil {
+		return true, nil
+	}
+	instance := group + "/" + strconv.Itoa(sl.ordinal)
+	podName := sl.set.Name + "-" + strconv.Itoa(sl.ordinal)
+	done := true
+	for _, t := range sl.set.Spec.VolumeClaimTemplates {
+		want, ok := wanted[t.Name]
+		if !ok {
+			continue
+		}
+		var c corev1.PersistentVolumeClaim
+		key := types.NamespacedName{Namespace: sl.set.Namespace, Name: ClaimName(t.Name, sl.set.Name, sl.ordinal)}
+		if err := r.Client.Get(ctx, key, &c); err != nil {
+			if apierrors.IsNotFound(err) {
+				// Not made yet: the StatefulSet makes it from the
+				// template, and this resize grows it then.
+				continue
+			}
+			return false, err
+		}
+		spec := c.Spec.Resources.Requests[corev1.ResourceStorage]
+		capacity := c.Status.Capacity[corev1.ResourceStorage]
+		drained := c.Annotations[names.AnnotationDrainedPod]
+		if spec.Cmp(want) >= 0 && capacity.Cmp(want) >= 0 && drained == "" {
+			continue // grown
+		}
+		// The pod is read from the API server only for an instance
+		// being resized, the one in flight.
+		var pod corev1.Pod
+		podErr := r.APIReader.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: podName}, &pod)
+		if podErr != nil && !apierrors.IsNotFound(podErr) {
+			return false, podErr
+		}
+		podExists := podErr == nil
+		switch {
+		case spec.Cmp(want) < 0 && drained == "":
+			if err := r.canGrow(ctx, &c, instance, want); err != nil {
+				return false, err
+			}
+			uid := "-"
+			if podExists {
+				uid = string(pod.UID)
+			}
+			patch := client.MergeFrom(c.DeepCopy())
+			metav1Set(&c.Annotations, names.AnnotationDrainedPod, uid)
+			if err := r.Client.Patch(ctx, &c, patch); err != nil {
+				return false, err
+			}
+			if podExists {
+				// Deleting the pod runs its jobs' drain (the
+				// webhook's preStop) before the disk is touched.
+				if err := r.Client.Delete(ctx, &pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
+					return false, err
+				}
+			}
+			r.Recorder.Eventf(sl.set, nil, corev1.EventTypeNormal, ReasonResizing, "Resize", "instance '%s': draining to grow disk %s from %s to %s", instance, c.Name, spec.String(), want.String())
+			done = false
+		case spec.Cmp(want) < 0:
+			if podExists && string(pod.UID) == drained {
+				done = false // still draining
+				continue
+			}
+			patch := client.MergeFrom(c.DeepCopy())
+			c.Spec.Resources.Requests[corev1.ResourceStorage] = want
+			if err := r.Client.Patch(ctx, &c, patch); err != nil {
+				if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
+					return false, stopped(fmt.Sprintf("instance '%s': persistent disk %s cannot grow to %s: %v", instance, c.Name, want.String(), err))
+				}
+				return false, err
+			}
+			done = false
+		case capacity.Cmp(want) < 0:
+			done = false // the resizer and the kubelet grow it
+		case drained != "":
+			if !podExists || !ready(&pod) {
+				done = false
+				continue
+			}
+			patch := client.MergeFrom(c.DeepCopy())
+			delete(c.Annotations, names.AnnotationDrainedPod)
+			if err := r.Client.Patch(ctx, &c, patch); err != nil {
+				return false, err
+			}
+		}
+	}
+	return done, nil
+}
+
+// canGrow refuses, before any drain, a claim whose StorageClass does not
+// allow expansion, as the director's CPI raises NotSupported for a disk it
+// cannot resize (the director would migrate the data to a new disk, which
+// bosh-injector does not do). A class the operator may not read (it runs
+// with namespaced Roles) is left to the API server's own check.
+func (r *Reconciler) canGrow(ctx context.Context, c *corev1.PersistentVolumeClaim, instance string, want resource.Quantity) error {
+	name := ""
+	if c.Spec.StorageClassName != nil {
+		name = *c.Spec.StorageClassName
+	}
+	if name == "" {
+		return stopped(fmt.Sprintf("instance '%s': persistent disk %s cannot grow to %s: it has no StorageClass, so it cannot be expanded", instance, c.Name, want.String()))
+	}
+	var class storagev1.StorageClass
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Name: name}, &class); err != nil {
+		if apierrors.IsForbidden(err) {
+			return nil
+		}
+		return err
+	}
+	if class.AllowVolumeExpansion == nil || !*class.AllowVolumeExpansion {
+		return stopped(fmt.Sprintf("instance '%s': persistent disk %s cannot grow to %s: StorageClass '%s' does not allow volume expansion (allowVolumeExpansion)", instance, c.Name, want.String(), name))
+	}
+	return nil
+}
+
+func ready(pod *corev1.Pod) bool {
+	if pod.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -1,0 +1,294 @@
+package disks_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/bosh-injector/bosh-injector/gather/instance"
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/operator/disks"
+)
+
+// node plays the kubelet (pods Ready), the volume binder (claims Bound at
+// their requested size) and the resizer (a larger request becomes the
+// capacity after a moment), and records what it saw.
+type node struct {
+	mu sync.Mutex
+	// grown are the claims in the order their request grew; inFlight the
+	// most claims seen growing at once; drainedFirst whether each grown
+	// claim's pod had been replaced when its request grew.
+	grown        []string
+	inFlight     int
+	drainedFirst []bool
+	podUID       map[string]string
+}
+
+func (n *node) run(ns string) {
+	n.podUID = map[string]string{}
+	c, cancel := context.WithCancel(ctx)
+	DeferCleanup(cancel)
+	growing := map[string]time.Time{}
+	go func() {
+		defer GinkgoRecover()
+		for c.Err() == nil {
+			var pods corev1.PodList
+			if err := cp.Client.List(c, &pods, client.InNamespace(ns)); err == nil {
+				for i := range pods.Items {
+					p := &pods.Items[i]
+					if p.Status.Phase != corev1.PodRunning {
+						p.Status.Phase = corev1.PodRunning
+						p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+						_ = cp.Client.Status().Update(c, p)
+					}
+				}
+			}
+			var claims corev1.PersistentVolumeClaimList
+			if err := cp.Client.List(c, &claims, client.InNamespace(ns)); err == nil {
+				now := 0
+				for i := range claims.Items {
+					cl := &claims.Items[i]
+					spec := cl.Spec.Resources.Requests[corev1.ResourceStorage]
+					capacity, bound := cl.Status.Capacity[corev1.ResourceStorage]
+					switch {
+					case cl.Status.Phase != corev1.ClaimBound || !bound:
+						cl.Status.Phase = corev1.ClaimBound
+						cl.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: spec}
+						_ = cp.Client.Status().Update(c, cl)
+					case spec.Cmp(capacity) > 0:
+						now++
+						if _, ok := growing[cl.Name]; !ok {
+							growing[cl.Name] = time.Now()
+							n.sawGrow(c, ns, cl)
+						} else if time.Since(growing[cl.Name]) > 300*time.Millisecond {
+							cl.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: spec}
+							if cp.Client.Status().Update(c, cl) == nil {
+								delete(growing, cl.Name)
+							}
+						}
+					}
+				}
+				n.mu.Lock()
+				n.inFlight = max(n.inFlight, now)
+				n.mu.Unlock()
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+}
+
+// sawGrow records a claim whose request grew, and whether its pod is
+// another than the one the controller drained.
+func (n *node) sawGrow(c context.Context, ns string, cl *corev1.PersistentVolumeClaim) {
+	var pod corev1.Pod
+	drained := cl.Annotations[names.AnnotationDrainedPod]
+	err := cp.Client.Get(c, client.ObjectKey{Namespace: ns, Name: cl.Name[len("store-"):]}, &pod)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.grown = append(n.grown, cl.Name)
+	n.drainedFirst = append(n.drainedFirst, drained != "" && (err != nil || string(pod.UID) != drained))
+}
+
+func (n *node) snapshot() ([]string, int, []bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]string(nil), n.grown...), n.inFlight, append([]bool(nil), n.drainedFirst...)
+}
+
+func statefulSet(ns, class string, replicas int32) *appsv1.StatefulSet {
+	labels := map[string]string{names.LabelDeployment: "d", names.LabelInstanceGroup: "db", names.LabelAZIndex: "1"}
+	one := intstr.FromInt32(1)
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "d-db", Namespace: ns},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:            ptr.To(replicas),
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			Selector:            &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img"}}},
+			},
+			UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{MaxUnavailable: &one}},
+			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+				WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType, WhenScaled: appsv1.RetainPersistentVolumeClaimRetentionPolicyType},
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
+				ObjectMeta: metav1.ObjectMeta{Name: "store"},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					StorageClassName: ptr.To(class),
+					Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+				},
+			}},
+		},
+	}
+}
+
+var _ = Describe("the disk controller", func() {
+	var ns string
+	var kube *node
+	var offset atomic.Int64
+	var stopOperator context.CancelFunc
+
+	// startOperator runs the controller in a manager of its own, as an
+	// operator process would; the function returned stops it.
+	startOperator := func() context.CancelFunc {
+		GinkgoHelper()
+		mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+			Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect((&disks.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("disks-test"),
+			Log: GinkgoLogr, Config: disks.Config{Retention: time.Hour},
+			Now: func() time.Time { return time.Now().Add(time.Duration(offset.Load())) },
+		}).SetupWithManager(mgr)).To(Succeed())
+		mctx, cancel := context.WithCancel(ctx)
+		DeferCleanup(cancel)
+		done := make(chan struct{})
+		go func() {
+			defer GinkgoRecover()
+			defer close(done)
+			Expect(mgr.Start(mctx)).To(Succeed())
+		}()
+		return func() { cancel(); <-done }
+	}
+
+	BeforeEach(func() {
+		namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "disks-"}}
+		Expect(cp.Client.Create(ctx, namespace)).To(Succeed())
+		ns = namespace.Name
+		offset.Store(0)
+		stopOperator = startOperator()
+		kube = &node{}
+		kube.run(ns)
+	})
+
+	claim := func(name string) func(Gomega) *corev1.PersistentVolumeClaim {
+		return func(g Gomega) *corev1.PersistentVolumeClaim {
+			var c corev1.PersistentVolumeClaim
+			g.Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &c)).To(Succeed())
+			return &c
+		}
+	}
+	scale := func(n int32) {
+		GinkgoHelper()
+		var s appsv1.StatefulSet
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "d-db"}, &s)).To(Succeed())
+		// A patch: the StatefulSet controller writes its status meanwhile.
+		patch := client.MergeFrom(s.DeepCopy())
+		s.Spec.Replicas = ptr.To(n)
+		Expect(cp.Client.Patch(ctx, &s, patch)).To(Succeed())
+	}
+	orphaned := HaveField("Labels", HaveKeyWithValue(names.LabelOrphaned, "true"))
+
+	It("orphans a scaled-down instance's claim, adopts it back on scale-up, orphans all on deletion and deletes them after the retention", func() {
+		Expect(cp.Client.Create(ctx, statefulSet(ns, "any", 3))).To(Succeed())
+		Eventually(claim("store-d-db-2")).Should(HaveField("Status.Phase", corev1.ClaimBound))
+
+		scale(2)
+		Eventually(claim("store-d-db-2")).Should(And(orphaned,
+			HaveField("Annotations", HaveKeyWithValue(names.AnnotationOrphanedInstance, "db/"+instance.ID("d", "db", 2)+" (2)")),
+			HaveField("Annotations", HaveKey(names.AnnotationOrphanedAt))))
+		Consistently(claim("store-d-db-1"), "300ms").ShouldNot(orphaned)
+
+		// The StatefulSet mounts the claim of its name again: the instance
+		// gets its data back (the director would make a new disk).
+		scale(3)
+		Eventually(claim("store-d-db-2")).ShouldNot(orphaned)
+
+		Expect(cp.Client.Delete(ctx, statefulSet(ns, "any", 3))).To(Succeed())
+		for i := range 3 {
+			Eventually(claim(fmt.Sprintf("store-d-db-%d", i))).Should(orphaned)
+		}
+
+		offset.Store(int64(2 * time.Hour))
+		// Any change to the deployment's claims looks again; the timer
+		// the controller set is an hour away.
+		c := claim("store-d-db-0")(Default)
+		patch := client.MergeFrom(c.DeepCopy())
+		c.Annotations["touch"] = "1"
+		Expect(cp.Client.Patch(ctx, c, patch)).To(Succeed())
+		Eventually(func() []corev1.PersistentVolumeClaim {
+			var list corev1.PersistentVolumeClaimList
+			Expect(cp.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+			var live []corev1.PersistentVolumeClaim
+			for _, c := range list.Items {
+				if c.DeletionTimestamp == nil {
+					live = append(live, c)
+				}
+			}
+			return live
+		}).Should(BeEmpty())
+	})
+
+	It("grows each instance's claim after draining it, one instance at a time, in the deploy's order, across an operator restart", func() {
+		class := ns + "-grows"
+		Expect(cp.Client.Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class},
+			Provisioner: "example.com/none", AllowVolumeExpansion: ptr.To(true)})).To(Succeed())
+		s := statefulSet(ns, class, 3)
+		Expect(cp.Client.Create(ctx, s)).To(Succeed())
+		for i := range 3 {
+			Eventually(claim(fmt.Sprintf("store-d-db-%d", i))).Should(HaveField("Status.Phase", corev1.ClaimBound))
+		}
+		Expect(cp.Client.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
+		patch := client.MergeFrom(s.DeepCopy())
+		s.Annotations = map[string]string{names.AnnotationDiskSizes: `{"store":"2Gi"}`}
+		Expect(cp.Client.Patch(ctx, s, patch)).To(Succeed())
+
+		// The operator restarts in the middle: the claims and their
+		// annotations say where the resize was.
+		Eventually(func() int { grown, _, _ := kube.snapshot(); return len(grown) }, "20s").Should(Equal(1))
+		stopOperator()
+		stopOperator = startOperator()
+
+		two := resource.MustParse("2Gi")
+		for i := range 3 {
+			Eventually(claim(fmt.Sprintf("store-d-db-%d", i)), "20s").Should(And(
+				HaveField("Status.Capacity", HaveKeyWithValue(corev1.ResourceStorage, two)),
+				HaveField("Annotations", Not(HaveKey(names.AnnotationDrainedPod)))))
+		}
+		grown, inFlight, drainedFirst := kube.snapshot()
+		// One canary, then max_in_flight 1, from the highest ordinal down
+		// as a deploy's partition releases instances.
+		Expect(grown).To(Equal([]string{"store-d-db-2", "store-d-db-1", "store-d-db-0"}))
+		Expect(inFlight).To(Equal(1))
+		Expect(drainedFirst).To(Equal([]bool{true, true, true}))
+	})
+
+	It("stops before draining anything, naming the StorageClass, when the class cannot grow", func() {
+		fixed := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{GenerateName: "fixed-"}, Provisioner: "example.com/none"}
+		Expect(cp.Client.Create(ctx, fixed)).To(Succeed())
+		s := statefulSet(ns, fixed.Name, 1)
+		Expect(cp.Client.Create(ctx, s)).To(Succeed())
+		Eventually(claim("store-d-db-0")).Should(HaveField("Status.Phase", corev1.ClaimBound))
+		var pod corev1.Pod
+		Eventually(func() error { return cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "d-db-0"}, &pod) }).Should(Succeed())
+
+		Expect(cp.Client.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
+		patch := client.MergeFrom(s.DeepCopy())
+		s.Annotations = map[string]string{names.AnnotationDiskSizes: `{"store":"2Gi"}`}
+		Expect(cp.Client.Patch(ctx, s, patch)).To(Succeed())
+		Eventually(func(g Gomega) string {
+			g.Expect(cp.Client.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
+			return s.Annotations[names.AnnotationDiskResize]
+		}).Should(ContainSubstring(fmt.Sprintf("StorageClass '%s' does not allow volume expansion", fixed.Name)))
+		var now corev1.Pod
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "d-db-0"}, &now)).To(Succeed())
+		Expect(now.UID).To(Equal(pod.UID), "the instance was not drained")
+	})
+})

@@ -1,0 +1,69 @@
+package disks_test
+
+import (
+	"errors"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/operator/disks"
+)
+
+func sized(size string, class string) *appsv1.StatefulSet {
+	s := statefulSet("ns", class, 2)
+	s.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse(size)
+	return s
+}
+
+func TestKeepTemplates(t *testing.T) {
+	old := sized("1Gi", "grows")
+	update := sized("2Gi", "grows")
+	changed, err := disks.KeepTemplates(old, update)
+	if err != nil || !changed {
+		t.Fatalf("KeepTemplates = %v, %v; want a change", changed, err)
+	}
+	if got := update.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests[corev1.ResourceStorage]; got.String() != "1Gi" {
+		t.Errorf("template size = %s, want the old 1Gi kept", got.String())
+	}
+	if got := update.Annotations[names.AnnotationDiskSizes]; got != `{"store":"2Gi"}` {
+		t.Errorf("wanted sizes = %s", got)
+	}
+
+	// The next apply: the template still says 1Gi, the user's object 2Gi.
+	old, again := update, sized("2Gi", "grows")
+	if changed, err := disks.KeepTemplates(old, again); err != nil || !changed || again.Annotations[names.AnnotationDiskSizes] != `{"store":"2Gi"}` {
+		t.Errorf("re-apply: %v, %v, %v", changed, err, again.Annotations)
+	}
+	// An update leaving the annotation out keeps it.
+	same := old.DeepCopy()
+	same.Annotations = nil
+	if changed, err := disks.KeepTemplates(old, same); err != nil || !changed || same.Annotations[names.AnnotationDiskSizes] != `{"store":"2Gi"}` {
+		t.Errorf("annotation dropped: %v, %v, %v", changed, err, same.Annotations)
+	}
+
+	for name, c := range map[string]struct {
+		update *appsv1.StatefulSet
+		reason string
+	}{
+		"smaller than wanted":   {sized("1536Mi", "grows"), disks.ReasonDiskShrink},
+		"smaller than template": {sized("512Mi", "grows"), disks.ReasonDiskShrink},
+		"another class":         {sized("2Gi", "other"), disks.ReasonDiskChanged},
+		"a disk removed":        {func() *appsv1.StatefulSet { s := sized("1Gi", "grows"); s.Spec.VolumeClaimTemplates = nil; return s }(), disks.ReasonDiskChanged},
+	} {
+		_, err := disks.KeepTemplates(old, c.update)
+		var r *disks.Refusal
+		if !errors.As(err, &r) || r.Reason != c.reason {
+			t.Errorf("%s: err = %v, want %q", name, err, c.reason)
+		}
+	}
+	// Unlabelled fields are not ours: a plain update passes unchanged.
+	plain := sized("1Gi", "grows")
+	plain.Spec.Replicas = ptr.To(int32(5))
+	if changed, err := disks.KeepTemplates(sized("1Gi", "grows"), plain); changed || err != nil {
+		t.Errorf("plain update: %v, %v", changed, err)
+	}
+}

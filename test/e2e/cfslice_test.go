@@ -1,0 +1,73 @@
+package e2e_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bosh-injector/bosh-injector/gather/gathering"
+	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
+	"github.com/bosh-injector/bosh-injector/gather/rendering"
+	"github.com/bosh-injector/bosh-injector/test/fixtures"
+	"github.com/bosh-injector/bosh-injector/test/walkthrough"
+)
+
+// TestCFSlice runs what real CF releases ask, unmodified, on the node
+// (fixture release cfslice, deployment cfslice): cf-deployment's alias
+// naming groups the deployment lacks is gathered with a warning; the BPM
+// pre_start hook runs as root with CAP_SETFCAP; the unrestricted volume
+// glob over every job's config is admitted and shows the colocated job's
+// file; and the process, which resolves its own address at start and exits
+// when it cannot, starts once: no container restarts.
+func TestCFSlice(t *testing.T) {
+	ctx := context.Background()
+	w, releaseURL, _ := startWalkthrough(t)
+	const ns = "cfslice"
+	status, err := w.Deploy(ctx, ns, fixtures.Deployment("cfslice", releaseURL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status.State != runner.ReasonGathered {
+		t.Fatalf("gathering: %+v", status)
+	}
+	var events corev1.EventList
+	if err := w.Client.List(ctx, &events, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var missing []string
+	for _, e := range events.Items {
+		if e.Reason == gathering.ReasonAliasTargetMissing && e.Type == corev1.EventTypeWarning {
+			missing = append(missing, e.Message)
+		}
+	}
+	if got := strings.Join(missing, "\n"); !strings.Contains(got, "target instance group 'windows2019-cell' is not in deployment 'cfslice'") ||
+		!strings.Contains(got, "target instance group 'isolated-diego-cell'") {
+		t.Errorf("%s warnings:\n%s", gathering.ReasonAliasTargetMissing, got)
+	}
+
+	const container = "listener-listener"
+	p, err := w.StartInstance(ctx, ns, walkthrough.Instance{Deployment: "cfslice", Group: "nats", AZIndex: 1, Container: container, Image: fixtures.Image(releaseURL, "cfslice")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs, err := p.WaitForLog(ctx, container, "listening on ", 2*time.Minute)
+	results, rerr := w.Report(ctx, p)
+	if err != nil || rerr != nil {
+		t.Fatalf("%v %v\n%s\ncontainers: %+v", err, rerr, logs, results)
+	}
+	t.Logf("listener:\n%s", logs)
+	for _, want := range []string{rendering.AddressResolved, "hook: uid 0 with CAP_SETFCAP", "listening on cfslice-nats-0.", "route from job registrar of nats"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("listener's log lacks %q:\n%s", want, logs)
+		}
+	}
+	for _, r := range results {
+		if r.Restarts > 0 {
+			t.Errorf("container %s restarted %d times:\n%s", r.Name, r.Restarts, r.Logs)
+		}
+	}
+}

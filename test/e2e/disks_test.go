@@ -1,0 +1,279 @@
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bosh-injector/bosh-injector/cmd/bosh-injector/app"
+	"github.com/bosh-injector/bosh-injector/gather/deployment"
+	"github.com/bosh-injector/bosh-injector/gather/instance"
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/objects"
+	"github.com/bosh-injector/bosh-injector/gather/operator/deploy"
+	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
+	"github.com/bosh-injector/bosh-injector/test/fixtures"
+)
+
+// TestPersistentDisks runs the shop deployment's db group with three
+// instances, as `objects` prints it, in a namespace of its own, writes
+// bytes to each instance's persistent disk, and checks after each
+// operation that the bytes are there and the instances Ready: a rollout,
+// a recreate (every pod deleted); the group scaled down to two (index 2's claim orphaned, which
+// `disks --orphaned` lists with its instance) and up to three again (the
+// claim mounted back); a larger disk applied to the StatefulSet (taken by
+// the webhook, the resize stopped naming the cluster's StorageClass, which
+// cannot grow, before draining anything); a smaller one refused.
+func TestPersistentDisks(t *testing.T) {
+	ctx := context.Background()
+	w, releaseURL, _ := startWalkthrough(t)
+	began := time.Now()
+	const ns = "disks"
+	status, err := w.Deploy(ctx, ns, fixtures.Shop(releaseURL, "scale-db.yml"))
+	if err != nil || status.State != runner.ReasonGathered {
+		t.Fatalf("gathering: %+v %v", status, err)
+	}
+	var manifest corev1.Secret
+	if err := w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fixtures.ManifestSecret}, &manifest); err != nil {
+		t.Fatal(err)
+	}
+	res, err := objects.Build(manifest.Data[names.ManifestKey], deployment.OpsFilesOf(manifest.Data), objects.Options{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sts *appsv1.StatefulSet
+	for _, o := range res.Objects {
+		if s, ok := o.(*appsv1.StatefulSet); ok && s.Spec.Template.Labels[names.LabelInstanceGroup] == "db" {
+			sts = s
+		}
+	}
+	if sts == nil || sts.Spec.PersistentVolumeClaimRetentionPolicy == nil {
+		t.Fatalf("objects printed no db StatefulSet retaining its claims: %+v", sts)
+	}
+	if err := w.Client.Create(ctx, sts); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(sts)
+	pod := func(i int) string { return fmt.Sprintf("%s-%d", sts.Name, i) }
+	claim := func(i int) string { return fmt.Sprintf("%s-%s-%d", objects.VolumeStore, sts.Name, i) }
+	const container = "pgstore-pgstore"
+	const marker = "/var/vcap/store/pgstore/marker"
+
+	// ready waits until the group's first n instances are Ready and
+	// returns their pods' UIDs.
+	ready := func(n int, what string) map[int]types.UID {
+		t.Helper()
+		uids := map[int]types.UID{}
+		deadline := time.Now().Add(3 * time.Minute)
+		for {
+			clear(uids)
+			for i := range n {
+				var p corev1.Pod
+				if w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: pod(i)}, &p) == nil && p.DeletionTimestamp == nil && podReady(&p) {
+					uids[i] = p.UID
+				}
+			}
+			if len(uids) == n {
+				t.Logf("%s: %d instances Ready after %s", what, n, time.Since(began).Round(time.Second))
+				return uids
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d of %d instances Ready\n%s", what, len(uids), n, w.OperatorLogs(ctx))
+			}
+			time.Sleep(time.Second)
+		}
+	}
+	exec := func(i int, script string) string {
+		t.Helper()
+		out, err := w.Kubectl(ctx, "exec", "-n", ns, pod(i), "-c", container, "--", "sh", "-c", script)
+		if err != nil {
+			t.Fatalf("exec in %s: %v\n%s", pod(i), err, out)
+		}
+		return out
+	}
+	written := map[int]string{}
+	intact := func(what string, indexes ...int) {
+		t.Helper()
+		for _, i := range indexes {
+			if got := exec(i, "cat "+marker); got != written[i] {
+				t.Errorf("%s: %s holds %q, want %q", what, pod(i), got, written[i])
+			}
+		}
+	}
+
+	// The deploy controller rolls the new StatefulSet to the accepted
+	// version first: the bytes are written after that.
+	deadline := time.Now().Add(3 * time.Minute)
+	for manifest.Labels[names.LabelDeployState] != deploy.PhaseDeployed {
+		if time.Now().After(deadline) {
+			t.Fatalf("deploy: %s", manifest.Annotations[names.AnnotationDeploy])
+		}
+		time.Sleep(time.Second)
+		if err := w.Client.Get(ctx, client.ObjectKeyFromObject(&manifest), &manifest); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ready(3, "created")
+	for i := range 3 {
+		written[i] = fmt.Sprintf("instance %d, %d\n", i, time.Now().UnixNano())
+		exec(i, fmt.Sprintf("printf '%%s' '%s' > %s && sync", written[i], marker))
+	}
+
+	// A rollout of the group (a change to its pod template), then a
+	// recreate (every pod deleted at once): each pod is made again on
+	// its claim.
+	replaced := func(what string, before map[int]types.UID) {
+		t.Helper()
+		deadline := time.Now().Add(3 * time.Minute)
+		for {
+			after := ready(3, what)
+			same := 0
+			for i, uid := range after {
+				if before[i] == uid {
+					same++
+				}
+			}
+			if same == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d pods not replaced", what, same)
+			}
+			time.Sleep(time.Second)
+		}
+		intact(what, 0, 1, 2)
+	}
+	before := ready(3, "before the rollout")
+	var rolled appsv1.StatefulSet
+	if err := w.Client.Get(ctx, key, &rolled); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(rolled.DeepCopy())
+	if rolled.Spec.Template.Annotations == nil {
+		rolled.Spec.Template.Annotations = map[string]string{}
+	}
+	rolled.Spec.Template.Annotations["disks-test/rollout"] = "1"
+	if err := w.Client.Patch(ctx, &rolled, patch); err != nil {
+		t.Fatal(err)
+	}
+	replaced("rollout", before)
+	before = ready(3, "before the recreate")
+	for i := range 3 {
+		if err := w.Client.Delete(ctx, &corev1.Pod{ObjectMeta: podMeta(ns, pod(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	replaced("recreate", before)
+
+	// Scaled down: index 2's claim stays, orphaned, listed with its
+	// instance as `bosh disks --orphaned` lists it.
+	scale(ctx, t, w.Client, key, 2)
+	orphan := waitClaim(ctx, t, w.Client, client.ObjectKey{Namespace: ns, Name: claim(2)}, func(c *corev1.PersistentVolumeClaim) bool {
+		return c.Labels[names.LabelOrphaned] == "true"
+	})
+	wantInstance := "db/" + instance.ID("shop", "db", 2) + " (2)"
+	if got := orphan.Annotations[names.AnnotationOrphanedInstance]; got != wantInstance {
+		t.Errorf("orphaned claim's instance = %q, want %q", got, wantInstance)
+	}
+	var listed bytes.Buffer
+	if code := app.Main([]string{"disks", "--orphaned", "-n", ns, "--kubeconfig", w.Kubeconfig}, &listed, &listed); code != 0 ||
+		!strings.Contains(listed.String(), claim(2)) || !strings.Contains(listed.String(), wantInstance) {
+		t.Errorf("disks --orphaned: exit %d\n%s", code, listed.String())
+	}
+	t.Logf("disks --orphaned:\n%s", listed.String())
+	intact("scaled down", 0, 1)
+
+	// Scaled up: the StatefulSet mounts index 2's claim again, with its
+	// bytes, and the operator takes the orphan label off.
+	scale(ctx, t, w.Client, key, 3)
+	before = ready(3, "scaled up")
+	waitClaim(ctx, t, w.Client, client.ObjectKey{Namespace: ns, Name: claim(2)}, func(c *corev1.PersistentVolumeClaim) bool {
+		return c.Labels[names.LabelOrphaned] == ""
+	})
+	intact("scaled up", 0, 1, 2)
+
+	// A larger disk, applied as `objects` would print it: the webhook
+	// keeps the immutable template and records the size; the cluster's
+	// StorageClass (the host-path provisioner's) cannot grow, so the
+	// resize stops naming it, before any instance is drained.
+	var live appsv1.StatefulSet
+	// The StatefulSet controller writes its status meanwhile.
+	resize := func(size string) error {
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := w.Client.Get(ctx, key, &live); err != nil {
+				return err
+			}
+			live.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse(size)
+			return w.Client.Update(ctx, &live)
+		})
+	}
+	if err := resize("2Gi"); err != nil {
+		t.Fatalf("applying a larger disk: %v", err)
+	}
+	if got := live.Annotations[names.AnnotationDiskSizes]; got != `{"store":"2Gi"}` {
+		t.Errorf("wanted sizes = %q", got)
+	}
+	deadline = time.Now().Add(time.Minute)
+	for live.Annotations[names.AnnotationDiskResize] == "" && time.Now().Before(deadline) {
+		time.Sleep(500 * time.Millisecond)
+		if err := w.Client.Get(ctx, key, &live); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if why := live.Annotations[names.AnnotationDiskResize]; !strings.Contains(why, "StorageClass 'standard' does not allow volume expansion") {
+		t.Errorf("resize status = %q", why)
+	}
+	if after := ready(3, "resize stopped"); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("pods replaced by a resize that cannot happen: %v, before %v", after, before)
+	}
+
+	// A smaller disk is refused with the reason.
+	if err := resize("512Mi"); err == nil || !strings.Contains(err.Error(), "cannot shrink") {
+		t.Errorf("applying a smaller disk: %v", err)
+	}
+	intact("resize refused", 0, 1, 2)
+	t.Logf("persistent disk checks took %s", time.Since(began).Round(time.Second))
+}
+
+func podMeta(ns, name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
+
+func scale(ctx context.Context, t *testing.T, c client.Client, key client.ObjectKey, n int32) {
+	t.Helper()
+	var s appsv1.StatefulSet
+	if err := c.Get(ctx, key, &s); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(s.DeepCopy())
+	s.Spec.Replicas = ptr.To(n)
+	if err := c.Patch(ctx, &s, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitClaim(ctx context.Context, t *testing.T, c client.Client, key client.ObjectKey, done func(*corev1.PersistentVolumeClaim) bool) *corev1.PersistentVolumeClaim {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var p corev1.PersistentVolumeClaim
+		err := c.Get(ctx, key, &p)
+		if err == nil && done(&p) {
+			return &p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("claim %s: %v %+v", key.Name, err, p.ObjectMeta)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}

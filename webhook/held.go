@@ -1,0 +1,43 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/operator/deploy"
+	"github.com/bosh-injector/bosh-injector/inject"
+)
+
+// held says whether the deploy has yet to start a StatefulSet pod's
+// instance: its ordinal is not below the count of instances the deploy
+// controller started in that StatefulSet, which the deploy status of the
+// deployment's manifest Secret (cached, as every Secret of a deployment)
+// records. A pod of an instance already started (recreated after a node
+// loss, `kubectl delete pod`, a rollout) is not held again.
+func (h *Handler) held(ctx context.Context, namespace, deployment string, pod *corev1.Pod) (bool, error) {
+	set, ordinal, ok := inject.StatefulSetOrdinal(pod)
+	if !ok {
+		return false, nil
+	}
+	// Not the versioned Secrets (a secret-kind label), which are most of a
+	// deployment's and the largest; read without copies.
+	manifests, err := labels.Parse(fmt.Sprintf("%s=%s,!%s", names.LabelDeployment, names.LabelValue(deployment), names.LabelSecretKind))
+	if err != nil {
+		return false, err
+	}
+	var secrets corev1.SecretList
+	if err := h.Cache.List(ctx, &secrets, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: manifests}, client.UnsafeDisableDeepCopy); err != nil {
+		return false, fmt.Errorf("reading the deploy of deployment '%s': %w", deployment, err)
+	}
+	for i := range secrets.Items {
+		if _, ok := secrets.Items[i].Annotations[names.AnnotationDeploy]; ok && ordinal < deploy.StatusOf(&secrets.Items[i]).Instances[set] {
+			return false, nil
+		}
+	}
+	return true, nil
+}

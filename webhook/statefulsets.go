@@ -1,0 +1,64 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/operator/disks"
+)
+
+// StatefulSetPath is where the StatefulSet update webhook is served.
+const StatefulSetPath = "/resize-disks"
+
+// StatefulSets lets users change an instance group's persistent disk size
+// with `objects` and `kubectl apply` as with any other field: it keeps the
+// immutable volumeClaimTemplates and records the new sizes for the disk
+// controller (disks.KeepTemplates).
+type StatefulSets struct {
+	Log logr.Logger
+}
+
+// Handle mutates StatefulSet updates of deployments.
+func (h *StatefulSets) Handle(_ context.Context, req admission.Request) admission.Response {
+	if req.Operation != admissionv1.Update {
+		return admission.Allowed("not an update")
+	}
+	var old, update appsv1.StatefulSet
+	if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	if err := json.Unmarshal(req.Object.Raw, &update); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	if update.Spec.Template.Labels[names.LabelDeployment] == "" {
+		return admission.Allowed("not a deployment's StatefulSet")
+	}
+	log := h.Log.WithValues("namespace", req.Namespace, "statefulset", req.Name)
+	changed, err := disks.KeepTemplates(&old, &update)
+	var refusal *disks.Refusal
+	if errors.As(err, &refusal) {
+		denials.WithLabelValues(disks.ReasonCodes[refusal.Reason]).Inc()
+		log.Info("denied", "reason", refusal.Reason, "message", refusal.Message)
+		return admission.Denied(refusal.Error())
+	}
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	if !changed {
+		return admission.Allowed("persistent disks unchanged")
+	}
+	log.Info("persistent disk sizes recorded for the disk controller", "sizes", update.Annotations[names.AnnotationDiskSizes])
+	raw, err := json.Marshal(&update)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+}

@@ -1,0 +1,65 @@
+package webhook_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bosh-injector/bosh-injector/gather/names"
+)
+
+// The apiserver sends the chart's webhook a deployment's StatefulSet
+// update that changes its (immutable) volumeClaimTemplates.
+var _ = Describe("a persistent disk size applied to a StatefulSet", func() {
+	statefulSet := func(ns string, labels map[string]string) *appsv1.StatefulSet {
+		return &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns},
+			Spec: appsv1.StatefulSetSpec{
+				Replicas: ptr.To(int32(0)),
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img"}}}},
+				VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "store"},
+					Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+						Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}},
+			},
+		}
+	}
+	newNamespace := func() string {
+		GinkgoHelper()
+		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "disks-"}}
+		Expect(cp.Client.Create(ctx, n)).To(Succeed())
+		return n.Name
+	}
+	resize := func(s *appsv1.StatefulSet, size string) error {
+		GinkgoHelper()
+		// The StatefulSet controller writes its status meanwhile.
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			Expect(cp.Client.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
+			s.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse(size)
+			return cp.Client.Update(ctx, s)
+		})
+	}
+
+	It("is taken as the wanted size, the template kept; a smaller one is refused", func() {
+		ns := newNamespace()
+		s := statefulSet(ns, map[string]string{names.LabelDeployment: "d", names.LabelInstanceGroup: "db"})
+		Expect(cp.Client.Create(ctx, s)).To(Succeed())
+		Expect(resize(s, "2Gi")).To(Succeed())
+		Expect(s.Annotations).To(HaveKeyWithValue(names.AnnotationDiskSizes, `{"store":"2Gi"}`))
+		Expect(s.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage().String()).To(Equal("1Gi"))
+		Expect(resize(s, "512Mi")).To(MatchError(ContainSubstring("persistent disk 'store' of 2Gi cannot shrink to 512Mi")))
+	})
+
+	It("leaves other StatefulSets to the apiserver", func() {
+		s := statefulSet(newNamespace(), map[string]string{"app": "db"})
+		Expect(cp.Client.Create(ctx, s)).To(Succeed())
+		Expect(resize(s, "2Gi")).To(MatchError(ContainSubstring("volumeClaimTemplates")))
+	})
+})
