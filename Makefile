@@ -152,6 +152,23 @@ base-image: e2e-deps ## Import a debootstrapped Debian as $(BASE_IMAGE), when mi
 			--change 'CMD ["bash"]' - $(BASE_IMAGE) >/dev/null; \
 	fi
 
+# The stemcell stand-in job scripts run on in the sandbox (`make demo
+# MANIFEST=…`) and the acceptance run: the base image with what Ubuntu
+# stemcells give job scripts (test/stemcell/Containerfile). Its tag carries
+# the Containerfile's digest, so a change builds it again; otherwise it is
+# built once, like the base image.
+STEMCELL_CONTAINERFILE := test/stemcell/Containerfile
+DEFAULT_STEMCELL_IMAGE := localhost/bosh-injector-stemcell:bookworm-$(shell sha256sum $(STEMCELL_CONTAINERFILE) 2>/dev/null | cut -c1-12)
+.PHONY: stemcell-image print-stemcell-image
+stemcell-image: base-image ## Build the stemcell stand-in image (perl, vcap, setcap, nc, curl, dig, ps, en_US locale…), when missing
+	@if ! podman image exists $(DEFAULT_STEMCELL_IMAGE); then \
+		echo "building $(DEFAULT_STEMCELL_IMAGE)"; \
+		podman build -q --network=host --build-arg BASE=$(BASE_IMAGE) -f $(STEMCELL_CONTAINERFILE) -t $(DEFAULT_STEMCELL_IMAGE) test/stemcell >/dev/null; \
+	fi
+
+print-stemcell-image: ## Print the stemcell stand-in image's name
+	@echo $(DEFAULT_STEMCELL_IMAGE)
+
 # A Go toolchain image for the Dockerfile's build stage, made from the base
 # image and this machine's Go when no registry can provide one.
 GO_IMAGE := docker.io/library/golang:$(shell $(GO) env GOVERSION | sed 's/^go//; s/\.[0-9]*$$//')-bookworm
@@ -177,7 +194,7 @@ build: ## Build bin/bosh-injector (static)
 # integration suites against the real control plane.
 GO_TEST_FLAGS ?= -count=1 -timeout 20m
 .PHONY: test
-test: deps testbin image ## Build what is missing, then run every test suite
+test: deps testbin image stemcell-image ## Build what is missing, then run every test suite
 	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) test $(GO_TEST_FLAGS) ./...
 
 STATICCHECK_VERSION := v0.8.2
@@ -194,16 +211,33 @@ e2e: deps testbin image ## The end-to-end tests: injected pods on a local cluste
 # With MANIFEST and RELEASES (and OPS) the demo runs that deployment
 # instead, in a sandbox (test/sandbox). KEEP=1 leaves either up for kubectl
 # until `make demo-down`.
+# VARS ("name=value …") and VARS_FILE (files) give variables as bosh's -v
+# and -l do; STEMCELL_IMAGE is the stemcell image the releases are built on
+# (default: `make stemcell-image`'s); STAND_INS ("package=dir …") stand in
+# for vendored packages of release directories; SANDBOX=name keeps a sandbox of that
+# name beside others (`make demo-down SANDBOX=name` stops it).
 SANDBOX_ARGS = $(if $(MANIFEST),--manifest $(abspath $(MANIFEST)) $(foreach r,$(RELEASES),--release $(abspath $(r))) \
-	$(foreach o,$(OPS),--ops-file $(abspath $(o)))) $(if $(filter 1 yes true,$(KEEP)),--keep) \
+	$(foreach o,$(OPS),--ops-file $(abspath $(o))) $(foreach v,$(VARS),--var $(v)) $(foreach f,$(VARS_FILE),--vars-file $(abspath $(f))) \
+	$(foreach s,$(STAND_INS),--stand-in $(firstword $(subst =, ,$(s)))=$(abspath $(lastword $(subst =, ,$(s))))) --stemcell-image $(or $(STEMCELL_IMAGE),$(DEFAULT_STEMCELL_IMAGE))) $(if $(filter 1 yes true,$(KEEP)),--keep) $(if $(SANDBOX),--sandbox $(SANDBOX)) \
 	$(if $(NODES),--nodes $(NODES)) $(if $(ZONES),--zones $(ZONES))
 
 .PHONY: demo demo-down
-demo: deps testbin image build ## The walkthrough on a local one-node cluster [KEEP=1]; or your deployment: make demo MANIFEST=m.yml RELEASES="a.tgz b.tgz" [OPS="o.yml"] [NODES=3 ZONES=z1,z1,z2] [KEEP=1]
+demo: deps testbin image build $(if $(MANIFEST),$(if $(STEMCELL_IMAGE),,stemcell-image)) ## The walkthrough on a local one-node cluster [KEEP=1]; or your deployment: make demo MANIFEST=m.yml RELEASES="a.tgz dir" [OPS=o.yml] [VARS="k=v"] [VARS_FILE=f.yml] [STEMCELL_IMAGE=img] [NODES=3 ZONES=z1,z1,z2] [KEEP=1 [SANDBOX=name]]
 	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) run ./test/demo --binary $(BIN_DIR)/bosh-injector $(SANDBOX_ARGS)
 
-demo-down: ## Stop the cluster or sandbox `make demo … KEEP=1` left up
-	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) run ./test/demo --down
+demo-down: ## Stop the cluster or sandbox `make demo … KEEP=1` left up [SANDBOX=name]
+	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) run ./test/demo --down $(if $(SANDBOX),--sandbox $(SANDBOX))
+
+# Outside CI (it needs checkouts CI cannot fetch): cf-deployment's routing
+# slice (nats, gorouter, route_registrar, bosh-dns-aliases) built from the
+# release directories and deployed in a sandbox; see
+# test/acceptance/cf-slice/run.sh.
+.PHONY: acceptance-cf
+acceptance-cf: deps testbin image build stemcell-image ## Outside CI: cf-deployment's routing slice from checkouts: make acceptance-cf CF_DEPLOYMENT=dir NATS_RELEASE=dir ROUTING_RELEASE=dir DNS_ALIASES_RELEASE=dir [HEALTHCHECKER_RELEASE=dir]
+	KUBEBUILDER_ASSETS=$(TESTBIN) STEMCELL_IMAGE=$(or $(STEMCELL_IMAGE),$(DEFAULT_STEMCELL_IMAGE)) BINARY=$(abspath $(BIN_DIR)/bosh-injector) \
+		CF_DEPLOYMENT=$(abspath $(CF_DEPLOYMENT)) NATS_RELEASE=$(abspath $(NATS_RELEASE)) ROUTING_RELEASE=$(abspath $(ROUTING_RELEASE)) \
+		DNS_ALIASES_RELEASE=$(abspath $(DNS_ALIASES_RELEASE)) HEALTHCHECKER_RELEASE=$(if $(HEALTHCHECKER_RELEASE),$(abspath $(HEALTHCHECKER_RELEASE))) \
+		test/acceptance/cf-slice/run.sh
 
 # The same walkthrough on a real cluster that has cert-manager: the images
 # are pushed to $(REGISTRY), which the cluster must be able to pull from.

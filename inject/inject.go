@@ -575,7 +575,13 @@ const RenderContainer = "render"
 // SetupContainer says whether an injected container of that name runs a
 // step of the instance's setup (render, a pre-start), not a process.
 func SetupContainer(name string) bool {
-	return name == RenderContainer || name == contract.PreStart || strings.HasPrefix(name, contract.PreStart+"-")
+	return name == RenderContainer || PreStartContainer(name)
+}
+
+// PreStartContainer says whether container name runs the jobs' pre-start
+// scripts (`pre-start`, or `pre-start-<release>` per release image).
+func PreStartContainer(name string) bool {
+	return name == contract.PreStart || strings.HasPrefix(name, contract.PreStart+"-")
 }
 
 // imageJobsSubPath is where a release image holds its jobs

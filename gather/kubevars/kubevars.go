@@ -71,7 +71,7 @@ func (s *Source) Generated(name string) bool { return s.generated[name] }
 // Replace implements variables.Renewing: it rewrites a generated variable's
 // Secret.
 func (s *Source) Replace(name string, value any) error {
-	data, err := encode(name, value)
+	data, err := Encode(name, value)
 	if err != nil {
 		return err
 	}
@@ -121,7 +121,7 @@ func decode(data map[string][]byte) any {
 // Put implements variables.Source: it creates the variable's Secret. When a
 // Secret of that name appeared meanwhile, that one wins and is read back.
 func (s *Source) Put(name string, value any) error {
-	data, err := encode(name, value)
+	data, err := Encode(name, value)
 	if err != nil {
 		return err
 	}
@@ -151,8 +151,9 @@ func (s *Source) Put(name string, value any) error {
 	return nil
 }
 
-// encode is a variable's value as Secret data.
-func encode(name string, value any) (map[string][]byte, error) {
+// Encode is a variable's value as Secret data: a string under `password`,
+// a hash one key per field (as users provide variables too).
+func Encode(name string, value any) (map[string][]byte, error) {
 	data := map[string][]byte{}
 	switch v := value.(type) {
 	case string:

@@ -181,9 +181,10 @@ func VariableSecret(deployment, variable string) string {
 // ReleaseImage is the image a release is found in when the manifest gives
 // it no `image` (the fissile convention):
 // `<url>/<release>:<stemcell os>-<stemcell version>-<release version>`.
-// release-image tags what it builds with the same name.
+// release-image tags what it builds with the same name. A dev version's '+'
+// ("56+dev.1"), which image tags do not allow, becomes '_'.
 func ReleaseImage(url, release, stemcellOS, stemcellVersion, version string) string {
-	return fmt.Sprintf("%s/%s:%s-%s-%s", url, release, stemcellOS, stemcellVersion, version)
+	return fmt.Sprintf("%s/%s:%s-%s-%s", url, release, stemcellOS, stemcellVersion, strings.ReplaceAll(version, "+", "_"))
 }
 
 // KindDNS labels a deployment's DNS records ConfigMaps ("<deployment>.dns-v<N>").

@@ -2,11 +2,15 @@ package releaseimage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"gopkg.in/yaml.v3"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -80,7 +84,19 @@ func Build(ctx context.Context, r *Release, s Stemcell, c *compile.Compiler, wor
 		}
 		layers[p.Name] = path
 	}
+	needed, err := neededPackages(r, filepath.Join(work, "job-specs"))
+	if err != nil {
+		return nil, err
+	}
+	var skipped []string
 	for _, p := range m.Packages {
+		if needed != nil && !needed[p.Name] && !compiled[p.Name] {
+			skipped = append(skipped, p.Name)
+			continue
+		}
+		if why := r.missing[p.Name]; why != "" && !compiled[p.Name] {
+			return nil, errors.New(why)
+		}
 		if !compiled[p.Name] {
 			sources = append(sources, compile.Package{Name: p.Name, Version: p.Version, Fingerprint: p.Fingerprint,
 				Dependencies: p.Dependencies, Source: r.PackageArchive(p.Name)})
@@ -143,5 +159,58 @@ func Build(ctx context.Context, r *Release, s Stemcell, c *compile.Compiler, wor
 	cfg.Config.Labels["org.opencontainers.image.version"] = m.Version
 	cfg.Config.Labels["org.opencontainers.image.revision"] = m.CommitHash
 	cfg.Config.Labels["org.opencontainers.image.base.digest"] = s.Digest
+	if len(skipped) > 0 {
+		cfg.Config.Labels[names.ImageLabelSkippedPackages] = strings.Join(skipped, ",")
+	}
 	return mutate.ConfigFile(img, cfg)
+}
+
+// neededPackages are the packages of the jobs r.Used names (job.MF's
+// packages) and their transitive dependencies; nil when r.Used is nil (every
+// package is needed). Job specs are unpacked under work.
+func neededPackages(r *Release, work string) (map[string]bool, error) {
+	if r.Used == nil {
+		return nil, nil
+	}
+	m := r.Manifest
+	deps := map[string][]string{}
+	for _, p := range slices.Concat(m.Packages, m.CompiledPackages) {
+		deps[p.Name] = p.Dependencies
+	}
+	needed := map[string]bool{}
+	var add func(string)
+	add = func(name string) {
+		if !needed[name] {
+			needed[name] = true
+			for _, d := range deps[name] {
+				add(d)
+			}
+		}
+	}
+	for _, job := range slices.Sorted(maps.Keys(r.Used)) {
+		if !slices.ContainsFunc(m.Jobs, func(e Entry) bool { return e.Name == job }) {
+			return nil, fmt.Errorf("release '%s': the manifest uses job '%s', which release '%s' version '%s' (%s) does not have", m.Name, job, m.Name, m.Version, r.Path)
+		}
+		dir := filepath.Join(work, job)
+		if err := layer.Extract(r.JobArchive(job), "", dir); err != nil {
+			return nil, fmt.Errorf("release '%s': job '%s': %w", m.Name, job, err)
+		}
+		var spec struct {
+			Packages []string `yaml:"packages"`
+		}
+		data, err := os.ReadFile(filepath.Join(dir, "job.MF"))
+		if err == nil {
+			err = yaml.Unmarshal(data, &spec)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("release '%s': job '%s': job.MF: %w", m.Name, job, err)
+		}
+		for _, p := range spec.Packages {
+			if _, ok := deps[p]; !ok {
+				return nil, fmt.Errorf("release '%s': job '%s' needs package '%s', which the release does not have", m.Name, job, p)
+			}
+			add(p)
+		}
+	}
+	return needed, nil
 }

@@ -57,7 +57,14 @@ type Entry struct {
 type Release struct {
 	Path     string
 	Manifest Manifest
-	dir      string
+	// Used, when not nil, are the jobs a deployment uses: Build compiles
+	// only their packages and those packages' dependencies, as a director
+	// compiles only what the deployment's jobs need.
+	Used map[string]bool
+	dir  string
+	// missing are the packages of a release directory that have no
+	// archive, with why: an error when they are to be compiled.
+	missing map[string]string
 }
 
 // Archive kinds: the directories of a release tarball.

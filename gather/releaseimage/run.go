@@ -17,15 +17,21 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/bosh-injector/bosh-injector/gather/manifest"
+	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/releaseimage/compile"
 )
 
 // Config is one release-image invocation.
 type Config struct {
+	// Tarballs are release tarballs or release directories.
 	Tarballs []string
+	// StandIns are directories standing in for vendored packages of
+	// release directories, by package name.
+	StandIns map[string]string
 	// Manifest, when set, is a deployment manifest: every release it names
-	// is built, from Tarballs or from its url when that is a local file,
-	// on the manifest's stemcell unless StemcellOS/StemcellVersion are set.
+	// is built, from Tarballs or from its url when that is a local file or
+	// directory, on the manifest's stemcell unless StemcellOS and
+	// StemcellVersion are set.
 	Manifest []byte
 	// Repository is the <url> of image names <url>/<release>:<tag>.
 	Repository      string
@@ -82,13 +88,23 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 	defer os.RemoveAll(work)
 
 	var releases []*Release
+	var dirs []string
 	for i, t := range cfg.Tarballs {
+		if isDir(t) {
+			dirs = append(dirs, t)
+			continue
+		}
 		r, err := openIn(ctx, t, filepath.Join(work, "releases", fmt.Sprint(i)))
 		if err != nil {
 			return nil, err
 		}
 		releases = append(releases, r)
 	}
+	fromDirs, err := openDirs(dirs, releases, cfg.StandIns, filepath.Join(work, "dirs"), cfg.Log)
+	if err != nil {
+		return nil, err
+	}
+	releases = append(releases, fromDirs...)
 	if err := uniqueReleases(releases); err != nil {
 		return nil, err
 	}
@@ -103,10 +119,12 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 			return nil, fmt.Errorf("--manifest: %w", err)
 		}
 		for i, mr := range m.Releases {
-			r, err := forManifest(ctx, mr, releases, filepath.Join(work, "releases", fmt.Sprint("url-", i)))
+			r, err := forManifest(ctx, mr, releases, filepath.Join(work, "releases", fmt.Sprint("url-", i)), cfg)
 			if err != nil {
 				return nil, err
 			}
+			r.Used = usedJobs(m, mr.Name)
+
 			s := mr.Stemcell
 			if s == nil && len(m.Stemcells) == 1 {
 				s = &m.Stemcells[0]
@@ -180,6 +198,10 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 			if err != nil {
 				return err
 			}
+			if cf, err := img.ConfigFile(); err == nil && cf.Config.Labels[names.ImageLabelSkippedPackages] != "" {
+				cfg.Log.Info("packages not compiled: no job of the manifest needs them", "release", m.Name,
+					"packages", cf.Config.Labels[names.ImageLabelSkippedPackages], "label", names.ImageLabelSkippedPackages)
+			}
 			images[i] = img
 			results[i] = Result{Release: m.Name, Version: m.Version, Tag: s.Tag(cfg.Repository, m), Digest: d.String()}
 			cfg.Log.Info("built release image", "release", m.Name, "version", m.Version, "image", results[i].Tag, "digest", d.String())
@@ -236,19 +258,30 @@ func openIn(ctx context.Context, path, work string) (*Release, error) {
 }
 
 // forManifest finds the tarball of manifest release mr: one given whose
-// release.MF has its name, else its url when that is a local file.
-func forManifest(ctx context.Context, mr manifest.Release, given []*Release, work string) (*Release, error) {
+// release.MF has its name, else its url when that is a local file or
+// release directory.
+func forManifest(ctx context.Context, mr manifest.Release, given []*Release, work string, cfg Config) (*Release, error) {
 	for _, r := range given {
 		if r.Manifest.Name != mr.Name {
 			continue
 		}
 		if mr.Version != "" && mr.Version != "latest" && mr.Version != r.Manifest.Version {
-			return nil, fmt.Errorf("release '%s': the manifest wants version %s, tarball %s has %s", mr.Name, mr.Version, r.Path, r.Manifest.Version)
+			return nil, fmt.Errorf("release '%s': the manifest wants version %s, %s has %s%s", mr.Name, mr.Version, r.Path, r.Manifest.Version, devHint(r))
 		}
 		return r, nil
 	}
 	if path := localPath(mr.URL); path != "" {
-		r, err := openIn(ctx, path, work)
+		var r *Release
+		var err error
+		if isDir(path) {
+			var rs []*Release
+			rs, err = openDirs([]string{path}, given, cfg.StandIns, work, cfg.Log)
+			if err == nil {
+				r = rs[0]
+			}
+		} else {
+			r, err = openIn(ctx, path, work)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -257,11 +290,34 @@ func forManifest(ctx context.Context, mr manifest.Release, given []*Release, wor
 		}
 		return r, nil
 	}
-	return nil, fmt.Errorf("release '%s': no tarball given for it and its url is not a local file", mr.Name)
+	return nil, fmt.Errorf("release '%s': no tarball or release directory given for it and its url is not a local file or directory", mr.Name)
 }
 
-// localPath is the file a release url names when it is a local path or a
-// file:// URL of an existing file, else "".
+// usedJobs are the jobs of release the manifest's instance groups (their
+// addons merged) use.
+func usedJobs(m *manifest.Manifest, release string) map[string]bool {
+	used := map[string]bool{}
+	for _, g := range m.InstanceGroups {
+		for _, j := range g.Jobs {
+			if j.Release == release {
+				used[j.Name] = true
+			}
+		}
+	}
+	return used
+}
+
+// devHint explains a dev version of a release directory: its jobs or
+// packages are no final release's.
+func devHint(r *Release) string {
+	if !strings.Contains(r.Manifest.Version, "+dev.") {
+		return ""
+	}
+	return " (a dev version: the directory's jobs and packages match no final release in releases/" + r.Manifest.Name + "/; set the manifest's version to latest or " + r.Manifest.Version + ", or check out the release's tag)"
+}
+
+// localPath is the file or directory a release url names when it is a
+// local path or a file:// URL of an existing one, else "".
 func localPath(u string) string {
 	p := u
 	if rest, ok := strings.CutPrefix(u, "file://"); ok {
@@ -270,7 +326,7 @@ func localPath(u string) string {
 		}
 		p = rest
 	}
-	if info, err := os.Stat(p); err == nil && info.Mode().IsRegular() {
+	if info, err := os.Stat(p); err == nil && (info.Mode().IsRegular() || info.IsDir()) {
 		return p
 	}
 	return ""

@@ -46,15 +46,27 @@ func main() {
 	flags.StringVar(&sb.Manifest, "manifest", "", "run this deployment manifest in a sandbox instead of the walkthrough")
 	flags.Func("release", "with --manifest: a release tarball, source or compiled (repeatable)", appendTo(&sb.Releases))
 	flags.Func("ops-file", "with --manifest: an ops file (repeatable)", appendTo(&sb.OpsFiles))
+	flags.Func("var", "with --manifest: a variable NAME=VALUE, as bosh's -v (repeatable)", appendTo(&sb.Vars))
+	flags.Func("vars-file", "with --manifest: a YAML file of variables, as bosh's -l (repeatable)", appendTo(&sb.VarsFiles))
+	flags.Func("stand-in", "with --manifest: PACKAGE=DIR standing in for a vendored package of a release directory (repeatable)", appendTo(&sb.StandIns))
+	flags.StringVar(&sb.StemcellImage, "stemcell-image", "", "with --manifest: the stemcell image to build the releases on (default: the base image)")
+	name := flags.String("sandbox", "", "the kept sandbox's name: sandboxes of different names run side by side")
+	stateDir := flags.String("state-dir", "", "where a kept sandbox keeps its state (default: from --sandbox, in $TMPDIR)")
 	flags.IntVar(&opts.Nodes, "nodes", 0, "how many nodes the local cluster has (default one, or one per zone)")
 	flags.Func("zones", "each node's zone, comma-separated in node order, e.g. z1,z1,z2", func(v string) error {
 		opts.Zones = strings.Split(v, ",")
 		return nil
 	})
-	stateDir := flags.String("state-dir", sandbox.DefaultDir(), "where a kept sandbox keeps its state")
 	down := flags.Bool("down", false, "stop the cluster or sandbox --keep left up")
 	daemon := flags.Bool("daemon", false, "be the kept sandbox's own process (--keep starts it)")
 	_ = flags.Parse(os.Args[1:])
+	if *stateDir == "" {
+		var err error
+		if *stateDir, err = sandbox.DefaultDir(*name); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+	}
 	if *down {
 		downed, err := cluster.Down()
 		for _, d := range downed {
@@ -183,7 +195,7 @@ func runSandbox(ctx context.Context, cfg sandbox.Config, opts walkthrough.Option
 		return sandbox.Down(os.Stdout, stateDir)
 	}
 	cfg.Out, cfg.Nodes, cfg.Zones = os.Stdout, opts.Nodes, opts.Zones
-	for _, p := range append([]*string{&cfg.Manifest, &cfg.Binary}, pointers(cfg.Releases, cfg.OpsFiles)...) {
+	for _, p := range append([]*string{&cfg.Manifest, &cfg.Binary}, pointers(cfg.Releases, cfg.OpsFiles, cfg.VarsFiles)...) {
 		if *p, err = filepath.Abs(*p); err != nil {
 			return err
 		}
@@ -196,6 +208,18 @@ func runSandbox(ctx context.Context, cfg sandbox.Config, opts walkthrough.Option
 		}
 		for _, o := range cfg.OpsFiles {
 			args = append(args, "--ops-file", o)
+		}
+		for _, v := range cfg.Vars {
+			args = append(args, "--var", v)
+		}
+		for _, f := range cfg.VarsFiles {
+			args = append(args, "--vars-file", f)
+		}
+		if cfg.StemcellImage != "" {
+			args = append(args, "--stemcell-image", cfg.StemcellImage)
+		}
+		for _, si := range cfg.StandIns {
+			args = append(args, "--stand-in", si)
 		}
 		if opts.Nodes > 0 {
 			args = append(args, "--nodes", strconv.Itoa(opts.Nodes))

@@ -10,12 +10,14 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/releaseimage"
 	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
+	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 )
 
 // buildImages builds the deployment's release images as a user would, with
-// `bosh-injector release-image --manifest` on the release tarballs: on the
-// base image from podman's storage as the stemcell, pushed to the cluster's
+// `bosh-injector release-image --manifest` on the release tarballs or
+// directories: on the stemcell image given (else the base image) from
+// podman's storage, pushed to the cluster's
 // registry, with compiled packages cached where the command caches them.
 // Pods pull them from there. It returns the ops file release-image printed,
 // which pins the manifest's releases to the images by digest, written into
@@ -28,8 +30,20 @@ func (s *Sandbox) buildImages(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	stemcell := s.cfg.StemcellImage
+	if stemcell == "" {
+		stemcell = walkthrough.BaseImage
+	}
+	if fixtures.Podman(ctx, "image", "exists", stemcell).Run() == nil {
+		// An image in podman's storage, as `make stemcell-image` leaves
+		// it; anything else is a reference release-image reads.
+		stemcell = releaseimage.TransportStorage + stemcell
+	}
 	args := append([]string{"release-image", "--manifest", manifest, "--repository", s.w.Registry() + "/releases",
-		"--stemcell-image", releaseimage.TransportStorage + walkthrough.BaseImage, "--insecure", "--push"}, s.cfg.Releases...)
+		"--stemcell-image", stemcell, "--insecure", "--push"}, s.cfg.Releases...)
+	for _, si := range s.cfg.StandIns {
+		args = append(args, "--stand-in", si)
+	}
 	cmd := exec.CommandContext(ctx, s.cfg.Binary, args...)
 	cmd.Stderr = s.cfg.Out
 	ops, err := cmd.Output()

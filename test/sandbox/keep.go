@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/test/cluster"
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
 )
@@ -28,8 +29,19 @@ const (
 	logFile   = "sandbox.log"
 )
 
-// DefaultDir is where a kept sandbox's state is, unless told otherwise.
-func DefaultDir() string { return filepath.Join(os.TempDir(), "bosh-injector-sandbox") }
+// DefaultDir is where kept sandbox name's state is, unless told otherwise:
+// each name is a sandbox of its own, "" the default one (`make demo
+// SANDBOX=name`).
+func DefaultDir(name string) (string, error) {
+	dir := filepath.Join(os.TempDir(), "bosh-injector-sandbox")
+	if name == "" {
+		return dir, nil
+	}
+	if err := names.PathName("sandbox", name); err != nil {
+		return "", fmt.Errorf("SANDBOX=%s: %w", name, err)
+	}
+	return dir + "-" + name, nil
+}
 
 // Background runs this program again with args, detached, as the kept
 // sandbox of state directory dir (args must make it call Run with
@@ -39,7 +51,7 @@ func DefaultDir() string { return filepath.Join(os.TempDir(), "bosh-injector-san
 func Background(out io.Writer, dir string, args []string) error {
 	if st, err := readState(dir); err == nil {
 		if alive(st) {
-			return fmt.Errorf("a sandbox is running already (pid %d, state in %s): stop it with `make demo-down`", st.Pid, dir)
+			return fmt.Errorf("a sandbox is running already (pid %d, state in %s): stop it with `make demo-down`, or run another beside it with SANDBOX=name", st.Pid, dir)
 		}
 		if err := Down(out, dir); err != nil {
 			return err

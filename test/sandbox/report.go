@@ -49,6 +49,8 @@ type instanceReport struct {
 	Injected  bool
 	// Rendered: every init container (copy, render) succeeded.
 	Rendered bool
+	// PreStartFailed: rendered, but a pre-start script failed.
+	PreStartFailed bool
 	// Running are the containers running (BPM processes); Ended the
 	// containers that exited 0.
 	Running, Ended []string
@@ -145,9 +147,13 @@ func (s *Sandbox) describe(ctx context.Context, pod *corev1.Pod, r *instanceRepo
 		switch {
 		case res.Ran && res.ExitCode != 0:
 			what := "process"
-			if res.Init {
+			switch {
+			case inject.PreStartContainer(res.Name):
+				// The templates rendered: pre-start runs what they gave.
+				what, r.PreStartFailed = "pre-start", true
+			case res.Init:
 				what, r.Rendered = "init container", false
-			} else if inject.SetupContainer(res.Name) {
+			case inject.SetupContainer(res.Name):
 				what, r.Rendered = "setup container", false
 			}
 			r.Failure = fmt.Sprintf("%s %s exited %d", what, res.Name, res.ExitCode)
@@ -166,14 +172,17 @@ func (s *Sandbox) describe(ctx context.Context, pod *corev1.Pod, r *instanceRepo
 			r.Rendered = r.Rendered && !res.Init
 			return
 		case res.Init && !res.Ran:
-			r.Rendered = false
+			// Pre-start waiting its turn says nothing of rendering.
+			r.Rendered = r.Rendered && inject.PreStartContainer(res.Name)
 			return
 		case res.Init:
 		case inject.SetupContainer(res.Name):
 			// Beside the processes, a setup step is done once its
 			// container is ready (the last one's probe waits for the
-			// whole setup).
-			r.Rendered = r.Rendered && res.Running && res.Ready
+			// whole setup); pre-start's says nothing of rendering.
+			if !inject.PreStartContainer(res.Name) {
+				r.Rendered = r.Rendered && res.Running && res.Ready
+			}
 			setup++
 		case res.Running:
 			r.Running = append(r.Running, res.Name)
@@ -219,6 +228,9 @@ func printReport(out io.Writer, reports []instanceReport) {
 		state := []string{yes(r.Injected, "injected", "not injected")}
 		if r.Injected {
 			state = append(state, yes(r.Rendered, "rendered", "not rendered"))
+		}
+		if r.PreStartFailed {
+			state = append(state, "pre-start failed")
 		}
 		if len(r.Running) > 0 {
 			state = append(state, "running: "+strings.Join(r.Running, ", "))

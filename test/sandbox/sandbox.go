@@ -13,6 +13,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,9 +33,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
+	"github.com/bosh-injector/bosh-injector/gather/kubevars"
 	"github.com/bosh-injector/bosh-injector/gather/manifest"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
+	"github.com/bosh-injector/bosh-injector/gather/variables"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 )
@@ -50,6 +53,17 @@ type Config struct {
 	Manifest string
 	OpsFiles []string
 	Releases []string
+	// Vars ("NAME=VALUE") and VarsFiles are variables the user gives, as
+	// with bosh's -v and -l: each becomes the variable's Secret, which
+	// gathering uses as it is.
+	Vars      []string
+	VarsFiles []string
+	// StemcellImage is the image release-image builds and compiles on (a
+	// release-image --stemcell-image); the base image when empty.
+	StemcellImage string
+	// StandIns are release-image --stand-in PACKAGE=DIR, for vendored
+	// packages of release directories.
+	StandIns []string
 	// Dir holds the sandbox's work files; it must exist and is removed
 	// when the sandbox stops.
 	Dir string
@@ -159,6 +173,9 @@ func (s *Sandbox) up(ctx context.Context) error {
 		return err
 	}
 	if err := s.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.namespace}}); err != nil {
+		return err
+	}
+	if err := s.variables(ctx, head.Name); err != nil {
 		return err
 	}
 	if err := s.apply(ctx, objs[:1]); err != nil {
@@ -284,12 +301,55 @@ func (s *Sandbox) objects(ctx context.Context, ops []string) ([]*unstructured.Un
 	return objs, nil
 }
 
+// apply creates objs as `kubectl apply` creates them: each with its
+// last-applied configuration, so that a later `bosh-injector objects … |
+// kubectl apply -f -` removes what it no longer has (an ops file's key of
+// the manifest Secret) instead of keeping it.
 func (s *Sandbox) apply(ctx context.Context, objs []*unstructured.Unstructured) error {
 	for _, o := range objs {
+		applied, err := json.Marshal(o.Object)
+		if err != nil {
+			return err
+		}
+		annotations := o.GetAnnotations()
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[corev1.LastAppliedConfigAnnotation] = string(applied)
+		o.SetAnnotations(annotations)
 		if err := s.client.Create(ctx, o); err != nil {
 			return fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
 		}
 		s.w.Say("%s %s created", strings.ToLower(o.GetKind()), o.GetName())
+	}
+	return nil
+}
+
+// variables creates the Secret of each variable the user gave (Vars,
+// VarsFiles), labelled with the deployment as README's "To provide a
+// variable yourself" says, before the manifest is applied: gathering then
+// uses it as it is, as a director takes -v and -l values.
+func (s *Sandbox) variables(ctx context.Context, deploymentName string) error {
+	if len(s.cfg.Vars)+len(s.cfg.VarsFiles) == 0 {
+		return nil
+	}
+	given, err := variables.Given(ctx, s.cfg.VarsFiles, s.cfg.Vars)
+	if err != nil {
+		return err
+	}
+	vals := given.Values()
+	for _, name := range vals.Keys() {
+		v, _ := vals.Get(name)
+		data, err := kubevars.Encode(name, v)
+		if err != nil {
+			return err
+		}
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: names.VariableSecret(deploymentName, name), Namespace: s.namespace,
+			Labels: map[string]string{names.LabelDeployment: names.LabelValue(deploymentName)}}, Data: data}
+		if err := s.client.Create(ctx, secret); err != nil {
+			return fmt.Errorf("variable '%s': %w", name, err)
+		}
+		s.w.Say("variable %s given: Secret %s", name, secret.Name)
 	}
 	return nil
 }

@@ -113,7 +113,8 @@ func TestSandbox(t *testing.T) {
 		<-brokenDone
 	})
 
-	up, err := exec.Command(demo, append(args, "--keep", "--state-dir", state)...).CombinedOutput()
+	// A variable given as bosh's -v gives: used as it is, never generated.
+	up, err := exec.Command(demo, append(args, "--keep", "--state-dir", state, "--var", "session_secret="+givenSecret)...).CombinedOutput()
 	st, stateErr := readState(state)
 	t.Cleanup(func() {
 		if stateErr == nil {
@@ -167,6 +168,7 @@ func TestSandbox(t *testing.T) {
 		t.Errorf("kubectl against the kept sandbox: %v: want 6 Ready pods, storefront's running only its process:\n%s", err, out)
 	}
 
+	givenVariableAndApplySafeSecret(t, bin, binary, st.Kubeconfig, filepath.Join(deployments, "shop.yml"))
 	brokenGatheringKeepsThePods(t, st.Kubeconfig)
 
 	down, err := exec.Command(demo, "--down", "--state-dir", state).CombinedOutput()
@@ -206,6 +208,54 @@ func TestSandbox(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the sandbox's output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+const givenSecret = "given-by-the-user-0123456789abcdef"
+
+// givenVariableAndApplySafeSecret: the variable given with --var is its
+// Secret, labelled as a user provides one; and the manifest Secret the
+// sandbox created is one `kubectl apply` updates as it had applied it:
+// objects printed without the sandbox's ops file, applied (server dry
+// run), leave no stale ops key behind.
+func givenVariableAndApplySafeSecret(t *testing.T, bin, binary, kubeconfig, manifest string) {
+	kubectl := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(filepath.Join(bin, "kubectl"), args...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	got := kubectl("get", "secret", "shop.var-session-secret", "--namespace", "shop",
+		"-o", `go-template={{index .metadata.labels "bosh-injector.io/deployment"}} {{.data.password | base64decode}}`)
+	if got != "shop "+givenSecret {
+		t.Errorf("the given variable's Secret: %q, want the deployment's label and the value given", got)
+	}
+	// The sandbox created it as kubectl apply does, its last-applied
+	// configuration the objects it applied.
+	last := kubectl("apply", "view-last-applied", "secret/"+fixtures.ManifestSecret, "--namespace", "shop", "-o", "yaml")
+	for _, key := range []string{"manifest.yaml:", "ops-01-release-images.yaml:"} {
+		if !strings.Contains(last, key) {
+			t.Errorf("the manifest Secret's last-applied configuration lacks %s:\n%s", key, last)
+		}
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command(binary, "objects", "--manifest", manifest, "--namespace", "shop", "--output", dir).CombinedOutput(); err != nil {
+		t.Fatalf("objects: %v: %s", err, out)
+	}
+	secret := filepath.Join(dir, "secret-"+fixtures.ManifestSecret+".yaml")
+	if data, _ := os.ReadFile(secret); strings.Contains(string(data), "\nstringData:") {
+		// kubectl apply cannot prune keys of stringData (write-only):
+		// this waits for objects to print the Secret's data.
+		t.Logf("objects prints the manifest Secret's stringData: not checking that kubectl apply prunes its stale ops keys")
+		return
+	}
+	keys := kubectl("apply", "--dry-run=server", "-f", secret, "-o", `go-template={{range $k, $v := .data}}{{$k}} {{end}}`)
+	if keys != "manifest.yaml " {
+		t.Errorf("kubectl apply of the manifest Secret without ops files leaves keys %q, want only manifest.yaml", keys)
 	}
 }
 

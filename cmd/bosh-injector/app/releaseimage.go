@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,19 +9,25 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/inputfile"
 	"github.com/bosh-injector/bosh-injector/gather/releaseimage"
+	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
 )
 
 func init() {
 	register(func(g *globalOptions) *cobra.Command {
 		var cfg releaseimage.Config
 		var manifestPath string
+		var standInFlags, opsPaths []string
 		cmd := &cobra.Command{
-			Use:   "release-image RELEASE.tgz...",
-			Short: "Build OCI images of BOSH release tarballs, compiling source packages on a stemcell image",
+			Use:   "release-image RELEASE.tgz|RELEASE-DIR...",
+			Short: "Build OCI images of BOSH release tarballs or release directories, compiling source packages on a stemcell image",
 			Long: `release-image reads BOSH release tarballs (source releases from bosh create-release
---tarball, compiled ones from bosh export-release), checks every job and package against
+--tarball, compiled ones from bosh export-release) or release directories (a checkout
+with src/, blobs/ and config/, read as bosh create-release does, no bosh CLI needed;
+a vendored package comes from another release given, bosh's ~/.bosh/cache, or a
+--stand-in), checks every job and package against
 release.MF, compiles source packages in dependency order in containers of the stemcell
 image (podman; results cached by fingerprint, dependencies and stemcell digest, on disk
 and with --cache-repository in a registry other machines share) and builds
@@ -31,13 +38,17 @@ written out unless every release built.
 
 With --manifest, every release the manifest names is built (from the tarballs given, or
 from a release url that is a local file) and the ops file pointing the manifest at the
-images is printed.`,
+images is printed; only the packages the manifest's jobs need are compiled (the
+others are listed in the image's label bosh-injector.io/skipped-packages).`,
 			RunE: func(cmd *cobra.Command, args []string) error {
 				log, err := g.logger(cmd.ErrOrStderr())
 				if err != nil {
 					return err
 				}
 				cfg.Log, cfg.Tarballs = log, args
+				if cfg.StandIns, err = pairs("--stand-in", "PACKAGE=DIR", standInFlags); err != nil {
+					return err
+				}
 				if cfg.OCILayout != "" {
 					// The layout is extended, so an existing one is fine.
 					if err := checkOutputDir("--oci-layout", cfg.OCILayout, "oci-layout", "OCI image layout"); err != nil {
@@ -48,8 +59,11 @@ images is printed.`,
 					if cfg.Manifest, err = inputfile.Read(cmd.Context(), "--manifest", manifestPath); err != nil {
 						return err
 					}
+					if cfg.Manifest, err = interpolate(cmd.Context(), cfg.Manifest, opsPaths); err != nil {
+						return fmt.Errorf("--manifest %s: %w", manifestPath, err)
+					}
 				} else if len(args) == 0 {
-					return fmt.Errorf("give release tarballs, or --manifest")
+					return fmt.Errorf("give release tarballs or release directories, or --manifest")
 				}
 				results, err := releaseimage.Run(cmd.Context(), cfg)
 				if err != nil {
@@ -83,6 +97,24 @@ images is printed.`,
 		f.StringVar(&cfg.CacheDir, "cache", filepath.Join(cache, "bosh-injector", "compiled-packages"), "compiled package cache")
 		f.StringVar(&cfg.CacheRepository, "cache-repository", "", "registry repository sharing compiled packages between machines, behind --cache (e.g. ghcr.io/acme/compiled-packages)")
 		f.StringVar(&manifestPath, "manifest", "", "deployment manifest: build its releases and print an ops file pointing it at the images")
+		f.StringArrayVar(&opsPaths, "ops-file", nil, "with --manifest: an ops file applied to it first (repeatable)")
+		f.StringArrayVar(&standInFlags, "stand-in", nil, "PACKAGE=DIR: a directory (packaging script and files) standing in for vendored package PACKAGE of a release directory")
 		return cmd
 	})
+}
+
+// interpolate applies ops files to a manifest, as bosh interpolate does.
+func interpolate(ctx context.Context, manifest []byte, opsPaths []string) ([]byte, error) {
+	if len(opsPaths) == 0 {
+		return manifest, nil
+	}
+	ops, err := deployment.ReadOpsFiles(ctx, opsPaths)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := deployment.Document(manifest, ops)
+	if err != nil {
+		return nil, err
+	}
+	return yamlvalue.Marshal(doc)
 }

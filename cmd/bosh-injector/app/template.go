@@ -24,7 +24,6 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/manifest"
 	"github.com/bosh-injector/bosh-injector/gather/ruby"
 	"github.com/bosh-injector/bosh-injector/gather/variables"
-	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
 )
 
 type templateOptions struct {
@@ -267,31 +266,13 @@ func (o *templateOptions) checkSelection(m *manifest.Manifest) error {
 // every value watched by o.secrets; store is the vars store to save, if
 // any.
 func (o *templateOptions) variables(ctx context.Context) (src variables.Source, store *variables.FileSource, err error) {
-	given := variables.NewMapSource(nil)
+	var files []string
 	if o.varsFile != "" {
-		data, err := inputfile.Read(ctx, "--vars-file", o.varsFile)
-		if err != nil {
-			return nil, nil, err
-		}
-		doc, err := yamlvalue.Parse(data)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", o.varsFile, err)
-		}
-		if m, ok := doc.(*yamlvalue.Map); ok {
-			for _, k := range m.Keys() {
-				v, _ := m.Get(k)
-				_ = given.Put(k, v)
-			}
-		} else if doc != nil {
-			return nil, nil, fmt.Errorf("%s: expected a hash of variables", o.varsFile)
-		}
+		files = []string{o.varsFile}
 	}
-	for _, kv := range o.vars {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			return nil, nil, fmt.Errorf("--var %q: expected NAME=VALUE", kv)
-		}
-		_ = given.Put(k, v)
+	given, err := variables.Given(ctx, files, o.vars)
+	if err != nil {
+		return nil, nil, err
 	}
 	// Given values are redacted even when unused: an error may quote the
 	// manifest text they were meant for.

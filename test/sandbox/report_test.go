@@ -1,0 +1,68 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/bosh-injector/bosh-injector/gather/names"
+)
+
+// TestReportPreStartFailed: a pod whose templates rendered and whose
+// pre-start failed is reported so, not as "not rendered"; one whose render
+// failed is "not rendered".
+func TestReportPreStartFailed(t *testing.T) {
+	exited := func(name string, code int32, msg string) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: name, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Message: msg}}}
+	}
+	pod := func(statuses ...corev1.ContainerStatus) *corev1.Pod {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "cf-router-z1-0", Annotations: map[string]string{names.AnnotationInjected: "true"},
+				Labels: map[string]string{names.LabelInstanceGroup: "router", names.LabelInstanceIndex: "0"}},
+			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+				InitContainers: []corev1.Container{{Name: "render"}, {Name: "pre-start"}},
+				Containers:     []corev1.Container{{Name: "gorouter-gorouter"}}},
+		}
+		p.Status.InitContainerStatuses = statuses
+		return p
+	}
+	s := &Sandbox{}
+	for _, c := range []struct {
+		pod  *corev1.Pod
+		want []string
+	}{
+		{pod(exited("render", 0, ""), exited("pre-start", 1, "unable to set CAP_SETFCAP")),
+			[]string{"router/0 pod cf-router-z1-0: injected; rendered; pre-start failed", "FAILED: pre-start pre-start exited 1:", "unable to set CAP_SETFCAP"}},
+		{pod(exited("render", 1, "Error filling in template")),
+			[]string{"router/0 pod cf-router-z1-0: injected; not rendered", "FAILED: init container render exited 1"}},
+		{pod(exited("render", 0, "")),
+			[]string{"router/0 pod cf-router-z1-0: injected; rendered; still starting"}},
+	} {
+		var r instanceReport
+		s.describe(context.Background(), c.pod, &r, false)
+		var out bytes.Buffer
+		printReport(&out, []instanceReport{r})
+		for _, w := range c.want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("report lacks %q:\n%s", w, out.String())
+			}
+		}
+	}
+}
+
+// TestDefaultDir: each sandbox name has a state directory of its own.
+func TestDefaultDir(t *testing.T) {
+	t.Setenv("TMPDIR", "/tmp/x")
+	for name, want := range map[string]string{"": "/tmp/x/bosh-injector-sandbox", "cf": "/tmp/x/bosh-injector-sandbox-cf"} {
+		if got, err := DefaultDir(name); err != nil || got != want {
+			t.Errorf("DefaultDir(%q) = %s, %v; want %s", name, got, err, want)
+		}
+	}
+	if _, err := DefaultDir("a/b"); err == nil || !strings.Contains(err.Error(), "SANDBOX=a/b") {
+		t.Errorf("DefaultDir(a/b): %v", err)
+	}
+}
