@@ -59,7 +59,7 @@ var _ = Describe("kubectl apply of what `objects` prints", func() {
 			Expect(lines).To(HaveLen(len(res.Objects)), "a line per object")
 			return lines
 		}
-		unchanged := HaveEach(HaveSuffix(" unchanged"))
+		unchanged := HaveEach(Satisfy(fixtures.AppliedUnchanged))
 		secretKeys := func() []string {
 			GinkgoHelper()
 			var s corev1.Secret
