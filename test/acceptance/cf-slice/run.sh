@@ -92,7 +92,9 @@ if [ -n "$jq_blob" ] && [ ! -e "$work/routing-release/blobs/$jq_blob" ]; then
 	command -v jq >/dev/null || { echo "jq is needed for gorouter's jq blob stand-in" >&2; exit 2; }
 	mkdir -p "$work/routing-release/blobs/$(dirname "$jq_blob")" "$work/jq"
 	cp "$(command -v jq)" "$work/jq/jq"
-	tar -C "$work/jq" -czf "$work/routing-release/blobs/$jq_blob" jq
+	# Fixed times and owners: the same blob, hence gorouter's fingerprint
+	# and its compiled package cache, on every run.
+	tar -C "$work/jq" --mtime=@0 --owner=0 --group=0 --numeric-owner -cf - jq | gzip -n > "$work/routing-release/blobs/$jq_blob"
 fi
 
 releases=("$work/nats-release" "$work/routing-release" "$DNS_ALIASES_RELEASE" ${HEALTHCHECKER_RELEASE:+"$HEALTHCHECKER_RELEASE"})
