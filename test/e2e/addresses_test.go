@@ -22,6 +22,7 @@ import (
 // EndpointSlices); the servers' answers prove which instance the bytes
 // reached.
 func TestAddresses(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w, releaseURL, _ := startWalkthrough(t)
 

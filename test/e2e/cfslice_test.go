@@ -27,6 +27,7 @@ import (
 // file; and the process, which resolves its own address at start and exits
 // when it cannot, starts once: no container restarts.
 func TestCFSlice(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w, releaseURL, _ := startWalkthrough(t)
 	const ns = "cfslice"

@@ -38,6 +38,7 @@ import (
 // instances' pods untouched; delete-deployment, after which only the
 // orphaned claim and the generated variable are left.
 func TestDay2Commands(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w, releaseURL, _ := startWalkthrough(t)
 	const ns = "day2"

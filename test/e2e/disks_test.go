@@ -37,6 +37,7 @@ import (
 // the webhook, the resize stopped naming the cluster's StorageClass, which
 // cannot grow, before draining anything); a smaller one refused.
 func TestPersistentDisks(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w, releaseURL, _ := startWalkthrough(t)
 	began := time.Now()

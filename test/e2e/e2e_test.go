@@ -31,7 +31,9 @@ import (
 
 // The package's tests share one walkthrough: a cluster with the chart
 // installed and every fixture release's image in its registry, each test
-// in namespaces of its own. TestMain stops it.
+// in namespaces of its own, so they run in parallel (most of their time is
+// spent waiting for pods and watch times). TestZones alone runs first, by
+// itself, as it drains and loses a node. TestMain stops it.
 var shared struct {
 	once       sync.Once
 	w          *walkthrough.Walkthrough
@@ -92,6 +94,7 @@ func startWalkthrough(tb testing.TB) (w *walkthrough.Walkthrough, releaseURL str
 }
 
 func TestWalkthrough(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w, releaseURL, said := startWalkthrough(t)
 	t.Cleanup(func() {

@@ -42,6 +42,7 @@ const readmeNamespace = "readme"
 // present does nothing (no registry is reachable), and `helm install` is
 // the walkthrough's own install of the chart, checked to be the README's.
 func TestREADME(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w, _, _ := startWalkthrough(t)
 	root, err := controlplane.RepoRoot()

@@ -38,6 +38,7 @@ import (
 // and mounted where render would write them, so that the lifecycle's log
 // outlives the pod.
 func TestRuntime(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w, releaseURL, _ := startWalkthrough(t)
 	c := w.Cluster

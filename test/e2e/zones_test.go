@@ -66,8 +66,9 @@ func directorAZ(i int) string { return []string{"z1", "z2"}[i%2] }
 // `bosh-injector objects` prints: each AZ in its zone and spread over its
 // nodes, scaled as a director scales, a node drained as a director's
 // maintenance (at most max_in_flight instances stopped, each running its
-// drain), a lost node recovered with cck. It loses a node for good: it
-// runs last.
+// drain), a lost node recovered with cck. It drains and loses a node for
+// good, so it is the one test not parallel: it runs first, alone, and the
+// others run on the nodes left.
 func TestZones(t *testing.T) {
 	ctx := context.Background()
 	w, releaseURL, said := startWalkthrough(t)
