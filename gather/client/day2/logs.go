@@ -3,6 +3,7 @@ package day2
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"errors"
@@ -125,7 +126,8 @@ func (d *Deployment) FollowLogs(ctx context.Context, instances []Instance, jobs 
 
 // SSH runs command (a login shell when empty) in the instance's first
 // process container as vcap, or root, as `bosh ssh` gives a shell as a
-// user with sudo; it returns the command's exit status.
+// user with sudo; it returns the command's exit status, ErrCut with an
+// error when that never arrived (see sshstatus.go).
 func (d *Deployment) SSH(ctx context.Context, in Instance, root bool, command string, s cluster.Streams) (int, error) {
 	container, err := FirstProcess(in.Pod)
 	if err != nil {
@@ -135,16 +137,25 @@ func (d *Deployment) SSH(ctx context.Context, in Instance, root bool, command st
 	if root {
 		cmd = append(cmd, "--root")
 	}
+	var trailer *exitTrailer
 	if command != "" {
-		cmd = append(cmd, "-c", command)
+		trailer = &exitTrailer{w: cmp.Or[io.Writer](s.Stderr, io.Discard)}
+		cmd = append(cmd, "-c", withExitStatus(command))
+		s.Stderr = trailer
 	}
 	err = d.Exec(ctx, in.Pod, container, cmd, s)
 	var exit interface{ ExitStatus() int }
-	if errors.As(err, &exit) {
+	switch {
+	case trailer != nil && !trailer.seen:
+		_ = trailer.flush()
+		return ErrCut, fmt.Errorf("ssh into instance '%s' (pod %s, container %s): the command's exit status never arrived (%v), so its output may be cut: "+
+			"its container may have stopped (see `kubectl describe pod %s`); run it again", in.Name(), in.Pod.Name, container, cmp.Or[any](err, "the exec's streams ended early"), in.Pod.Name)
+	case errors.As(err, &exit):
 		return exit.ExitStatus(), nil
-	}
-	if err != nil {
+	case err != nil:
 		return 0, fmt.Errorf("ssh into instance '%s' (pod %s, container %s): %w", in.Name(), in.Pod.Name, container, err)
+	case trailer != nil:
+		return trailer.code, nil
 	}
 	return 0, nil
 }
