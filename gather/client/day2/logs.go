@@ -70,8 +70,14 @@ func (d *Deployment) instanceLogs(ctx context.Context, in Instance, jobs []strin
 		cmd = append(cmd, "--job", j)
 	}
 	var errOut bytes.Buffer
-	if err := d.Exec(ctx, in.Pod, container, cmd, cluster.Streams{Stdout: w, Stderr: &errOut}); err != nil {
+	check := newGzipCheck(w)
+	err = d.Exec(ctx, in.Pod, container, cmd, cluster.Streams{Stdout: check, Stderr: &errOut})
+	whole := check.Close()
+	if err != nil {
 		return fmt.Errorf("Fetching logs of instance '%s' (pod %s): %w: %s", in.Name(), in.Pod.Name, err, strings.TrimSpace(errOut.String()))
+	}
+	if whole != nil {
+		return fmt.Errorf("Fetching logs of instance '%s' (pod %s): the tarball arrived cut (%v), as an exec's streams can be: run logs again", in.Name(), in.Pod.Name, whole)
 	}
 	return nil
 }
@@ -127,7 +133,7 @@ func (d *Deployment) FollowLogs(ctx context.Context, instances []Instance, jobs 
 // SSH runs command (a login shell when empty) in the instance's first
 // process container as vcap, or root, as `bosh ssh` gives a shell as a
 // user with sudo; it returns the command's exit status, ErrCut with an
-// error when that never arrived (see sshstatus.go).
+// error when that never arrived (see cut.go).
 func (d *Deployment) SSH(ctx context.Context, in Instance, root bool, command string, s cluster.Streams) (int, error) {
 	container, err := FirstProcess(in.Pod)
 	if err != nil {

@@ -2,6 +2,7 @@ package day2
 
 import (
 	"bytes"
+	"compress/gzip"
 	"fmt"
 	"io"
 	"strconv"
@@ -16,7 +17,8 @@ import (
 // stopping under it, a connection closed early) looks as if the command
 // succeeded with no output. `ssh -c` therefore runs the command in a child
 // shell and writes its exit status last on stderr, as a marker line the
-// client removes: a run without it was cut, and says so.
+// client removes: a run without it was cut, and says so; `logs` checks
+// that its tarball's gzip stream arrived whole.
 
 // exitMarker starts the marker line; \x1e (record separator) is not
 // text a command prints.
@@ -102,4 +104,39 @@ func (t *exitTrailer) flush() error {
 	_, err := t.w.Write(t.held)
 	t.held = nil
 	return err
+}
+
+// gzipCheck passes a gzip stream through to w and says, at Close, whether
+// it arrived whole (gzip's trailer holds the CRC and the size): a tarball
+// an exec returns cut is an error, not a short archive.
+type gzipCheck struct {
+	w    io.Writer
+	pw   *io.PipeWriter
+	done chan error
+}
+
+func newGzipCheck(w io.Writer) *gzipCheck {
+	pr, pw := io.Pipe()
+	c := &gzipCheck{w: w, pw: pw, done: make(chan error, 1)}
+	go func() {
+		zr, err := gzip.NewReader(pr)
+		if err == nil {
+			_, err = io.Copy(io.Discard, zr)
+		}
+		// Drain, so the writer never blocks on a reader that gave up.
+		_, _ = io.Copy(io.Discard, pr)
+		c.done <- err
+	}()
+	return c
+}
+
+func (c *gzipCheck) Write(p []byte) (int, error) {
+	_, _ = c.pw.Write(p)
+	return c.w.Write(p)
+}
+
+// Close ends the stream and returns why it is not a whole gzip stream.
+func (c *gzipCheck) Close() error {
+	_ = c.pw.Close()
+	return <-c.done
 }
