@@ -50,18 +50,25 @@ var _ = Describe("the webhook and a stopped instance", func() {
 			Expect(state).To(Equal(want), key)
 		}
 
-		// The stopped instance's pod replaced: its new pod starts stopped.
-		var old corev1.Pod
-		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-z1-1"}, &old)).To(Succeed())
-		Expect(cp.Client.Delete(ctx, &old)).To(Succeed())
-		Eventually(func() (string, error) {
-			var p corev1.Pod
-			err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-z1-1"}, &p)
-			if err == nil && p.UID == old.UID {
-				err = fmt.Errorf("pod %s not replaced yet", old.Name)
+		// replace deletes web-z1-1's pod and returns its replacement's
+		// annotations, once there.
+		replace := func() func() (map[string]string, error) {
+			GinkgoHelper()
+			var old corev1.Pod
+			Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-z1-1"}, &old)).To(Succeed())
+			Expect(cp.Client.Delete(ctx, &old)).To(Succeed())
+			return func() (map[string]string, error) {
+				var p corev1.Pod
+				err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-z1-1"}, &p)
+				if err == nil && p.UID == old.UID {
+					err = fmt.Errorf("pod %s not replaced yet", old.Name)
+				}
+				return p.Annotations, err
 			}
-			return p.Annotations[names.AnnotationDesiredState], err
-		}).Should(Equal(names.DesiredStopped))
+		}
+
+		// The stopped instance's pod replaced: its new pod starts stopped.
+		Eventually(replace()).Should(HaveKeyWithValue(names.AnnotationDesiredState, names.DesiredStopped))
 
 		// Started: the record is gone, the next pod runs.
 		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:null}}}`, names.AnnotationStopped("web-z1-1"))
@@ -71,15 +78,6 @@ var _ = Describe("the webhook and a stopped instance", func() {
 			_ = operatorCache.Get(ctx, client.ObjectKeyFromObject(manifest), &s)
 			return s.Annotations
 		}).ShouldNot(HaveKey(names.AnnotationStopped("web-z1-1")))
-		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-z1-1"}, &old)).To(Succeed())
-		Expect(cp.Client.Delete(ctx, &old)).To(Succeed())
-		Eventually(func() (map[string]string, error) {
-			var p corev1.Pod
-			err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-z1-1"}, &p)
-			if err == nil && p.UID == old.UID {
-				err = fmt.Errorf("pod %s not replaced yet", old.Name)
-			}
-			return p.Annotations, err
-		}).Should(And(HaveKey(names.AnnotationInjected), Not(HaveKey(names.AnnotationDesiredState))))
+		Eventually(replace()).Should(And(HaveKey(names.AnnotationInjected), Not(HaveKey(names.AnnotationDesiredState))))
 	})
 })
