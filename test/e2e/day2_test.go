@@ -31,10 +31,11 @@ import (
 
 // TestDay2Commands runs the day-2 commands (the CLI's own code, in
 // process, with the cluster's kubeconfig) on the day2 fixture deployment
-// in a namespace of its own: instances --ps against the pods and the
-// failing post-start of broken; ssh -c as vcap; logs; variables; stop
-// (drain in the log, the pod kept not Ready, still stopped after its
-// container restarted), start, restart (same pod, drain and post-start
+// in a namespace of its own: short ssh -c execs, each output arriving;
+// instances --ps against the pods and the failing post-start of broken;
+// ssh -c as vcap; logs; variables; stop (drain in the log, the pod kept
+// not Ready, still stopped after its container restarted and after its
+// pod was replaced), start, restart (same pod, drain and post-start
 // again) and recreate (a new pod, the disk's bytes kept) with the other
 // instances' pods untouched; delete-deployment, after which only the
 // orphaned claim and the generated variable are left.
