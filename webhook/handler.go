@@ -182,6 +182,10 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	if err == nil {
 		held, err = h.held(ctx, req.Namespace, deployment, pod)
 	}
+	var stopped string
+	if err == nil {
+		stopped, err = h.stopped(ctx, req.Namespace, deployment, pod)
+	}
 	settings := h.Settings
 	if err == nil && h.DNSService != "" {
 		settings.DNS.Server, err = h.dnsServer(ctx)
@@ -191,6 +195,10 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 		// Mutate changes the pod in place; the patch is the difference,
 		// with the JSON of what the instance's pods share encoded once.
 		before := pod.DeepCopy()
+		if stopped != "" {
+			keepStopped(pod)
+			log.Info("the instance is stopped: its pod starts stopped", "instance", stopped)
+		}
 		var parts *cachedParts
 		build := func(plan inject.Plan) *inject.Parts {
 			parts = h.partsFor(plan)

@@ -24,20 +24,29 @@ func (h *Handler) held(ctx context.Context, namespace, deployment string, pod *c
 	if !ok {
 		return false, nil
 	}
-	// Not the versioned Secrets (a secret-kind label), which are most of a
-	// deployment's and the largest; read without copies.
-	manifests, err := labels.Parse(fmt.Sprintf("%s=%s,!%s", names.LabelDeployment, names.LabelValue(deployment), names.LabelSecretKind))
+	secrets, err := h.manifestSecrets(ctx, namespace, deployment)
 	if err != nil {
-		return false, err
-	}
-	var secrets corev1.SecretList
-	if err := h.Cache.List(ctx, &secrets, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: manifests}, client.UnsafeDisableDeepCopy); err != nil {
 		return false, fmt.Errorf("reading the deploy of deployment '%s': %w", deployment, err)
 	}
-	for i := range secrets.Items {
-		if _, ok := secrets.Items[i].Annotations[names.AnnotationDeploy]; ok && ordinal < deploy.StatusOf(&secrets.Items[i]).Instances[set] {
+	for i := range secrets {
+		if _, ok := secrets[i].Annotations[names.AnnotationDeploy]; ok && ordinal < deploy.StatusOf(&secrets[i]).Instances[set] {
 			return false, nil
 		}
 	}
 	return true, nil
+}
+
+// manifestSecrets are the deployment's Secrets but the versioned ones (a
+// secret-kind label), which are most of a deployment's and the largest:
+// its manifest Secret. They are the cache's, read without copies.
+func (h *Handler) manifestSecrets(ctx context.Context, namespace, deployment string) ([]corev1.Secret, error) {
+	manifests, err := labels.Parse(fmt.Sprintf("%s=%s,!%s", names.LabelDeployment, names.LabelValue(deployment), names.LabelSecretKind))
+	if err != nil {
+		return nil, err
+	}
+	var secrets corev1.SecretList
+	if err := h.Cache.List(ctx, &secrets, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: manifests}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	return secrets.Items, nil
 }

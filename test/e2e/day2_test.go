@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -30,10 +31,11 @@ import (
 
 // TestDay2Commands runs the day-2 commands (the CLI's own code, in
 // process, with the cluster's kubeconfig) on the day2 fixture deployment
-// in a namespace of its own: instances --ps against the pods and the
-// failing post-start of broken; ssh -c as vcap; logs; variables; stop
-// (drain in the log, the pod kept not Ready, still stopped after its
-// container restarted), start, restart (same pod, drain and post-start
+// in a namespace of its own: short ssh -c execs, each output arriving;
+// instances --ps against the pods and the failing post-start of broken;
+// ssh -c as vcap; logs; variables; stop (drain in the log, the pod kept
+// not Ready, still stopped after its container restarted and after its
+// pod was replaced), start, restart (same pod, drain and post-start
 // again) and recreate (a new pod, the disk's bytes kept) with the other
 // instances' pods untouched; delete-deployment, after which only the
 // orphaned claim and the generated variable are left.
@@ -94,6 +96,19 @@ func TestDay2Commands(t *testing.T) {
 	})
 	t.Logf("deployed in %s", time.Since(began).Round(100*time.Millisecond))
 
+	// Short execs, one after another: every one's output and exit status
+	// arrive (an exec cut on its way reports success with no output; ssh
+	// -c then exits 255).
+	execs := time.Now()
+	for i := range 20 {
+		var out bytes.Buffer
+		code := app.Main([]string{"ssh", "app/0", "-c", fmt.Sprintf("echo exec-%d; exit %d", i, i%3), "-d", "day2", "-n", ns, "--kubeconfig", w.Kubeconfig}, &out, &out)
+		if want := fmt.Sprintf("exec-%d", i); code != i%3 || strings.TrimSpace(out.String()) != want {
+			t.Errorf("ssh -c #%d: exit %d, %q; want %d, %q", i, code, out.String(), i%3, want)
+		}
+	}
+	t.Logf("20 short execs in %s", time.Since(execs).Round(100*time.Millisecond))
+
 	type row map[string]string
 	instances := func(args ...string) []row {
 		t.Helper()
@@ -137,10 +152,9 @@ func TestDay2Commands(t *testing.T) {
 
 	// ssh -c runs as vcap (root with --root); logs holds each job's logs;
 	// variables names the generated password, never its value.
-	until("ssh -c 'id -u' answering 1000", 10*time.Second, func() bool {
-		code, out := cli("ssh", "app/0", "-c", "id -u")
-		return code == 0 && strings.TrimSpace(out) == "1000"
-	})
+	if code, out := cli("ssh", "app/0", "-c", "id -u"); code != 0 || strings.TrimSpace(out) != "1000" {
+		t.Errorf("ssh -c 'id -u': exit %d, %q, want 1000", code, out)
+	}
 	dir := t.TempDir()
 	if code, _ := cli("logs", "app/0", "--dir", dir); code != 0 {
 		t.Fatal("logs failed")
@@ -179,7 +193,11 @@ func TestDay2Commands(t *testing.T) {
 	}
 	before := uids()
 	lifecycleLog := func() string {
-		_, out := cli("ssh", "app/0", "--root", "-c", "cat /var/vcap/sys/log/lifecycled/lifecycle.log")
+		t.Helper()
+		code, out := cli("ssh", "app/0", "--root", "-c", "cat /var/vcap/sys/log/lifecycled/lifecycle.log")
+		if code != 0 {
+			t.Errorf("reading the lifecycle log: exit %d", code)
+		}
 		return out
 	}
 
@@ -188,11 +206,9 @@ func TestDay2Commands(t *testing.T) {
 	if code, out := cli("stop", "app/0"); code != 0 || !strings.Contains(out, "Updating instance app: app/") {
 		t.Fatalf("stop: exit %d", code)
 	}
-	// An exec's output is sometimes empty (see the report): read again.
-	until("pre-stop and drain in the lifecycle log", 10*time.Second, func() bool {
-		log := lifecycleLog()
-		return strings.Contains(log, "pre-stop vm=keep instance=keep") && strings.Contains(log, "drain job_shutdown hash_unchanged")
-	})
+	if log := lifecycleLog(); !strings.Contains(log, "pre-stop vm=keep instance=keep") || !strings.Contains(log, "drain job_shutdown hash_unchanged") {
+		t.Errorf("stop ran no pre-stop and drain:\n%s", log)
+	}
 	if p := pod(appPod); p.UID != before[appPod] {
 		t.Errorf("stopped: pod %s uid %s (was %s)", appPod, p.UID, before[appPod])
 	}
@@ -210,6 +226,29 @@ func TestDay2Commands(t *testing.T) {
 	// probes after the stop) and keeps it so.
 	until("the stopped pod not Ready", 30*time.Second, func() bool { return !ready(pod(appPod)) })
 
+	// Its pod replaced (deleted, as a drain's eviction or a lost node
+	// replaces it): the new pod starts stopped, as a director keeps a
+	// stopped instance stopped across its VM's recreation, until start.
+	old := pod(appPod)
+	if err := w.Client.Delete(ctx, &old); err != nil {
+		t.Fatal(err)
+	}
+	until("app/0's new pod with its processes stopped", 2*time.Minute, func() bool {
+		var p corev1.Pod
+		if w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: appPod}, &p) != nil || p.UID == old.UID || p.Status.Phase != corev1.PodRunning {
+			return false
+		}
+		r := instances("app/0", "--details")
+		return len(r) == 1 && r[0]["process_state"] == "stopped" && r[0]["state"] == "stopped"
+	})
+	if p := pod(appPod); ready(p) {
+		t.Errorf("the stopped instance's new pod %s is Ready", p.Name)
+	}
+	if now := uids(); now[dbPod] != before[dbPod] || now[brokenPod] != before[brokenPod] {
+		t.Errorf("pod UIDs before %v, now %v: db's and broken's should not change", before, now)
+	}
+	before[appPod] = pod(appPod).UID
+
 	// start, then restart: in the same pod, post-start and drain again.
 	if code, _ := cli("start", "app/0"); code != 0 || !ready(pod(appPod)) {
 		t.Fatalf("start: exit %d", code)
@@ -217,10 +256,11 @@ func TestDay2Commands(t *testing.T) {
 	if code, _ := cli("restart", "app"); code != 0 || !ready(pod(appPod)) {
 		t.Fatalf("restart: exit %d", code)
 	}
-	until("two drains and three post-starts in the lifecycle log", 10*time.Second, func() bool {
-		log := lifecycleLog()
-		return strings.Count(log, "drain job_shutdown") == 2 && strings.Count(log, "post-start") == 3
-	})
+	// The new pod's log (on an emptyDir) has start's post-start, and
+	// restart's drain and post-start.
+	if log := lifecycleLog(); strings.Count(log, "drain job_shutdown") != 1 || strings.Count(log, "post-start") != 2 {
+		t.Errorf("after start and restart the lifecycle log is:\n%s", log)
+	}
 
 	// recreate db/0: a new pod on the same disk.
 	marker := func() string {
@@ -230,11 +270,15 @@ func TestDay2Commands(t *testing.T) {
 	if code, _ := cli("ssh", "db/0", "--root", "-c", "echo day2-bytes > /var/vcap/store/pgstore/day2-marker && sync"); code != 0 {
 		t.Fatal("writing to db's disk failed")
 	}
-	until("the marker on db's disk", 10*time.Second, func() bool { return marker() == "day2-bytes" })
+	if m := marker(); m != "day2-bytes" {
+		t.Fatalf("db's disk holds %q", m)
+	}
 	if code, _ := cli("recreate", "db/0"); code != 0 {
 		t.Fatal("recreate failed")
 	}
-	until("the marker on db's disk after recreate", 10*time.Second, func() bool { return marker() == "day2-bytes" })
+	if m := marker(); m != "day2-bytes" {
+		t.Errorf("after recreate db's disk holds %q", m)
+	}
 	after := uids()
 	if after[dbPod] == before[dbPod] || after[appPod] != before[appPod] || after[brokenPod] != before[brokenPod] {
 		t.Errorf("pod UIDs before %v, after %v: only db's should change", before, after)

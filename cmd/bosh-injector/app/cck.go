@@ -20,7 +20,8 @@ a StatefulSet replaces a pod on a lost node only once the pod is deleted,
 which the node's kubelet never confirms. With --recreate it deletes those
 pods at once, and their StatefulSets make them again, with the same names and
 indexes, on nodes of their zones that run, as ` + "`bosh cck`" + ` recreates a VM whose
-agent stopped answering. Recreate only when the nodes are really down: a
+agent stopped answering; a stopped instance stays stopped, as the director
+keeps its state. Recreate only when the nodes are really down: a
 node merely cut off still runs its instances. A persistent disk on a
 node-local volume cannot follow: the instance waits for its node.
 It runs with your kubeconfig's credentials.`,

@@ -20,9 +20,10 @@ func init() {
 instance's pre-stop and drain scripts (told the VM, instance and deployment are
 deleted; a failure stops it unless --force), deletes the deployment's
 StatefulSets and Jobs and waits for the pods to go; their persistent disk
-claims stay, orphaned (label ` + names.LabelOrphaned + `=true, annotations
-` + names.AnnotationOrphanedAt + ` and ` + names.AnnotationOrphanedInstance + `), as the
-director orphans disks; then it deletes the manifest Secret and what gathering
+claims stay, orphaned by the operator's disk controller (label
+` + names.LabelOrphaned + `=true, annotations ` + names.AnnotationOrphanedAt + ` and
+` + names.AnnotationOrphanedInstance + `), as the director orphans disks, and reported
+once it has; then it deletes the manifest Secret and what gathering
 made of it: resolved and BPM Secrets, links, Services, DNS records, the
 gathering's Jobs and RBAC. The generated variable Secrets stay unless
 --delete-variables, as the director's config server keeps credentials;

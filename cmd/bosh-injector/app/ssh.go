@@ -8,6 +8,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/bosh-injector/bosh-injector/gather/client/cluster"
+	"github.com/bosh-injector/bosh-injector/gather/client/day2"
 )
 
 func init() {
@@ -23,7 +24,8 @@ COMMAND run there, as vcap; --root runs as root, which ` + "`bosh ssh`" + `'s us
 reaches through sudo. It is an exec (no SSH, no gateway flags) in the
 instance's first process container, which sees the jobs, packages, logs and
 data of the whole instance. A group alone names its instances; without -c it
-must name one. The exit status is the command's.`,
+must name one. The exit status is the command's; 255 (as ssh's for a lost
+connection) when it never arrived, its output then possibly cut.`,
 			Args: cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				d, _, instances, err := o.instances(cmd.Context(), args)
@@ -49,8 +51,11 @@ must name one. The exit status is the command's.`,
 				code := 0
 				for _, in := range instances {
 					c, err := d.SSH(cmd.Context(), in, root, command, streams)
-					if err != nil {
+					if err != nil && c != day2.ErrCut {
 						return err
+					}
+					if err != nil {
+						fmt.Fprintln(cmd.ErrOrStderr(), "Error:", err)
 					}
 					code = max(code, c)
 				}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -236,17 +237,42 @@ func (d *Deployment) setDesired(ctx context.Context, pod *corev1.Pod, state stri
 	if skipDrain {
 		annotations[names.AnnotationSkipDrain] = "true"
 	}
+	return d.annotate(ctx, pod, annotations)
+}
+
+// annotate merge-patches obj's annotations (a nil value removes one).
+func (d *Deployment) annotate(ctx context.Context, obj client.Object, annotations map[string]any) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
 	if err != nil {
 		return err
 	}
-	return d.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch))
+	return d.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))
 }
 
-// stop asks the pod's launchers to stop and waits until every process
-// is stopped; the pod turns not Ready with the kubelet's readiness probe
-// (failureThreshold probes later), and a pod that cannot is a warning.
+// record records on the manifest Secret that the instance is stopped, or
+// removes that, before its pod is told: a pod that replaces it, then or
+// later, gets the state from the webhook (names.AnnotationStopped).
+func (d *Deployment) record(ctx context.Context, in Instance, stopped bool) error {
+	var value any
+	if stopped {
+		value = in.Name()
+	}
+	// A Secret of its own: the batch's instances are patched at once.
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: d.Secret.Namespace, Name: d.Secret.Name}}
+	if err := d.annotate(ctx, secret, map[string]any{names.AnnotationStopped(in.Pod.Name): value}); err != nil {
+		return fmt.Errorf("recording the state of instance '%s' on manifest Secret %s: %w", in.Name(), d.Secret.Name, err)
+	}
+	return nil
+}
+
+// stop records the instance stopped, asks the pod's launchers to stop and
+// waits until every process is stopped; the pod turns not Ready with the
+// kubelet's readiness probe (failureThreshold probes later), and a pod
+// that cannot is a warning.
 func (d *Deployment) stop(ctx context.Context, in Instance, o ChangeOptions) error {
+	if err := d.record(ctx, in, true); err != nil {
+		return err
+	}
 	if err := d.setDesired(ctx, in.Pod, names.DesiredStopped, o.SkipDrain); err != nil {
 		return err
 	}
@@ -270,9 +296,13 @@ func unprobed(pod *corev1.Pod) string {
 	return ""
 }
 
-// start asks the pod's launchers to start and waits until every process
-// runs, post-start passed and the pod is Ready.
+// start records the instance started, asks the pod's launchers to start
+// and waits until every process runs, post-start passed and the pod is
+// Ready.
 func (d *Deployment) start(ctx context.Context, in Instance, o ChangeOptions) error {
+	if err := d.record(ctx, in, false); err != nil {
+		return err
+	}
 	if err := d.setDesired(ctx, in.Pod, "", false); err != nil {
 		return err
 	}
@@ -292,8 +322,12 @@ func (d *Deployment) processState(ctx context.Context, pod *corev1.Pod) string {
 }
 
 // recreate deletes the pod (its preStop hook drains, unless skip-drain)
-// and waits until the StatefulSet's new pod, on the same claims, is Ready.
+// and waits until the StatefulSet's new pod, on the same claims, is Ready:
+// a stopped instance starts, as a director's recreate leaves it started.
 func (d *Deployment) recreate(ctx context.Context, in Instance, o ChangeOptions) error {
+	if err := d.record(ctx, in, false); err != nil {
+		return err
+	}
 	if o.SkipDrain {
 		if err := d.setDesired(ctx, in.Pod, in.Pod.Annotations[names.AnnotationDesiredState], true); err != nil {
 			return err

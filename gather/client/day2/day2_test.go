@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -263,24 +262,5 @@ func TestOrderAsTheDeploy(t *testing.T) {
 	one, _ := Select("shop", all, filters)
 	if stages, _ := Order(plan, azs, one); len(stages) != 1 || len(stages[0][0]) != 1 || !stages[0][0][0].Canary || stages[0][0][0].Instances[0].Index != 1 {
 		t.Errorf("one instance: %+v", stages)
-	}
-}
-
-// TestOrphanNamesTheInstance: a StatefulSet claim's instance as the
-// director names an orphaned disk's.
-func TestOrphanNamesTheInstance(t *testing.T) {
-	m, err := manifest.Parse([]byte(deploymentYAML))
-	if err != nil {
-		t.Fatal(err)
-	}
-	set := appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "api-z2"}, Spec: appsv1.StatefulSetSpec{
-		Template:             corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{names.LabelInstanceGroup: "api", names.LabelAZIndex: "2"}}},
-		VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "store"}}},
-	}}
-	if got, want := Orphan(m, []appsv1.StatefulSet{set}, "store-api-z2-1"), "api/"+instance.ID("shop", "api", 3)+" (3)"; got != want {
-		t.Errorf("Orphan = %q, want %q", got, want)
-	}
-	if got := Orphan(m, []appsv1.StatefulSet{set}, "data-other-0"); got != "" {
-		t.Errorf("a claim of no instance: %q", got)
 	}
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,8 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/client/cluster"
-	"github.com/bosh-injector/bosh-injector/gather/instance"
-	"github.com/bosh-injector/bosh-injector/gather/manifest"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
@@ -38,41 +34,13 @@ type DeleteOptions struct {
 	Timeout time.Duration
 }
 
-// claimOrdinal ends a StatefulSet claim's name: "<template>-<set>-<n>".
-var claimOrdinal = regexp.MustCompile(`^(.+)-([0-9]+)$`)
-
-// Orphan is what marks a claim orphaned: the instance, as the director
-// names it, "group/uuid (index)"; "" when the claim is not an instance's.
-func Orphan(m *manifest.Manifest, sets []appsv1.StatefulSet, claim string) string {
-	match := claimOrdinal.FindStringSubmatch(claim)
-	if match == nil {
-		return ""
-	}
-	ordinal, _ := strconv.Atoi(match[2])
-	for _, s := range sets {
-		for _, t := range s.Spec.VolumeClaimTemplates {
-			if match[1] != t.Name+"-"+s.Name {
-				continue
-			}
-			labels := s.Spec.Template.Labels
-			azIndex, _ := strconv.Atoi(labels[names.LabelAZIndex])
-			for _, g := range m.InstanceGroups {
-				if names.LabelValue(g.Name) == labels[names.LabelInstanceGroup] {
-					i := instance.Index(ordinal, max(azIndex, 1), len(g.AZs))
-					return fmt.Sprintf("%s/%s (%d)", g.Name, instance.ID(m.Name, g.Name, i), i)
-				}
-			}
-		}
-	}
-	return ""
-}
-
 // Delete deletes the deployment as `bosh delete-deployment` does: every
 // instance drained (drainAll), the manifest Secret, the StatefulSets and
 // Jobs, waiting for the pods to go; the persistent disk claims stay,
-// orphaned (names.LabelOrphaned); then every object gathering made
-// (resolved and BPM Secrets, links, Services, DNS records, the gathering's
-// Jobs and RBAC), and the generated variables when asked.
+// orphaned by the operator's disk controller (reportOrphans); then every
+// object gathering made (resolved and BPM Secrets, links, Services, DNS
+// records, the gathering's Jobs and RBAC), and the generated variables
+// when asked.
 func (d *Deployment) Delete(ctx context.Context, o DeleteOptions) error {
 	ns := client.InNamespace(d.Namespace)
 	label := names.LabelValue(d.Name())
@@ -114,39 +82,7 @@ func (d *Deployment) Delete(ctx context.Context, o DeleteOptions) error {
 		return err
 	}
 
-	var claims corev1.PersistentVolumeClaimList
-	if err := d.Client.List(ctx, &claims, ns); err != nil {
-		return err
-	}
-	now := time.Now().UTC().Format(time.RFC3339)
-	for i := range claims.Items {
-		c := &claims.Items[i]
-		orphan := Orphan(d.Manifest, sets.Items, c.Name)
-		if orphan == "" {
-			continue
-		}
-		// The operator's disk controller may have orphaned it already,
-		// once its pod was gone.
-		if c.Labels[names.LabelOrphaned] == "true" {
-			fmt.Fprintf(o.Out, "Orphaning disk %s of %s\n", c.Name, c.Annotations[names.AnnotationOrphanedInstance])
-			continue
-		}
-		patch := client.MergeFrom(c.DeepCopy())
-		if c.Labels == nil {
-			c.Labels = map[string]string{}
-		}
-		if c.Annotations == nil {
-			c.Annotations = map[string]string{}
-		}
-		c.Labels[names.LabelOrphaned] = "true"
-		c.Labels[names.LabelDeployment] = label
-		c.Annotations[names.AnnotationOrphanedAt] = now
-		c.Annotations[names.AnnotationOrphanedInstance] = orphan
-		if err := d.Client.Patch(ctx, c, patch); err != nil {
-			return fmt.Errorf("orphaning disk %s of %s: %w", c.Name, orphan, err)
-		}
-		fmt.Fprintf(o.Out, "Orphaning disk %s of %s\n", c.Name, orphan)
-	}
+	d.reportOrphans(ctx, o)
 
 	for _, list := range []client.ObjectList{&corev1.SecretList{}, &corev1.ConfigMapList{}, &corev1.ServiceList{}, &batchv1.JobList{},
 		&corev1.PodList{}, &corev1.ServiceAccountList{}, &rbacv1.RoleList{}, &rbacv1.RoleBindingList{}} {
@@ -169,6 +105,38 @@ func (d *Deployment) Delete(ctx context.Context, o DeleteOptions) error {
 	}
 	fmt.Fprintf(o.Out, "Deleted deployment '%s'\n", d.Name())
 	return nil
+}
+
+// orphanWait bounds the wait for the disk controller's marks.
+const orphanWait = 30 * time.Second
+
+// reportOrphans reports the deployment's claims as the director reports
+// the disks it orphans, once the operator's disk controller has orphaned
+// them (gather/operator/disks: a claim no pod of a StatefulSet mounts any
+// more gets names.LabelOrphaned and the instance it was of); the
+// controller alone marks them. A claim still unmarked after orphanWait is
+// a warning: the controller marks it when it runs.
+func (d *Deployment) reportOrphans(ctx context.Context, o DeleteOptions) {
+	ctx, cancel := context.WithTimeout(ctx, orphanWait)
+	defer cancel()
+	var claims corev1.PersistentVolumeClaimList
+	for ctx.Err() == nil {
+		err := d.Client.List(ctx, &claims, client.InNamespace(d.Namespace), d.selector())
+		if err == nil && !slices.ContainsFunc(claims.Items, func(c corev1.PersistentVolumeClaim) bool { return c.Labels[names.LabelOrphaned] != "true" }) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	for _, c := range claims.Items {
+		if c.Labels[names.LabelOrphaned] == "true" {
+			fmt.Fprintf(o.Out, "Orphaning disk %s of %s\n", c.Name, c.Annotations[names.AnnotationOrphanedInstance])
+		} else {
+			fmt.Fprintf(o.Out, "Warning: disk %s is not orphaned yet: the operator's disk controller labels it %s=true when it runs (see `bosh-injector disks --orphaned`)\n", c.Name, names.LabelOrphaned)
+		}
+	}
 }
 
 // waitPodsGone waits until no pod of the deployment is left: their

@@ -3,6 +3,7 @@ package day2
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"errors"
@@ -69,8 +70,14 @@ func (d *Deployment) instanceLogs(ctx context.Context, in Instance, jobs []strin
 		cmd = append(cmd, "--job", j)
 	}
 	var errOut bytes.Buffer
-	if err := d.Exec(ctx, in.Pod, container, cmd, cluster.Streams{Stdout: w, Stderr: &errOut}); err != nil {
+	check := newGzipCheck(w)
+	err = d.Exec(ctx, in.Pod, container, cmd, cluster.Streams{Stdout: check, Stderr: &errOut})
+	whole := check.Close()
+	if err != nil {
 		return fmt.Errorf("Fetching logs of instance '%s' (pod %s): %w: %s", in.Name(), in.Pod.Name, err, strings.TrimSpace(errOut.String()))
+	}
+	if whole != nil {
+		return fmt.Errorf("Fetching logs of instance '%s' (pod %s): the tarball arrived cut (%v), as an exec's streams can be: run logs again", in.Name(), in.Pod.Name, whole)
 	}
 	return nil
 }
@@ -125,7 +132,8 @@ func (d *Deployment) FollowLogs(ctx context.Context, instances []Instance, jobs 
 
 // SSH runs command (a login shell when empty) in the instance's first
 // process container as vcap, or root, as `bosh ssh` gives a shell as a
-// user with sudo; it returns the command's exit status.
+// user with sudo; it returns the command's exit status, ErrCut with an
+// error when that never arrived (see cut.go).
 func (d *Deployment) SSH(ctx context.Context, in Instance, root bool, command string, s cluster.Streams) (int, error) {
 	container, err := FirstProcess(in.Pod)
 	if err != nil {
@@ -135,16 +143,25 @@ func (d *Deployment) SSH(ctx context.Context, in Instance, root bool, command st
 	if root {
 		cmd = append(cmd, "--root")
 	}
+	var trailer *exitTrailer
 	if command != "" {
-		cmd = append(cmd, "-c", command)
+		trailer = &exitTrailer{w: cmp.Or[io.Writer](s.Stderr, io.Discard)}
+		cmd = append(cmd, "-c", withExitStatus(command))
+		s.Stderr = trailer
 	}
 	err = d.Exec(ctx, in.Pod, container, cmd, s)
 	var exit interface{ ExitStatus() int }
-	if errors.As(err, &exit) {
+	switch {
+	case trailer != nil && !trailer.seen:
+		_ = trailer.flush()
+		return ErrCut, fmt.Errorf("ssh into instance '%s' (pod %s, container %s): the command's exit status never arrived (%v), so its output may be cut: "+
+			"its container may have stopped (see `kubectl describe pod %s`); run it again", in.Name(), in.Pod.Name, container, cmp.Or[any](err, "the exec's streams ended early"), in.Pod.Name)
+	case errors.As(err, &exit):
 		return exit.ExitStatus(), nil
-	}
-	if err != nil {
+	case err != nil:
 		return 0, fmt.Errorf("ssh into instance '%s' (pod %s, container %s): %w", in.Name(), in.Pod.Name, container, err)
+	case trailer != nil:
+		return trailer.code, nil
 	}
 	return 0, nil
 }

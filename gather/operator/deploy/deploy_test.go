@@ -454,6 +454,26 @@ var _ = Describe("the deploy controller", func() {
 		deployedAfter(prev)
 	})
 
+	It("updates a stopped instance without waiting for it to run, as the director does: its pod counts once it runs", func() {
+		statefulSet("a", 1)
+		// The webhook gives the pods of an instance `stop` recorded the
+		// stopped state; here the template does. Stopped, they are never Ready.
+		sts := get("a")
+		patch := client.MergeFrom(sts.DeepCopy())
+		sts.Spec.Template.Annotations = map[string]string{names.AnnotationDesiredState: names.DesiredStopped}
+		Expect(cp.Client.Patch(ctx, sts, patch)).To(Succeed())
+		kube.setBroken(func(p *corev1.Pod) bool { return p.Annotations[names.AnnotationDesiredState] == names.DesiredStopped })
+		plan := update.Plan{{Name: "a", Update: config(true, "0-1500")}}
+		accept(map[string]int{"a": 1}, plan)
+		Eventually(status).Should(HaveField("Phase", deploy.PhaseDeployed))
+		accept(map[string]int{"a": 2}, plan)
+		Eventually(status).Should(And(HaveField("Phase", deploy.PhaseDeployed), HaveField("Updated", 1)))
+		var p corev1.Pod
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a-0"}, &p)).To(Succeed())
+		Expect(p.Annotations).To(HaveKeyWithValue(names.AnnotationResolvedVersion, "2"))
+		Expect(p.Status.Conditions).To(ContainElement(HaveField("Status", corev1.ConditionFalse)))
+	})
+
 	It("refuses a StatefulSet that updates on delete, naming it", func() {
 		statefulSet("a", 1)
 		var sts appsv1.StatefulSet

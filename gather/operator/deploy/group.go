@@ -345,7 +345,7 @@ func (d *run) watch(ctx context.Context, group string, s *appsv1.StatefulSet, po
 		if start.Before(since) {
 			start = since
 		}
-		if ready(pod) {
+		if ready(pod) || stopped(pod) {
 			if left := start.Add(watch.Min).Sub(d.now); minimum && left > 0 {
 				wait = max(wait, left)
 			}
