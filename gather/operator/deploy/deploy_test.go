@@ -468,7 +468,7 @@ var _ = Describe("the deploy controller", func() {
 			sts.Spec.Replicas = ptr.To(int32(3))
 			Expect(cp.Client.Patch(ctx, sts, patch)).To(Succeed())
 		}
-		Eventually(status).WithTimeout(40*time.Second).Should(And(HaveField("Phase", deploy.PhaseDeployed),
+		Eventually(status).WithTimeout(40 * time.Second).Should(And(HaveField("Phase", deploy.PhaseDeployed),
 			HaveField("Instances", Equal(map[string]int{"a-z1": 3, "a-z2": 3}))))
 		// Each AZ's new instance ran before the AZ's last replacement.
 		ran := kube.pods()
