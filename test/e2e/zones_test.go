@@ -96,9 +96,18 @@ func TestZones(t *testing.T) {
 	}
 	// deploy gathers the manifest of n instances and applies the objects
 	// `objects` prints for it, as `kubectl apply` would, then waits for
-	// every instance Ready with the index and AZ the director gives it.
+	// every instance Ready with the index and AZ the director gives it,
+	// never more than max_in_flight (1) of those kept unavailable at once.
+	kept := 0
 	deploy := func(t *testing.T, n int) map[string]*corev1.Pod {
 		t.Helper()
+		tr.expect(min(kept, n))
+		defer func() {
+			kept = n
+			if worst, seen := tr.worstUnavailable(); worst > 1 {
+				t.Errorf("%d instances unavailable at once, max_in_flight is 1:\n%s", worst, seen)
+			}
+		}()
 		m := zonesManifest(releaseURL, n)
 		status, err := w.Deploy(ctx, zonesNS, func(ctx context.Context, c client.Client, ns string) (*corev1.Secret, error) {
 			return fixtures.Apply(ctx, c, ns, "zones", "zones-manifest", m)
