@@ -62,9 +62,9 @@ func (gs *Group) grown(sets []*appsv1.StatefulSet) bool {
 	return false
 }
 
-// held is how many of the instances an update replaces in AZ az it has
-// not yet seen running at the new version: those of its steps before the
-// last released one are.
+// held is how many of the instances the update replaces in AZ az are
+// still to replace: all but those of its steps before the last released
+// one, which it saw running at the new version.
 func (gs *Group) held(az int) int {
 	replaced := max(released(gs.Steps, len(gs.Sets), gs.Step-1)[az]-gs.fresh(az), 0)
 	return max(gs.Updating[az]-replaced, 0)
