@@ -474,6 +474,38 @@ var _ = Describe("the deploy controller", func() {
 		Expect(p.Status.Conditions).To(ContainElement(HaveField("Status", corev1.ConditionFalse)))
 	})
 
+	It("scaled up during an update (the StatefulSets applied after the manifest), starts the new instances in its steps and finishes", func() {
+		azSet("a-z1", "a", 1, 2, true)
+		azSet("a-z2", "a", 2, 2, true)
+		accept(map[string]int{"a": 1}, update.Plan{{Name: "a", Update: config(true, "0-30000")}})
+		Eventually(status).Should(HaveField("Phase", deploy.PhaseDeployed))
+
+		accept(map[string]int{"a": 2}, update.Plan{{Name: "a", Update: config(true, "500-30000")}})
+		Eventually(func() (int, error) { st, err := status(); return len(st.Groups), err }).Should(Equal(1))
+		for _, name := range []string{"a-z1", "a-z2"} {
+			sts := get(name)
+			patch := client.MergeFrom(sts.DeepCopy())
+			sts.Spec.Replicas = ptr.To(int32(3))
+			Expect(cp.Client.Patch(ctx, sts, patch)).To(Succeed())
+		}
+		Eventually(status).WithTimeout(40 * time.Second).Should(And(HaveField("Phase", deploy.PhaseDeployed),
+			HaveField("Instances", Equal(map[string]int{"a-z1": 3, "a-z2": 3}))))
+		// Each AZ's new instance ran before the AZ's last replacement.
+		ran := kube.pods()
+		Expect(slices.Index(ran, "a-z1-2")).To(BeNumerically("<", slices.Index(ran[2:], "a-z1-0")+2), "%v", ran)
+		Expect(slices.Index(ran, "a-z2-2")).To(BeNumerically("<", slices.Index(ran[4:], "a-z2-0")+4), "%v", ran)
+		for _, name := range []string{"a-z1", "a-z2"} {
+			sts := get(name)
+			var pods corev1.PodList
+			Expect(cp.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels(sts.Spec.Selector.MatchLabels))).To(Succeed())
+			Expect(pods.Items).To(HaveLen(3))
+			for _, p := range pods.Items {
+				Expect(p.Labels[appsv1.ControllerRevisionHashLabelKey]).To(Equal(sts.Status.UpdateRevision), p.Name)
+				Expect(p.Spec.SchedulingGates).To(BeEmpty(), p.Name)
+			}
+		}
+	})
+
 	It("refuses a StatefulSet that updates on delete, naming it", func() {
 		statefulSet("a", 1)
 		var sts appsv1.StatefulSet

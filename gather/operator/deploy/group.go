@@ -32,14 +32,42 @@ func (d *run) group(ctx context.Context, g update.Group) (outcome, error) {
 		return outcome{done: true}, nil
 	}
 	sets := d.sets[label]
+	want := version{resolved: strconv.Itoa(resolved)}
+	if n, ok := d.bpm[label]; ok {
+		want.bpm = strconv.Itoa(n)
+	}
 	if gs == nil {
-		want := version{resolved: strconv.Itoa(resolved)}
-		if n, ok := d.bpm[label]; ok {
-			want.bpm = strconv.Itoa(n)
-		}
-		return d.start(ctx, g, sets, want)
+		return d.start(ctx, g, sets, want, nil)
+	}
+	if gs.grown(sets) {
+		// Scaled up during its update (the StatefulSets applied after the
+		// manifest was accepted): the new instances' held pods count as
+		// unavailable, so the StatefulSet controller would replace no
+		// more of that AZ. The rest is planned again, the new instances
+		// first, as the director takes new and changed instances of a
+		// group in the same canary and max_in_flight steps.
+		return d.start(ctx, g, sets, want, gs)
 	}
 	return d.advance(ctx, g, gs, sets)
+}
+
+// grown says whether a StatefulSet of the update has more replicas than
+// the update planned for.
+func (gs *Group) grown(sets []*appsv1.StatefulSet) bool {
+	for _, s := range sets {
+		if i := slices.Index(gs.Sets, s.Name); i >= 0 && int(ptr.Deref(s.Spec.Replicas, 1)) > gs.Replicas[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// held is how many of the instances the update replaces in AZ az are
+// still to replace: all but those of its steps before the last released
+// one, which it saw running at the new version.
+func (gs *Group) held(az int) int {
+	replaced := max(released(gs.Steps, len(gs.Sets), gs.Step-1)[az]-gs.fresh(az), 0)
+	return max(gs.Updating[az]-replaced, 0)
 }
 
 // atVersion says whether a StatefulSet's template pins version want; a
@@ -69,11 +97,16 @@ func rolledOut(s *appsv1.StatefulSet) bool {
 // templates: the instances of a StatefulSet not at version or not rolled
 // out are replaced, the ones the deploys have not started yet are started.
 // It pins the templates to want, holding the replaced instances with the
-// partition, and releases the first step.
-func (d *run) start(ctx context.Context, g update.Group, sets []*appsv1.StatefulSet, want version) (outcome, error) {
+// partition, and releases the first step. Planning again over prev, the
+// instances prev saw running at want are not replaced again; those of its
+// last released step are, being not seen yet.
+func (d *run) start(ctx context.Context, g update.Group, sets []*appsv1.StatefulSet, want version, prev *Group) (outcome, error) {
 	if slices.ContainsFunc(sets, func(s *appsv1.StatefulSet) bool { return !observed(s) }) {
 		// What runs is known once the StatefulSet controller saw the spec.
 		return outcome{wait: poll}, nil
+	}
+	if prev != nil {
+		d.Log.Info("instance group scaled during its update: planning the rest again", "namespace", d.manifest.Namespace, "group", g.Name)
 	}
 	gs := &Group{Phase: groupUpdating, Step: -1, Released: stamp(d.now)}
 	var sizes []int
@@ -87,6 +120,11 @@ func (d *run) start(ctx context.Context, g update.Group, sets []*appsv1.Stateful
 		updating := 0
 		if !atVersion(s, want) || !rolledOut(s) {
 			updating = started
+		}
+		if prev != nil {
+			if i := slices.Index(prev.Sets, s.Name); i >= 0 {
+				updating = min(prev.held(i), started)
+			}
 		}
 		gs.Sets = append(gs.Sets, s.Name)
 		gs.Replicas = append(gs.Replicas, replicas)
