@@ -104,10 +104,40 @@ func (l *Launcher) Run(ctx context.Context) (int, error) {
 			l.forgetStop()
 		}
 		code, stopped, err := l.runProcess(ctx, p, env, outW, errW, privileged)
-		if !stopped {
+		if stopped {
+			stoppedBefore = true
+			continue
+		}
+		if err != nil || ctx.Err() != nil || !l.awaitMonitCycle(ctx) {
+			_ = l.State.Remove(pidFile(plan.Container))
 			return code, err
 		}
-		stoppedBefore = true
+	}
+}
+
+// MonitCycle is the agent's monit cycle (the stemcell's monitrc `set daemon
+// 10`): monit starts a process it finds not running again on its next
+// cycle.
+var MonitCycle = 10 * time.Second
+
+// awaitMonitCycle waits, alive to the container's probe, for the next monit
+// cycle after the process exited, as monit restarts it then: in the
+// container, so releases whose processes exit until a peer is up (nats-tls's
+// healthcheck, route_registrar before NATS listens) come up without
+// container restarts. False when ctx ended first.
+func (l *Launcher) awaitMonitCycle(ctx context.Context) bool {
+	// Starting before the pid file goes: never a moment not alive.
+	if err := l.State.Mark(startingFile(l.Plan.Container), ""); err != nil {
+		return false
+	}
+	_ = l.State.Remove(pidFile(l.Plan.Container))
+	l.Log.Info("starting again on monit's next cycle", "job", l.Plan.Job, "process", l.Plan.Process, "in", MonitCycle.String())
+	select {
+	case <-ctx.Done():
+		_ = l.State.Remove(startingFile(l.Plan.Container))
+		return false
+	case <-time.After(MonitCycle):
+		return true
 	}
 }
 
@@ -161,9 +191,9 @@ func (l *Launcher) runProcess(ctx context.Context, p bpm.Process, env []string, 
 
 	select {
 	case err := <-done:
-		// Like monit, a process that exits is started again: the kubelet
-		// restarts the container. post-stop is not run.
-		_ = l.State.Remove(pidFile(plan.Container))
+		// Like monit, a process that exits is started again (Run, on
+		// monit's next cycle, which removes its pid file). post-stop is
+		// not run.
 		l.Log.Info("exited", "job", plan.Job, "process", plan.Process, "error", errText(err))
 		return exitCode(cmd, err), false, nil
 	case skipDrain := <-l.stopRequested(postStartCtx):

@@ -407,3 +407,42 @@ func TestReadyWaitsForTheProcess(t *testing.T) {
 		t.Errorf("ready after %s, before the process started", waited)
 	}
 }
+
+// A process that exits is started again in its container on monit's next
+// cycle, its pre_start hook before it as BPM runs it before every start,
+// and the container stays alive meanwhile: the kubelet sees no restart.
+func TestLauncherStartsAnExitedProcessAgain(t *testing.T) {
+	needRoot(t)
+	vcap, _ := instanceDir(t, "web", "processes:\n- name: server\n  executable: JOBDIR/bin/run\n  workdir: JOBDIR\n  hooks: {pre_start: JOBDIR/bin/hook}\n",
+		map[string]string{"hook": "echo hook ran\n", "run": "echo started; exit 3\n"})
+	defer func(c time.Duration) { runtime.MonitCycle = c }(runtime.MonitCycle)
+	runtime.MonitCycle = 100 * time.Millisecond
+	var out syncBuffer
+	plan := contract.Plan{Job: "web", Process: "server", Container: "web-server"}
+	l := launcher(vcap, plan, &out)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		code, err := l.Run(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- code
+	}()
+	waitFor(t, "the third start", func() bool { return strings.Count(out.String(), "started") >= 3 })
+	select {
+	case code := <-done:
+		t.Fatalf("the launcher ended (exit code %d) when its process exited", code)
+	default:
+	}
+	if got := strings.Count(out.String(), "hook ran"); got < 3 {
+		t.Errorf("the hook ran %d times for 3 starts:\n%s", got, out.String())
+	}
+	if err := (runtime.Instance{Plan: plan, State: l.State}).Alive(); err != nil {
+		t.Errorf("not alive between starts: %v", err)
+	}
+	stop()
+	if code := <-done; code != 0 && code != 3 {
+		t.Errorf("exit code %d after the stop", code)
+	}
+}
