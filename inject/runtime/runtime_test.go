@@ -126,6 +126,20 @@ func launcher(vcap string, plan contract.Plan, out *syncBuffer) *runtime.Launche
 		Out: out, Err: out, Log: logr.Discard(), StopTimeout: 2 * time.Second, QuitGrace: 500 * time.Millisecond, PostStopWait: 2 * time.Second}
 }
 
+// runInBackground runs the launcher until ctx ends; its exit code comes on
+// the channel.
+func runInBackground(t *testing.T, ctx context.Context, l *runtime.Launcher) <-chan int {
+	done := make(chan int, 1)
+	go func() {
+		code, err := l.Run(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- code
+	}()
+	return done
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
@@ -159,14 +173,7 @@ processes:
 	plan := contract.Plan{Job: "web", Process: "server", Container: "web-server", Instance: contract.Instance{Containers: []string{"web-server"}}}
 	l := launcher(vcap, plan, &out)
 	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	go func() {
-		code, err := l.Run(ctx)
-		if err != nil {
-			t.Error(err)
-		}
-		done <- code
-	}()
+	done := runInBackground(t, ctx, l)
 	waitFor(t, "the process's output", func() bool { return strings.Contains(out.String(), "to stderr") })
 	in := runtime.Instance{Plan: plan, State: l.State, Scripts: runtime.Scripts{VCAP: vcap, Out: &out, Err: &out}}
 	if err := in.Alive(); err != nil {
@@ -421,14 +428,7 @@ func TestLauncherStartsAnExitedProcessAgain(t *testing.T) {
 	plan := contract.Plan{Job: "web", Process: "server", Container: "web-server"}
 	l := launcher(vcap, plan, &out)
 	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	go func() {
-		code, err := l.Run(ctx)
-		if err != nil {
-			t.Error(err)
-		}
-		done <- code
-	}()
+	done := runInBackground(t, ctx, l)
 	waitFor(t, "the third start", func() bool { return strings.Count(out.String(), "started") >= 3 })
 	select {
 	case code := <-done:
