@@ -164,6 +164,14 @@ restarts=$("$kubectl" get pods -n "$ns" -o jsonpath='{range .items[*]}{range .st
 echo "restarts: $restarts"
 [ "$restarts" = 0 ] || { "$kubectl" get pods -n "$ns"; echo "FAILED: containers restarted"; exit 1; }
 
+echo "== processes started again in their containers, and limits applied up to the node's"
+for pc in $("$kubectl" get pods -n "$ns" -o go-template='{{range .items}}{{$p := .metadata.name}}{{range .spec.containers}}{{$p}}/{{.name}} {{end}}{{end}}'); do
+	log=$("$kubectl" logs -n "$ns" "${pc%%/*}" -c "${pc#*/}" 2>/dev/null || true)
+	n=$(grep -c "starting again on monit's next cycle" <<<"$log" || true)
+	[ "$n" = 0 ] || echo "$pc: exited and started again in its container $n times"
+	grep "bosh-injector: warning:" <<<"$log" | sort -u | sed "s|^|$pc: |" || true
+done
+
 echo "== the deploy is Deployed"
 phase=$("$kubectl" get secrets -n "$ns" -l bosh-injector.io/deploy-state -o jsonpath='{.items[*].metadata.labels.bosh-injector\.io/deploy-state}')
 echo "deploy: $phase"
