@@ -162,7 +162,14 @@ echo "nats $nats_ip: $tls of $total connections over TLS"
 echo "== no container restarted"
 restarts=$("$kubectl" get pods -n "$ns" -o jsonpath='{range .items[*]}{range .status.initContainerStatuses[*]}{.restartCount}{"\n"}{end}{range .status.containerStatuses[*]}{.restartCount}{"\n"}{end}{end}' | awk '{ s += $1 } END { print s + 0 }')
 echo "restarts: $restarts"
-[ "$restarts" = 0 ] || { "$kubectl" get pods -n "$ns"; echo "FAILED: containers restarted"; exit 1; }
+if [ "$restarts" != 0 ]; then
+	"$kubectl" get pods -n "$ns"
+	# Which containers, why, and what the kubelet said.
+	"$kubectl" get pods -n "$ns" -o go-template='{{range .items}}{{$p := .metadata.name}}{{range .status.containerStatuses}}{{if .restartCount}}{{$p}}/{{.name}}: {{.restartCount}} restarts, last {{.lastState}}{{"\n"}}{{end}}{{end}}{{end}}'
+	"$kubectl" get events -n "$ns" --sort-by=.lastTimestamp | grep -v Normal || true
+	echo "FAILED: containers restarted"
+	exit 1
+fi
 
 echo "== processes started again in their containers, and limits applied up to the node's"
 for pc in $("$kubectl" get pods -n "$ns" -o go-template='{{range .items}}{{$p := .metadata.name}}{{range .spec.containers}}{{$p}}/{{.name}} {{end}}{{end}}'); do
