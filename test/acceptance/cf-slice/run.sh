@@ -166,7 +166,7 @@ if [ "$restarts" != 0 ]; then
 	"$kubectl" get pods -n "$ns"
 	# Which containers, why, and what the kubelet said.
 	"$kubectl" get pods -n "$ns" -o go-template='{{range .items}}{{$p := .metadata.name}}{{range .status.containerStatuses}}{{if .restartCount}}{{$p}}/{{.name}}: {{.restartCount}} restarts, last {{.lastState}}{{"\n"}}{{end}}{{end}}{{end}}'
-	"$kubectl" get events -n "$ns" --sort-by=.lastTimestamp | grep -v Normal || true
+	"$kubectl" get events -n "$ns" --sort-by=.lastTimestamp | grep -Ev ' (Scheduled|Pulling|Pulled|Created|Started|SuccessfulCreate) ' || true
 	echo "FAILED: containers restarted"
 	exit 1
 fi
