@@ -110,7 +110,7 @@ func processContainers(plan Plan, images map[string]string) ([]corev1.Container,
 		c.Env = []corev1.EnvVar{{Name: contract.EnvPlan, Value: contract.Plan{
 			Job: pr.job.Name, Process: pr.p.Name, Monit: pr.monit, Container: pr.container,
 		}.Encode()}}
-		if needsReadiness(pr, jobs) {
+		if needsReadiness(pr, jobs, errandGroup(info)) {
 			c.ReadinessProbe = readiness()
 		}
 		// The hook runs the instance's pre-stop and drain scripts: without
@@ -125,15 +125,16 @@ func processContainers(plan Plan, images map[string]string) ([]corev1.Container,
 			}
 		}
 	}
-	return containers, volumes, contract.Instance{Containers: containerNames, Jobs: jobs, PersistentDiskMB: info.PersistentDiskMB, DrainSeconds: drain}, denials
+	return containers, volumes, contract.Instance{Containers: containerNames, Jobs: jobs, PersistentDiskMB: info.PersistentDiskMB, DrainSeconds: drain, Errand: errandGroup(info)}, denials
 }
 
 func launcher(args ...string) []string { return append([]string{contract.Binary}, args...) }
 
 // launcherContainer is a container started by the launcher, with the
 // mounts every process container has.
-// A BPM process needs no liveness probe: the launcher waits for it, so its
-// exit ends the container, which the kubelet restarts (as monit would).
+// A BPM process needs no liveness probe: the launcher waits for it and,
+// as monit would, starts it again when it exits (in an errand group's pod
+// its exit ends the container).
 func launcherContainer(pr process, image string, settings Settings) corev1.Container {
 	j := pr.job
 	return corev1.Container{
@@ -161,14 +162,16 @@ func readiness() *corev1.Probe {
 }
 
 // needsReadiness says whether a process container's readiness is more than
-// its launcher running, which starts a BPM process at once: a BPM pre_start
-// hook runs first, a monit start program daemonizes, or the instance's
-// post-start scripts or the dns/healthy of a job the container hosts must
-// pass. Every other container is ready when running, as the agent counts
-// a process running when monit does, and needs no probe (an exec each
-// period, and its bytes in every admission's patch).
-func needsReadiness(pr process, jobs []contract.Job) bool {
-	return pr.monit || (pr.p.Hooks != nil && pr.p.Hooks.PreStart != "") || slices.ContainsFunc(jobs, func(j contract.Job) bool {
+// its launcher running: in a service instance always, as the launcher
+// starts an exited process again in its container (the container runs
+// while the process does not, which the agent reports failing); in an
+// errand group's, whose process's exit ends its container, when a BPM
+// pre_start hook runs first, a monit start program daemonizes, or the
+// instance's post-start scripts or the dns/healthy of a job the container
+// hosts must pass. Any other container needs no probe (an exec each period,
+// and its bytes in every admission's patch).
+func needsReadiness(pr process, jobs []contract.Job, errand bool) bool {
+	return !errand || pr.monit || (pr.p.Hooks != nil && pr.p.Hooks.PreStart != "") || slices.ContainsFunc(jobs, func(j contract.Job) bool {
 		return j.Has(contract.PostStart) || (j.Host == pr.container && j.Has(contract.DNSHealthy))
 	})
 }

@@ -27,6 +27,9 @@ func (i *Info) Warnings(index int) []string {
 			if p.Hooks != nil && p.Hooks.PreStart != "" && (p.Unsafe == nil || !p.Unsafe.Privileged) {
 				out = append(out, fmt.Sprintf("job '%s', process '%s': %s", j.Name, p.Name, WarnHookCapabilities))
 			}
+			if p.Limits != nil && p.Limits.OpenFiles != nil {
+				out = append(out, fmt.Sprintf("job '%s', process '%s': %s", j.Name, p.Name, WarnOpenFiles))
+			}
 			vols := slices.Clone(p.AdditionalVolumes)
 			if p.Unsafe != nil {
 				vols = append(vols, p.Unsafe.UnrestrictedVolumes...)

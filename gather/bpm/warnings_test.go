@@ -7,10 +7,11 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
 )
 
-// A volume without allow_executions, a shared one and a pre_start hook
-// warn, per job, process and path, for the instance they apply to only.
+// A volume without allow_executions, a shared one, a pre_start hook and
+// limits.open_files warn, per job, process and path, for the instance they apply to only.
 func TestWarnings(t *testing.T) {
-	web := bpm.Process{Name: "web", Hooks: &bpm.Hooks{PreStart: "/var/vcap/jobs/shop/bin/hook"}, AdditionalVolumes: []bpm.Volume{{Path: "/var/vcap/data/web/cache"}},
+	openFiles := uint64(100000)
+	web := bpm.Process{Name: "web", Hooks: &bpm.Hooks{PreStart: "/var/vcap/jobs/shop/bin/hook"}, Limits: &bpm.Limits{OpenFiles: &openFiles}, AdditionalVolumes: []bpm.Volume{{Path: "/var/vcap/data/web/cache"}},
 		Unsafe: &bpm.Unsafe{UnrestrictedVolumes: []bpm.Volume{{Path: "/srv", AllowExecutions: true, Shared: true}}}}
 	info := &bpm.Info{Jobs: []bpm.Job{{Name: "shop"}}, BPM: []bpm.InstanceBPM{
 		{Indexes: []int{0}, Jobs: map[string]bpm.Config{"shop": {Processes: []bpm.Process{web}}}},
@@ -18,6 +19,7 @@ func TestWarnings(t *testing.T) {
 	}}
 	want := []string{
 		"job 'shop', process 'web': " + bpm.WarnHookCapabilities,
+		"job 'shop', process 'web': " + bpm.WarnOpenFiles,
 		"job 'shop', process 'web', volume /var/vcap/data/web/cache: " + bpm.WarnExecutableMount,
 		"job 'shop', process 'web', volume /srv: " + bpm.WarnSharedMount,
 	}

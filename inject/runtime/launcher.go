@@ -89,7 +89,13 @@ func (l *Launcher) Run(ctx context.Context) (int, error) {
 	defer stdout.Close()
 	defer stderr.Close()
 	outW, errW := io.MultiWriter(stdout, l.Out), io.MultiWriter(stderr, l.Err)
-	if err := SetLimits(p.Limits); err != nil {
+	warnings, err := SetLimits(p.Limits)
+	for _, w := range warnings {
+		// On the container's output and in the job's stderr log, where
+		// `logs` finds it.
+		fmt.Fprintf(errW, "bosh-injector: warning: job '%s', process '%s': %s\n", plan.Job, plan.Process, w)
+	}
+	if err != nil {
 		return 1, fmt.Errorf("job '%s', process '%s': %w", plan.Job, plan.Process, err)
 	}
 	env := Environ(p)
@@ -104,10 +110,70 @@ func (l *Launcher) Run(ctx context.Context) (int, error) {
 			l.forgetStop()
 		}
 		code, stopped, err := l.runProcess(ctx, p, env, outW, errW, privileged)
-		if !stopped {
+		if stopped {
+			stoppedBefore = true
+			continue
+		}
+		if ctx.Err() != nil && err != nil {
+			// Stopped while starting (its hook ended): nothing ran.
+			_ = l.State.Remove(pidFile(plan.Container))
+			return 0, nil
+		}
+		if ctx.Err() != nil || plan.Errand {
+			_ = l.State.Remove(pidFile(plan.Container))
 			return code, err
 		}
-		stoppedBefore = true
+		if err != nil {
+			// bpm start failed: monit tries again on its next cycle too.
+			l.Log.Info("failed to start", "job", plan.Job, "process", plan.Process, "error", err.Error())
+		}
+		again, stopped := l.awaitMonitCycle(ctx)
+		if !again && !stopped {
+			return 0, nil
+		}
+		stoppedBefore = stopped
+	}
+}
+
+// MonitCycle is the agent's monit cycle (the stemcell's monitrc `set daemon
+// 10`): monit starts a process it finds not running again on its next
+// cycle.
+var MonitCycle = 10 * time.Second
+
+// awaitMonitCycle waits, after the process of a service instance exited,
+// for monit's next cycle, which starts it again: in its container, so
+// releases whose processes exit until a peer is up (nats-tls's healthcheck,
+// route_registrar before NATS listens) come up without container restarts.
+// Meanwhile the process is failing (no pid, not starting), as monit
+// reports it, and the container not ready. It is not started again while
+// the instance is being stopped (the agent unmonitors before pre-stop and
+// drain, which may end the process themselves): a stop of the instance
+// runs its scripts here as runProcess does (stopped), and the end of ctx
+// (the container is stopped) runs post-stop; again is false then.
+func (l *Launcher) awaitMonitCycle(ctx context.Context) (again, stopped bool) {
+	plan := l.Plan
+	_ = l.State.Remove(pidFile(plan.Container))
+	l.Log.Info("starting again on monit's next cycle", "job", plan.Job, "process", plan.Process, "in", MonitCycle.String())
+	waitCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopRequested := l.stopRequested(waitCtx)
+	cycle := time.After(MonitCycle)
+	for {
+		select {
+		case <-ctx.Done():
+			l.recordStop(Scripts{VCAP: l.VCAP, Out: l.Out, Err: l.Err})
+			return false, false
+		case skipDrain := <-stopRequested:
+			l.drain(ctx, skipDrain)
+			l.recordStop(Scripts{VCAP: l.VCAP, Out: l.Out, Err: l.Err})
+			return false, true
+		case <-cycle:
+			if _, stopping := l.State.Read(stoppingFile); !stopping {
+				return true, false
+			}
+			// Stopping: the stop request or ctx ends the wait.
+			cycle = nil
+		}
 	}
 }
 
@@ -161,30 +227,42 @@ func (l *Launcher) runProcess(ctx context.Context, p bpm.Process, env []string, 
 
 	select {
 	case err := <-done:
-		// Like monit, a process that exits is started again: the kubelet
-		// restarts the container. post-stop is not run.
-		_ = l.State.Remove(pidFile(plan.Container))
+		// Like monit, a process that exits is started again (Run, on
+		// monit's next cycle); post-stop is not run.
 		l.Log.Info("exited", "job", plan.Job, "process", plan.Process, "error", errText(err))
 		return exitCode(cmd, err), false, nil
 	case skipDrain := <-l.stopRequested(postStartCtx):
 		cancelPostStart()
-		l.Log.Info("stopping the instance", "job", plan.Job, "process", plan.Process, "skipDrain", skipDrain)
-		in := Instance{Plan: plan, State: l.State, Log: l.Log, SkipDrain: skipDrain,
-			Scripts: Scripts{VCAP: l.VCAP, Out: l.Out, Err: l.Err, NextState: StopEnv}}
-		if err := in.PreStop(ctx); err != nil {
-			l.Log.Info("pre-stop and drain did not finish", "error", err.Error())
-		}
+		l.drain(ctx, skipDrain)
 		stopped = true
 	case <-ctx.Done():
 	}
 	cancelPostStart()
 	code = l.stop(cmd, shutdownSignal(p), done)
-	_ = l.State.Remove(pidFile(plan.Container))
-	if err := l.State.Mark(stoppedFile(plan.Container), ""); err != nil {
+	l.recordStop(scripts)
+	return code, stopped, nil
+}
+
+// drain runs the instance's pre-stop and drain scripts as the agent's stop
+// does, before the process is stopped.
+func (l *Launcher) drain(ctx context.Context, skipDrain bool) {
+	plan := l.Plan
+	l.Log.Info("stopping the instance", "job", plan.Job, "process", plan.Process, "skipDrain", skipDrain)
+	in := Instance{Plan: plan, State: l.State, Log: l.Log, SkipDrain: skipDrain,
+		Scripts: Scripts{VCAP: l.VCAP, Out: l.Out, Err: l.Err, NextState: StopEnv}}
+	if err := in.PreStop(ctx); err != nil {
+		l.Log.Info("pre-stop and drain did not finish", "error", err.Error())
+	}
+}
+
+// recordStop records the process stopped and runs post-stop of the jobs
+// this container hosts.
+func (l *Launcher) recordStop(scripts Scripts) {
+	_ = l.State.Remove(pidFile(l.Plan.Container))
+	if err := l.State.Mark(stoppedFile(l.Plan.Container), ""); err != nil {
 		l.Log.Error(err, "recording the stop")
 	}
 	l.postStop(scripts)
-	return code, stopped, nil
 }
 
 // wantStopped reads the instance's desired state.
@@ -260,6 +338,7 @@ func (l *Launcher) forgetStop() {
 		}
 	}
 	_ = l.State.Remove(stoppedFile(plan.Container))
+	_ = l.State.Remove(stoppingFile)
 	l.Log.Info("starting after a stop", "job", plan.Job, "process", plan.Process)
 }
 

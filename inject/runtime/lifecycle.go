@@ -32,6 +32,10 @@ type Instance struct {
 // hosting its job, and every hook returns only when all are done (or
 // Plan.DrainSeconds passed), so the kubelet signals no process earlier.
 func (in Instance) PreStop(ctx context.Context) error {
+	// Every container's hook marks it: Claim, as Mark's renames race.
+	if _, err := in.State.Claim(stoppingFile); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(in.Plan.DrainSeconds)*time.Second)
 	defer cancel()
 	for _, script := range []string{contract.PreStop, contract.Drain} {

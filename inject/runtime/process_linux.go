@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"syscall"
@@ -45,37 +46,45 @@ func credentials(caps []string) (*syscall.SysProcAttr, error) {
 // SetLimits applies BPM's limits to the launcher, whose process inherits
 // them: open_files as RLIMIT_NOFILE, processes as RLIMIT_NPROC (BPM uses a
 // pids cgroup; a pod's cgroup is the kubelet's), core_file_size as
-// RLIMIT_CORE, each soft and hard. Raising a hard limit above the
-// container's needs CAP_SYS_RESOURCE, which the container does not get: the
-// error says so.
-func SetLimits(l *bpm.Limits) error {
+// RLIMIT_CORE, each soft and hard. BPM's runc, root on the VM, may raise a
+// hard limit; the container's root may not (no CAP_SYS_RESOURCE), so a
+// limit above the container's hard limit is applied up to it, and a
+// warning names the field, the limit asked and the one applied.
+func SetLimits(l *bpm.Limits) (warnings []string, err error) {
 	if l == nil {
-		return nil
+		return nil, nil
 	}
 	set := func(name string, res int, v uint64) error {
 		// syscall's Setrlimit, not x/sys's: only it stops Go restoring
 		// the start-up RLIMIT_NOFILE in children.
-		if err := syscall.Setrlimit(res, &syscall.Rlimit{Cur: v, Max: v}); err != nil {
-			var cur syscall.Rlimit
-			_ = syscall.Getrlimit(res, &cur)
-			return fmt.Errorf("limits.%s %d: setrlimit: %w (the container's hard limit is %d; raising it needs the node's or the runtime's ulimits)", name, v, err, cur.Max)
+		err := syscall.Setrlimit(res, &syscall.Rlimit{Cur: v, Max: v})
+		var cur syscall.Rlimit
+		if err == nil || !errors.Is(err, syscall.EPERM) || syscall.Getrlimit(res, &cur) != nil || v <= cur.Max {
+			if err != nil {
+				return fmt.Errorf("limits.%s %d: setrlimit: %w", name, v, err)
+			}
+			return nil
 		}
+		if err := syscall.Setrlimit(res, &syscall.Rlimit{Cur: cur.Max, Max: cur.Max}); err != nil {
+			return fmt.Errorf("limits.%s %d: setrlimit: %w", name, v, err)
+		}
+		warnings = append(warnings, fmt.Sprintf("limits.%s %d is above the container's hard limit, %d, which only CAP_SYS_RESOURCE may raise (BPM's runc does as root on the VM): the process runs with %d", name, v, cur.Max, cur.Max))
 		return nil
 	}
 	if l.OpenFiles != nil {
 		if err := set("open_files", unix.RLIMIT_NOFILE, *l.OpenFiles); err != nil {
-			return err
+			return warnings, err
 		}
 	}
 	if l.Processes != nil && *l.Processes > 0 {
 		if err := set("processes", unix.RLIMIT_NPROC, uint64(*l.Processes)); err != nil {
-			return err
+			return warnings, err
 		}
 	}
 	if l.CoreFileSize != nil {
 		if err := set("core_file_size", unix.RLIMIT_CORE, *l.CoreFileSize); err != nil {
-			return err
+			return warnings, err
 		}
 	}
-	return nil
+	return warnings, nil
 }

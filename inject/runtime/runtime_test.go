@@ -16,6 +16,8 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/bosh-injector/bosh-injector/gather/bpm"
+	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/inject/runtime"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
@@ -126,6 +128,20 @@ func launcher(vcap string, plan contract.Plan, out *syncBuffer) *runtime.Launche
 		Out: out, Err: out, Log: logr.Discard(), StopTimeout: 2 * time.Second, QuitGrace: 500 * time.Millisecond, PostStopWait: 2 * time.Second}
 }
 
+// runInBackground runs the launcher until ctx ends; its exit code comes on
+// the channel.
+func runInBackground(t *testing.T, ctx context.Context, l *runtime.Launcher) <-chan int {
+	done := make(chan int, 1)
+	go func() {
+		code, err := l.Run(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- code
+	}()
+	return done
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
@@ -159,14 +175,7 @@ processes:
 	plan := contract.Plan{Job: "web", Process: "server", Container: "web-server", Instance: contract.Instance{Containers: []string{"web-server"}}}
 	l := launcher(vcap, plan, &out)
 	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	go func() {
-		code, err := l.Run(ctx)
-		if err != nil {
-			t.Error(err)
-		}
-		done <- code
-	}()
+	done := runInBackground(t, ctx, l)
 	waitFor(t, "the process's output", func() bool { return strings.Contains(out.String(), "to stderr") })
 	in := runtime.Instance{Plan: plan, State: l.State, Scripts: runtime.Scripts{VCAP: vcap, Out: &out, Err: &out}}
 	if err := in.Alive(); err != nil {
@@ -405,5 +414,169 @@ func TestReadyWaitsForTheProcess(t *testing.T) {
 	}
 	if waited := time.Since(start); waited < 300*time.Millisecond {
 		t.Errorf("ready after %s, before the process started", waited)
+	}
+}
+
+// A process that exits is started again in its container on monit's next
+// cycle, its pre_start hook before it as BPM runs it before every start;
+// meanwhile it is failing, as monit reports it, and the container not
+// ready: the kubelet sees no restart, the deploy no running instance.
+func TestLauncherStartsAnExitedProcessAgain(t *testing.T) {
+	needRoot(t)
+	vcap, _ := instanceDir(t, "web", "processes:\n- name: server\n  executable: JOBDIR/bin/run\n  workdir: JOBDIR\n  hooks: {pre_start: JOBDIR/bin/hook}\n",
+		map[string]string{"hook": "echo hook ran\n", "run": "echo started; exit 3\n"})
+	defer func(c time.Duration) { runtime.MonitCycle = c }(runtime.MonitCycle)
+	runtime.MonitCycle = 300 * time.Millisecond
+	var out syncBuffer
+	plan := contract.Plan{Job: "web", Process: "server", Container: "web-server", Instance: contract.Instance{Containers: []string{"web-server"}}}
+	l := launcher(vcap, plan, &out)
+	ctx, stop := context.WithCancel(context.Background())
+	done := runInBackground(t, ctx, l)
+	in := runtime.Instance{Plan: plan, State: l.State}
+	// The probe's answer now, not after its wait for a start.
+	now, cancelNow := context.WithCancel(context.Background())
+	cancelNow()
+	var failing bool
+	waitFor(t, "the third start", func() bool {
+		failing = failing || in.Status(true).Processes[0].State == contract.StateFailing && in.Ready(now) != nil
+		return strings.Count(out.String(), "started") >= 3
+	})
+	select {
+	case code := <-done:
+		t.Fatalf("the launcher ended (exit code %d) when its process exited", code)
+	default:
+	}
+	if got := strings.Count(out.String(), "hook ran"); got < 3 {
+		t.Errorf("the hook ran %d times for 3 starts:\n%s", got, out.String())
+	}
+	if !failing {
+		t.Errorf("never failing and not ready between starts")
+	}
+	stop()
+	if code := <-done; code != 0 {
+		t.Errorf("exit code %d after the stop", code)
+	}
+}
+
+// An errand group's process runs once: its exit ends the launcher with
+// its exit code, the errand's result, and its container.
+func TestLauncherErrandProcessEnds(t *testing.T) {
+	needRoot(t)
+	vcap, _ := instanceDir(t, "smoke", "processes:\n- name: smoke\n  executable: JOBDIR/bin/run\n  workdir: JOBDIR\n",
+		map[string]string{"run": "echo started; exit 3\n"})
+	defer func(c time.Duration) { runtime.MonitCycle = c }(runtime.MonitCycle)
+	runtime.MonitCycle = 10 * time.Millisecond
+	var out syncBuffer
+	l := launcher(vcap, contract.Plan{Job: "smoke", Process: "smoke", Container: "smoke-smoke", Instance: contract.Instance{Errand: true}}, &out)
+	code, err := l.Run(context.Background())
+	if code != 3 || err != nil {
+		t.Errorf("got %d, %v; want 3, nil", code, err)
+	}
+	if n := strings.Count(out.String(), "started"); n != 1 {
+		t.Errorf("started %d times:\n%s", n, out.String())
+	}
+}
+
+// While an exited process waits for monit's next cycle, a stop of the
+// instance runs its drain and post-stop at once and starts nothing until
+// it is started; the kubelet's preStop hook (pre-stop and drain) keeps the
+// process from being started again, and SIGTERM then ends the container
+// at once, post-stop run.
+func TestLauncherStopsWhileWaitingToStartAgain(t *testing.T) {
+	needRoot(t)
+	log := filepath.Join(t.TempDir(), "lifecycle")
+	vcap, _ := instanceDir(t, "web", "processes:\n- name: server\n  executable: JOBDIR/bin/run\n  workdir: JOBDIR\n",
+		map[string]string{"run": "echo started; exit 3\n", "drain": "echo drain >>" + log + "; echo 0\n", "post-stop": "echo post-stop >>" + log + "\n"})
+	if err := os.Chmod(filepath.Dir(log), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	defer func(c time.Duration) { runtime.MonitCycle = c }(runtime.MonitCycle)
+	runtime.MonitCycle = time.Hour
+	desired := filepath.Join(vcap, "desired")
+	want := func(state string) { write(t, filepath.Join(desired, contract.DesiredStateFile), state, 0o644) }
+	want("")
+	instance := contract.Instance{Containers: []string{"web-server"}, DrainSeconds: 30,
+		Jobs: []contract.Job{{Name: "web", Scripts: []string{"drain", "post-stop"}, Host: "web-server"}}}
+	plan := contract.Plan{Job: "web", Process: "server", Container: "web-server", Instance: instance}
+	lifecycle := func() string { data, _ := os.ReadFile(log); return string(data) }
+	state := func(l *runtime.Launcher) string {
+		return runtime.Instance{Plan: plan, State: l.State}.Status(true).Processes[0].State
+	}
+
+	var out syncBuffer
+	l := launcher(vcap, plan, &out)
+	l.Desired = desired
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := runInBackground(t, ctx, l)
+	waitFor(t, "the exit", func() bool { return strings.Contains(out.String(), "started") && state(l) == contract.StateFailing })
+	want(names.DesiredStopped)
+	waitFor(t, "the stop", func() bool { return state(l) == contract.StateStopped && lifecycle() == "drain\npost-stop\n" })
+	runtime.MonitCycle = 10 * time.Millisecond
+	want("")
+	waitFor(t, "the start", func() bool { return strings.Count(out.String(), "started") >= 2 })
+	cancel()
+	<-done
+
+	// The pod is deleted: its preStop hook drains while the process waits.
+	runtime.MonitCycle = 300 * time.Millisecond
+	out = syncBuffer{}
+	_ = os.Remove(log)
+	l = launcher(vcap, plan, &out)
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	done = runInBackground(t, ctx, l)
+	waitFor(t, "the exit", func() bool { return strings.Contains(out.String(), "started") && state(l) == contract.StateFailing })
+	in := runtime.Instance{Plan: plan, State: l.State, Log: logr.Discard(), Scripts: runtime.Scripts{VCAP: vcap, Out: &out, Err: &out}}
+	if err := in.PreStop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * runtime.MonitCycle)
+	if n := strings.Count(out.String(), "started"); n != 1 {
+		t.Errorf("started %d times during the pod's stop:\n%s", n, out.String())
+	}
+	start := time.Now()
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("exit code %d after SIGTERM", code)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("SIGTERM ended the container after %s", took)
+	}
+	if got := lifecycle(); got != "drain\npost-stop\n" {
+		t.Errorf("lifecycle %q, want drain then post-stop", got)
+	}
+}
+
+// limits.open_files above the container's hard limit (here above the
+// kernel's nr_open, which no capability passes) is applied up to that
+// limit, with a warning naming the field, not refused.
+func TestSetLimitsUpToTheHardLimit(t *testing.T) {
+	data, err := os.ReadFile("/proc/sys/fs/nr_open")
+	if err != nil {
+		t.Skip(err)
+	}
+	var nrOpen uint64
+	if _, err := fmt.Sscan(string(data), &nrOpen); err != nil {
+		t.Fatal(err)
+	}
+	var before syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &before); err != nil {
+		t.Fatal(err)
+	}
+	want := nrOpen + 1
+	warnings, err := runtime.SetLimits(&bpm.Limits{OpenFiles: &want})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], fmt.Sprintf("limits.open_files %d ", want)) || !strings.HasSuffix(warnings[0], fmt.Sprintf("runs with %d", before.Max)) {
+		t.Errorf("warnings %q", warnings)
+	}
+	var after syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &after); err != nil {
+		t.Fatal(err)
+	}
+	if after.Cur != before.Max || after.Max != before.Max {
+		t.Errorf("nofile %d %d, want %d %d", after.Cur, after.Max, before.Max, before.Max)
 	}
 }

@@ -85,7 +85,10 @@ func (s State) WaitAll(ctx context.Context, names []string) []string {
 	}
 }
 
-// State file names.
+// State file names. stoppingFile marks the instance's stop begun (its
+// pre-stop and drain): no exited process is started again.
+const stoppingFile = "instance.stopping"
+
 func startingFile(container string) string { return container + ".starting" }
 func pidFile(container string) string      { return container + ".pid" }
 func stoppedFile(container string) string  { return container + ".stopped" }

@@ -24,8 +24,10 @@ import (
 // naming groups the deployment lacks is gathered with a warning; the BPM
 // pre_start hook runs as root with CAP_SETFCAP; the unrestricted volume
 // glob over every job's config is admitted and shows the colocated job's
-// file; and the process, which resolves its own address at start and exits
-// when it cannot, starts once: no container restarts.
+// file; the process, which resolves its own address at start and exits
+// when it cannot, starts once; and its peer (as nats-tls's healthcheck and
+// route_registrar), which exits until the process listens, is started
+// again in its container on monit's next cycle: no container restarts.
 func TestCFSlice(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -68,6 +70,17 @@ func TestCFSlice(t *testing.T) {
 		if !strings.Contains(logs, want) {
 			t.Errorf("listener's log lacks %q:\n%s", want, logs)
 		}
+	}
+	const peer = "healthcheck-healthcheck"
+	peerLogs, err := p.WaitForLog(ctx, peer, "healthy: connected to", time.Minute)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, peerLogs)
+	}
+	if !strings.Contains(peerLogs, "connecting to cfslice-nats-0.") || !strings.Contains(peerLogs, "starting again on monit's next cycle") {
+		t.Errorf("the peer did not exit and start again before the listener listened:\n%s", peerLogs)
+	}
+	if results, err = w.Report(ctx, p); err != nil {
+		t.Fatal(err)
 	}
 	// Render waited for the instance's address before the setup ended.
 	if i := slices.IndexFunc(results, func(r cluster.Container) bool { return r.Name == inject.RenderContainer }); i < 0 || !strings.Contains(results[i].Logs, rendering.AddressResolved) {

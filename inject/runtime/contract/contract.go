@@ -125,6 +125,11 @@ type Instance struct {
 	PersistentDiskMB int `json:"persistent_disk_mb,omitempty"`
 	// DrainSeconds bounds pre-stop and drain of the whole instance.
 	DrainSeconds int `json:"drain_seconds,omitempty"`
+	// Errand says the instance is an errand group's (lifecycle: errand):
+	// its pod runs to completion, so a process that exits ends its
+	// container rather than being started again as monit starts a service
+	// instance's.
+	Errand bool `json:"errand,omitempty"`
 }
 
 // Job is a job's lifecycle scripts and the container that runs them.
