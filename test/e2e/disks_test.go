@@ -35,7 +35,9 @@ import (
 // `disks --orphaned` lists with its instance) and up to three again (the
 // claim mounted back); a larger disk applied to the StatefulSet (taken by
 // the webhook, each instance drained then grown, one at a time, `df` in
-// the pod showing the new size); a smaller one refused.
+// the pod showing the new size); a smaller one refused; index 2's disk,
+// orphaned again, attached to index 1 (attach-disk), whose own disk is
+// orphaned.
 func TestPersistentDisks(t *testing.T) {
 	ctx := context.Background()
 	w, releaseURL, _ := startWalkthrough(t)
@@ -297,6 +299,29 @@ func TestPersistentDisks(t *testing.T) {
 		t.Errorf("applying a smaller disk: %v", err)
 	}
 	intact("resize refused", 0, 1, 2)
+
+	// attach-disk: index 2's disk, orphaned by a scale-down, becomes
+	// index 1's; index 1's own disk is orphaned with its instance.
+	scale(ctx, t, w.Client, key, 2)
+	waitClaim(ctx, t, w.Client, client.ObjectKey{Namespace: ns, Name: claim(2)}, func(c *corev1.PersistentVolumeClaim) bool {
+		return c.Labels[names.LabelOrphaned] == "true"
+	})
+	var attached bytes.Buffer
+	if code := app.Main([]string{"attach-disk", "-d", "shop", "-n", ns, "--kubeconfig", w.Kubeconfig, "db/1", claim(2)}, &attached, &attached); code != 0 {
+		t.Fatalf("attach-disk: exit %d\n%s", code, attached.String())
+	}
+	t.Logf("attach-disk:\n%s", attached.String())
+	ready(2, "disk attached")
+	if got := exec(1, "cat "+marker); got != written[2] {
+		t.Errorf("after attach-disk, %s holds %q, want index 2's %q", pod(1), got, written[2])
+	}
+	intact("disk attached", 0)
+	listed.Reset()
+	wantInstance = "db/" + instance.ID("shop", "db", 1) + " (1)"
+	if code := app.Main([]string{"disks", "--orphaned", "-n", ns, "--kubeconfig", w.Kubeconfig}, &listed, &listed); code != 0 ||
+		!strings.Contains(listed.String(), claim(1)+"-orphan-") || !strings.Contains(listed.String(), wantInstance) {
+		t.Errorf("disks --orphaned after attach-disk: exit %d\n%s", code, listed.String())
+	}
 	t.Logf("persistent disk checks took %s", time.Since(began).Round(time.Second))
 }
 
