@@ -128,7 +128,7 @@ func TestCluster(t *testing.T) {
 	}
 	grew := time.Now()
 	var df []byte
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
 		kubectl := exec.Command(filepath.Join(c.BinDir, "kubectl"), "exec", "checks", "--", "sh", "-c", "df -Pk /disk | awk 'NR==2 {print $2}'; cat /disk/file")
 		kubectl.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
 		df, _ = kubectl.Output()
