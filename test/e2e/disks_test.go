@@ -200,7 +200,7 @@ func TestPersistentDisks(t *testing.T) {
 	// Scaled up: the StatefulSet mounts index 2's claim again, with its
 	// bytes, and the operator takes the orphan label off.
 	scale(ctx, t, w.Client, key, 3)
-	before = ready(3, "scaled up")
+	ready(3, "scaled up")
 	waitClaim(ctx, t, w.Client, client.ObjectKey{Namespace: ns, Name: claim(2)}, func(c *corev1.PersistentVolumeClaim) bool {
 		return c.Labels[names.LabelOrphaned] == ""
 	})
