@@ -25,6 +25,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/operator/deploy"
 	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
+	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 )
 
 // TestPersistentDisks runs the shop deployment's db group with three
@@ -35,7 +36,7 @@ import (
 // `disks --orphaned` lists with its instance) and up to three again (the
 // claim mounted back); a larger disk applied to the StatefulSet (taken by
 // the webhook, each instance drained then grown, one at a time, `df` in
-// the pod showing the new size); a smaller one refused; index 2's disk,
+// the pod showing the new size, the operator restarted meanwhile); a smaller one refused; index 2's disk,
 // orphaned again, attached to index 1 (attach-disk), whose own disk is
 // orphaned.
 func TestPersistentDisks(t *testing.T) {
@@ -243,6 +244,9 @@ func TestPersistentDisks(t *testing.T) {
 	}
 	two := resource.MustParse("2Gi")
 	grown := map[int]bool{}
+	// The operator restarts in the middle: once the first instance is
+	// drained, its pod is deleted; the new one resumes from the claims.
+	restarted := false
 	deadline = time.Now().Add(4 * time.Minute)
 	for len(grown) < 3 {
 		if time.Now().After(deadline) {
@@ -278,6 +282,13 @@ func TestPersistentDisks(t *testing.T) {
 			}
 			capacity := c.Status.Capacity[corev1.ResourceStorage]
 			grown[i] = grown[i] || capacity.Cmp(two) >= 0
+			if !restarted && c.Annotations[names.AnnotationDrainedPod] != "" {
+				if out, err := w.Kubectl(ctx, "delete", "pod", "-n", walkthrough.Namespace, "-l", "app.kubernetes.io/instance="+walkthrough.Release, "--wait=false"); err != nil {
+					t.Fatalf("restarting the operator: %v\n%s", err, out)
+				}
+				restarted = true
+				t.Logf("operator restarted while %s was resized", claim(i))
+			}
 		}
 		if why := live.Annotations[names.AnnotationDiskResize]; why != "" {
 			t.Fatalf("resize stopped: %s", why)
