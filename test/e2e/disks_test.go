@@ -38,7 +38,8 @@ import (
 // the webhook, each instance drained then grown, one at a time, `df` in
 // the pod showing the new size, the operator restarted meanwhile); a smaller one refused; index 2's disk,
 // orphaned again, attached to index 1 (attach-disk), whose own disk is
-// orphaned.
+// orphaned; index 0's node drained (it waits for its node, its disk
+// being there) and uncordoned.
 func TestPersistentDisks(t *testing.T) {
 	ctx := context.Background()
 	w, releaseURL, _ := startWalkthrough(t)
@@ -333,6 +334,48 @@ func TestPersistentDisks(t *testing.T) {
 		!strings.Contains(listed.String(), claim(1)+"-orphan-") || !strings.Contains(listed.String(), wantInstance) {
 		t.Errorf("disks --orphaned after attach-disk: exit %d\n%s", code, listed.String())
 	}
+	// A node drain: the disk stays on its node, so the evicted instance
+	// waits, unscheduled, until the node is uncordoned, then comes back
+	// there on its disk.
+	var p0 corev1.Pod
+	if err := w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: pod(0)}, &p0); err != nil {
+		t.Fatal(err)
+	}
+	node := p0.Spec.NodeName
+	if out, err := w.Kubectl(ctx, "drain", node, "--pod-selector=statefulset.kubernetes.io/pod-name="+pod(0),
+		"--ignore-daemonsets", "--delete-emptydir-data", "--timeout=3m"); err != nil {
+		t.Fatalf("kubectl drain %s: %v\n%s", node, err, out)
+	}
+	waitPod := func(what string, done func(*corev1.Pod) bool) *corev1.Pod {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for {
+			var p corev1.Pod
+			if err := w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: pod(0)}, &p); err == nil && p.UID != p0.UID && done(&p) {
+				return &p
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("drain: %s: not after a minute", what)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	waitPod("the new pod unschedulable", func(p *corev1.Pod) bool {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+				return true
+			}
+		}
+		return false
+	})
+	if out, err := w.Kubectl(ctx, "uncordon", node); err != nil {
+		t.Fatalf("kubectl uncordon %s: %v\n%s", node, err, out)
+	}
+	if p := waitPod("back on its node", func(p *corev1.Pod) bool { return p.Spec.NodeName != "" }); p.Spec.NodeName != node {
+		t.Errorf("drain: %s came back on %s, its disk is on %s", pod(0), p.Spec.NodeName, node)
+	}
+	ready(2, "node drained and uncordoned")
+	intact("node drained", 0)
 	t.Logf("persistent disk checks took %s", time.Since(began).Round(time.Second))
 }
 
