@@ -162,7 +162,29 @@ func (a *Attach) Run(ctx context.Context, template string) error {
 		}
 	}
 	fmt.Fprintf(a.Out, "Attached disk '%s' to instance '%s' (claim %s)\n", a.Orphan, a.Instance, name)
-	return nil
+	// The claim the StatefulSet made has its template's size: the
+	// operator grows it to the recorded one (a drain, when the pod came
+	// first) before the instance is back for good.
+	return a.wait(ctx, "instance '"+a.Instance+"' to be Ready", func() (bool, error) {
+		var c corev1.PersistentVolumeClaim
+		var pod corev1.Pod
+		if err := a.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &c); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		if err := a.Client.Get(ctx, client.ObjectKeyFromObject(a.Pod), &pod); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		return c.Annotations[names.AnnotationDrainedPod] == "" && pod.UID != a.Pod.UID && pod.DeletionTimestamp == nil && ready(&pod), nil
+	})
+}
+
+func ready(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // retain makes a volume's reclaim policy Retain and returns what it was.
