@@ -64,7 +64,7 @@ func (c *Cluster) startCSI(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		socket := filepath.Join(n.kubeletDir(), "plugins_registry", csiDriver+"-reg.sock")
+		socket := filepath.Join(n.kubeletDir(), "plugins_registry", "disks.sock")
 		return until(ctx, p, n.Name+"'s CSI driver", 10*time.Second, func() bool {
 			_, err := os.Stat(socket)
 			return err == nil

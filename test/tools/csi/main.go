@@ -53,11 +53,13 @@ func main() {
 
 func run(ctx context.Context, node, kubeletDir, volumes, kubeconfig string) error {
 	store := &Store{Root: volumes}
-	socket := filepath.Join(kubeletDir, "plugins", DriverName, "csi.sock")
+	// Short names: a node's kubelet directory is deep in the cluster's,
+	// and a socket's path has at most 107 bytes.
+	socket := filepath.Join(kubeletDir, "plugins", "disks.sock")
 	errs := make(chan error, 3)
 	go func() { errs <- serveNode(ctx, socket, &Node{Name: node, Store: store}) }()
 	go func() {
-		errs <- serveRegistration(ctx, filepath.Join(kubeletDir, "plugins_registry", DriverName+"-reg.sock"), socket)
+		errs <- serveRegistration(ctx, filepath.Join(kubeletDir, "plugins_registry", "disks.sock"), socket)
 	}()
 	if kubeconfig != "" {
 		config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)

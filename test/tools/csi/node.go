@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -44,6 +45,9 @@ func serveRegistration(ctx context.Context, socket, endpoint string) error {
 }
 
 func serve(ctx context.Context, s *grpc.Server, socket string) error {
+	if len(socket) > 107 {
+		return fmt.Errorf("socket path %s is longer than a unix socket's 107 bytes: use a shorter cluster directory", socket)
+	}
 	if err := os.MkdirAll(filepath.Dir(socket), 0o750); err != nil {
 		return err
 	}
