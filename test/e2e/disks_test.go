@@ -224,10 +224,11 @@ func TestPersistentDisks(t *testing.T) {
 			return w.Client.Update(ctx, &live)
 		})
 	}
+	// The job's directory is the claim's mount (a subPath of it).
 	df := func(i int) int64 {
 		t.Helper()
 		var kib int64
-		out := exec(i, "df -Pk /var/vcap/store | awk 'NR==2 {print $2}'")
+		out := exec(i, "df -Pk /var/vcap/store/pgstore | awk 'NR==2 {print $2}'")
 		if _, err := fmt.Sscan(out, &kib); err != nil {
 			t.Fatalf("df in %s: %q", pod(i), out)
 		}
