@@ -283,7 +283,9 @@ func TestPersistentDisks(t *testing.T) {
 				t.Fatalf("resize: %s grew while its pod %s was not drained", claim(i), pod(i))
 			}
 			capacity := c.Status.Capacity[corev1.ResourceStorage]
-			grown[i] = grown[i] || capacity.Cmp(two) >= 0
+			if capacity.Cmp(two) >= 0 {
+				grown[i] = true
+			}
 			if !restarted && c.Annotations[names.AnnotationDrainedPod] != "" {
 				if out, err := w.Kubectl(ctx, "delete", "pod", "-n", walkthrough.Namespace, "-l", "app.kubernetes.io/instance="+walkthrough.Release, "--wait=false"); err != nil {
 					t.Fatalf("restarting the operator: %v\n%s", err, out)
