@@ -41,8 +41,13 @@ KUBE_LDFLAGS := -s -w \
 	-X k8s.io/client-go/pkg/version.gitMajor=1 \
 	-X k8s.io/client-go/pkg/version.gitMinor=$(kube_minor)
 
+# The test cluster's CSI driver (test/tools/csi), the project's own code:
+# cached by its sources' digest, so a change builds it again.
+CSI_DIGEST := $(shell cat test/tools/csi/go.mod test/tools/csi/go.sum test/tools/csi/*.go 2>/dev/null | sha256sum | cut -c1-12)
+CSI := $(TESTBIN_CACHE)/csi-$(CSI_DIGEST)/bosh-injector-csi
+
 .PHONY: testbin print-testbin
-testbin: $(addprefix $(TESTBIN)/,$(TESTBIN_TOOLS) $(NODE_TOOLS)) $(TESTBIN)/registry $(COREDNS) ## Build the test cluster (control plane, node), the registry and CoreDNS (cached outside the repo)
+testbin: $(addprefix $(TESTBIN)/,$(TESTBIN_TOOLS) $(NODE_TOOLS)) $(TESTBIN)/registry $(TESTBIN)/bosh-injector-csi $(COREDNS) ## Build the test cluster (control plane, node, CSI driver), the registry and CoreDNS (cached outside the repo)
 
 print-testbin: ## Print the directory holding the test control plane binaries
 	@echo $(TESTBIN)
@@ -104,6 +109,16 @@ $(TESTBIN)/registry-$(REGISTRY_VERSION): | test/tools/registry/go.mod
 $(TESTBIN)/registry: $(TESTBIN)/registry-$(REGISTRY_VERSION)
 	ln -sf $(<F) $@
 
+$(CSI): | test/tools/csi/go.mod
+	@mkdir -p $(@D)
+	cd test/tools/csi && CGO_ENABLED=0 $(GO) build -ldflags '-s -w' -o $@ .
+
+# Linked where the cluster finds its binaries: relinked when the digest
+# (the target's path) changes.
+$(TESTBIN)/bosh-injector-csi: $(CSI)
+	@mkdir -p $(@D)
+	ln -sf $< $@
+
 # cert-manager's CRDs are plain YAML in its module.
 $(TESTBIN)/cert-manager-crds: | test/tools/certmanager/go.mod
 	@mkdir -p $@
@@ -126,8 +141,9 @@ apt_install = missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}\n' $$p 2
 .PHONY: deps
 # ruby renders templates; the test cluster's node needs runc, the CNI
 # plugins, iptables, conntrack and nftables (kube-proxy), iproute2 and
-# util-linux (its network namespace).
-NODE_PACKAGES := runc containernetworking-plugins iptables conntrack nftables iproute2 util-linux
+# util-linux (its network namespace), mount (losetup) and xfsprogs (its
+# CSI driver's volumes).
+NODE_PACKAGES := runc containernetworking-plugins iptables conntrack nftables iproute2 util-linux mount xfsprogs
 deps: ## Install the Debian packages the tests need (ruby, the node's runc, CNI plugins, iptables, conntrack, nftables), when missing
 	@$(call apt_install,ruby $(NODE_PACKAGES))
 

@@ -26,7 +26,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -176,17 +175,14 @@ const corefile = `.:53 {
 }
 `
 
-// startAddons creates what a cluster's installer adds: a default
-// StorageClass of the host-path provisioner and CoreDNS as kube-dns; and
+// startAddons creates what a cluster's installer adds: CoreDNS as
+// kube-dns (the default StorageClass is startCSI's); and
 // waits for them and for the default namespace's ServiceAccount (pods
 // created before it exists are refused).
 func (c *Cluster) startAddons(ctx context.Context) error {
 	const ns = "kube-system"
 	labels := map[string]string{"k8s-app": "kube-dns"}
 	objects := []client.Object{
-		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "standard",
-			Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}},
-			Provisioner: "kubernetes.io/host-path", ReclaimPolicy: ptr.To(corev1.PersistentVolumeReclaimDelete)},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "coredns", Namespace: ns}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "system:coredns"}, Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{""}, Resources: []string{"endpoints", "services", "pods", "namespaces"}, Verbs: []string{"list", "watch"}},
@@ -235,23 +231,6 @@ func (c *Cluster) startAddons(ctx context.Context) error {
 // node, so that tests may drain or kill the others.
 func (c *Cluster) systemNode() map[string]string {
 	return map[string]string{corev1.LabelHostname: c.NodeName}
-}
-
-// removeVolumes removes the host directories of the PersistentVolumes the
-// host-path provisioner made: they live under /tmp, outside the cluster's
-// directory.
-func (c *Cluster) removeVolumes() error {
-	var pvs corev1.PersistentVolumeList
-	if err := c.Client.List(context.Background(), &pvs); err != nil {
-		return fmt.Errorf("listing PersistentVolumes to remove their directories: %w", err)
-	}
-	var errs []error
-	for _, pv := range pvs.Items {
-		if hp := pv.Spec.HostPath; hp != nil && strings.HasPrefix(hp.Path, "/tmp/") {
-			errs = append(errs, os.RemoveAll(hp.Path))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // startCertManager installs cert-manager as a user does, but from the

@@ -1,9 +1,9 @@
 // Package cluster runs a real Kubernetes cluster of one node or a few on
 // this machine, for the end-to-end tests, the demo and the sandbox: etcd,
-// kube-apiserver, kube-controller-manager (every controller, the host-path
-// provisioner for PersistentVolumeClaims), kube-scheduler, containerd v2,
-// the kubelet and kube-proxy, all built from their Go modules by `make
-// testbin`, with Debian's runc and CNI plugins; an image registry; CoreDNS
+// kube-apiserver, kube-controller-manager (every controller),
+// kube-scheduler, containerd v2, the kubelet and kube-proxy, all built from
+// their Go modules by `make testbin`, with Debian's runc and CNI plugins; a
+// CSI driver whose volumes grow (csi.go); an image registry; CoreDNS
 // as a pod behind the cluster DNS Service, as a cluster's kube-dns.
 //
 // Everything runs inside a network namespace of its own (each further
@@ -167,6 +167,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := errors.Join(err, nodeRuntime()); err != nil {
 		return c, err
 	}
+	if err := c.startCSI(ctx); err != nil {
+		return c, err
+	}
 	// The addons (CoreDNS) and cert-manager's CRDs, images and Deployments
 	// need only the apiserver and the registry: they are made while the
 	// node starts, their pods scheduled once it is Ready.
@@ -228,7 +231,7 @@ func preflight(binDir string) error {
 	}
 	var missing []string
 	for _, tool := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy",
-		"containerd", "containerd-shim-runc-v2", "kubectl", "registry"} {
+		"containerd", "containerd-shim-runc-v2", "kubectl", "registry", csiBinary} {
 		if _, err := os.Stat(filepath.Join(binDir, tool)); err != nil {
 			missing = append(missing, tool)
 		}
@@ -241,6 +244,7 @@ func preflight(binDir string) error {
 		"/usr/lib/cni/loopback": "containernetworking-plugins", "/usr/lib/cni/portmap": "containernetworking-plugins",
 		"/usr/sbin/iptables": "iptables", "/usr/sbin/conntrack": "conntrack", "/usr/sbin/nft": "nftables",
 		"/usr/sbin/ip": "iproute2", "/usr/bin/nsenter": "util-linux", "/usr/bin/setpriv": "util-linux",
+		"/usr/sbin/losetup": "mount", "/usr/sbin/mkfs.xfs": "xfsprogs", "/usr/sbin/xfs_growfs": "xfsprogs",
 	}
 	for path, pkg := range packages {
 		if _, err := os.Stat(path); err != nil {
@@ -406,8 +410,6 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 		"--controllers=*", "--use-service-account-credentials=true",
 		"--service-account-private-key-file="+saKey, "--root-ca-file="+p.CA(),
 		"--cluster-signing-cert-file="+p.CA(), "--cluster-signing-key-file="+filepath.Join(p.dir, "ca.key"),
-		// PersistentVolumeClaims get host-path volumes (under /tmp).
-		"--enable-hostpath-provisioner",
 		"--kube-api-qps=500", "--kube-api-burst=1000", "--concurrent-statefulset-syncs=10")...); err != nil {
 		return err
 	}
@@ -544,7 +546,7 @@ func (c *Cluster) startKubelet(ctx context.Context, n *Node) error {
 		return err
 	}
 	args := []string{"--config=" + kubeletConfig, "--kubeconfig=" + kubeletKubeconfig,
-		"--root-dir=" + filepath.Join(n.dir, "kubelet", "root"), "--cert-dir=" + filepath.Join(n.dir, "kubelet", "pki"),
+		"--root-dir=" + n.kubeletDir(), "--cert-dir=" + filepath.Join(n.dir, "kubelet", "pki"),
 		"--hostname-override=" + n.Name, "--node-ip=" + n.IP, "--v=1"}
 	if n.Zone != "" {
 		args = append(args, "--node-labels="+corev1.LabelTopologyZone+"="+n.Zone)
@@ -611,15 +613,10 @@ func (c *Cluster) Stop() error {
 			c.lock.Close()
 			return
 		}
-		var errs []error
-		if c.Clientset != nil {
-			errs = append(errs, c.removeVolumes())
-		}
 		// Nothing of the cluster outlives it: every process is killed at
 		// once, as Down does (a graceful apiserver and etcd took seconds).
-		errs = append(errs, c.rec.teardown())
+		c.stopErr = c.rec.teardown()
 		c.lock.Close()
-		c.stopErr = errors.Join(errs...)
 	})
 	return c.stopErr
 }

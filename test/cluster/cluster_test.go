@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,7 +25,7 @@ import (
 // TestCluster starts the node and checks what pods rely on from a kubelet:
 // images from the cluster's registry, Secret volumes and downward-API env,
 // cluster DNS through the kube-dns Service (kube-proxy's rules), a
-// provisioned PersistentVolumeClaim, logs and exec through the apiserver;
+// provisioned PersistentVolumeClaim grown online, logs and exec through the apiserver;
 // then that teardown leaves nothing behind.
 func TestCluster(t *testing.T) {
 	ctx := context.Background()
@@ -119,6 +121,24 @@ func TestCluster(t *testing.T) {
 	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(claim), &pv); err != nil || pv.Status.Phase != corev1.ClaimBound {
 		t.Errorf("claim: %v %s", err, pv.Status.Phase)
 	}
+	// The default StorageClass grows a claim online: the kubelet grows
+	// the filesystem the pod sees.
+	if err := c.Client.Patch(ctx, claim, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	grew := time.Now()
+	var df []byte
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		kubectl := exec.Command(filepath.Join(c.BinDir, "kubectl"), "exec", "checks", "--", "sh", "-c", "df -Pk /disk | awk 'NR==2 {print $2}'; cat /disk/file")
+		kubectl.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
+		df, _ = kubectl.Output()
+		var kib int64
+		_, err := fmt.Sscan(string(df), &kib)
+		return err == nil && kib<<10 > 19<<30/10, nil
+	}); err != nil || !strings.HasSuffix(string(df), "written\n") {
+		t.Errorf("df and the file in the pod after growing the claim to 2Gi: %q %v", df, err)
+	}
+	t.Logf("claim grown to 2Gi, df in the pod shows it, in %s", time.Since(grew).Round(time.Millisecond))
 
 	dir := c.Dir
 	stopped = true
@@ -127,6 +147,10 @@ func TestCluster(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("%s remains: %v", dir, err)
+	}
+	loops, _ := exec.Command("losetup", "-a").Output()
+	if strings.Contains(string(loops), dir) {
+		t.Errorf("loop devices of the cluster remain:\n%s", loops)
 	}
 	mounts, _ := os.ReadFile("/proc/self/mountinfo")
 	if strings.Contains(string(mounts), dir) {

@@ -415,7 +415,7 @@ func (r *record) teardown() error {
 		}
 	}
 	if r.Dir != "" {
-		errs = append(errs, unmountUnder(r.Dir))
+		errs = append(errs, unmountUnder(r.Dir), detachLoops(r.Dir))
 	}
 	namespaces := []string{r.netns()}
 	for i := 1; i < r.Nodes; i++ {

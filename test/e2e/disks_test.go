@@ -25,6 +25,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/operator/deploy"
 	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
+	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 )
 
 // TestPersistentDisks runs the shop deployment's db group with three
@@ -34,8 +35,11 @@ import (
 // a recreate (every pod deleted); the group scaled down to two (index 2's claim orphaned, which
 // `disks --orphaned` lists with its instance) and up to three again (the
 // claim mounted back); a larger disk applied to the StatefulSet (taken by
-// the webhook, the resize stopped naming the cluster's StorageClass, which
-// cannot grow, before draining anything); a smaller one refused.
+// the webhook, each instance drained then grown, one at a time, `df` in
+// the pod showing the new size, the operator restarted meanwhile); a smaller one refused; index 2's disk,
+// orphaned again, attached to index 1 (attach-disk), whose own disk is
+// orphaned; index 0's node drained (it waits for its node, its disk
+// being there) and uncordoned.
 func TestPersistentDisks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -199,16 +203,17 @@ func TestPersistentDisks(t *testing.T) {
 	// Scaled up: the StatefulSet mounts index 2's claim again, with its
 	// bytes, and the operator takes the orphan label off.
 	scale(ctx, t, w.Client, key, 3)
-	before = ready(3, "scaled up")
+	ready(3, "scaled up")
 	waitClaim(ctx, t, w.Client, client.ObjectKey{Namespace: ns, Name: claim(2)}, func(c *corev1.PersistentVolumeClaim) bool {
 		return c.Labels[names.LabelOrphaned] == ""
 	})
 	intact("scaled up", 0, 1, 2)
 
 	// A larger disk, applied as `objects` would print it: the webhook
-	// keeps the immutable template and records the size; the cluster's
-	// StorageClass (the host-path provisioner's) cannot grow, so the
-	// resize stops naming it, before any instance is drained.
+	// keeps the immutable template and records the size; the operator
+	// grows the claims instance by instance (max_in_flight 1), each
+	// drained (its pod deleted) before its claim grows, and the
+	// cluster's CSI driver grows the filesystem online.
 	var live appsv1.StatefulSet
 	// The StatefulSet controller writes its status meanwhile.
 	resize := func(size string) error {
@@ -220,24 +225,89 @@ func TestPersistentDisks(t *testing.T) {
 			return w.Client.Update(ctx, &live)
 		})
 	}
+	// The job's directory is the claim's mount (a subPath of it).
+	df := func(i int) int64 {
+		t.Helper()
+		var kib int64
+		out := exec(i, "df -Pk /var/vcap/store/pgstore | awk 'NR==2 {print $2}'")
+		if _, err := fmt.Sscan(out, &kib); err != nil {
+			t.Fatalf("df in %s: %q", pod(i), out)
+		}
+		return kib << 10
+	}
+	if size := df(0); size > 1<<30 {
+		t.Errorf("df before the resize: %d bytes, want at most 1 GiB", size)
+	}
+	before = ready(3, "before the resize")
 	if err := resize("2Gi"); err != nil {
 		t.Fatalf("applying a larger disk: %v", err)
 	}
 	if got := live.Annotations[names.AnnotationDiskSizes]; got != `{"store":"2Gi"}` {
 		t.Errorf("wanted sizes = %q", got)
 	}
-	deadline = time.Now().Add(time.Minute)
-	for live.Annotations[names.AnnotationDiskResize] == "" && time.Now().Before(deadline) {
-		time.Sleep(500 * time.Millisecond)
+	two := resource.MustParse("2Gi")
+	grown := map[int]bool{}
+	// The operator restarts in the middle: once the first instance is
+	// drained, its pod is deleted; the new one resumes from the claims.
+	restarted := false
+	deadline = time.Now().Add(4 * time.Minute)
+	for len(grown) < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("resize: claims grown %v\n%s", grown, w.OperatorLogs(ctx))
+		}
+		var pods corev1.PodList
+		if err := w.Client.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		down := 3
+		uid := map[int]types.UID{}
+		for _, p := range pods.Items {
+			for i := range 3 {
+				if p.Name == pod(i) && p.DeletionTimestamp == nil {
+					uid[i] = p.UID
+					if podReady(&p) {
+						down--
+					}
+				}
+			}
+		}
+		if down > 1 {
+			t.Fatalf("resize: %d instances down at once with max_in_flight 1", down)
+		}
+		for i := range 3 {
+			var c corev1.PersistentVolumeClaim
+			if err := w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: claim(i)}, &c); err != nil {
+				t.Fatal(err)
+			}
+			spec := c.Spec.Resources.Requests[corev1.ResourceStorage]
+			if spec.Cmp(two) >= 0 && !grown[i] && uid[i] == before[i] {
+				t.Fatalf("resize: %s grew while its pod %s was not drained", claim(i), pod(i))
+			}
+			capacity := c.Status.Capacity[corev1.ResourceStorage]
+			if capacity.Cmp(two) >= 0 {
+				grown[i] = true
+			}
+			if !restarted && c.Annotations[names.AnnotationDrainedPod] != "" {
+				if out, err := w.Kubectl(ctx, "delete", "pod", "-n", walkthrough.Namespace, "-l", "app.kubernetes.io/instance="+walkthrough.Release, "--wait=false"); err != nil {
+					t.Fatalf("restarting the operator: %v\n%s", err, out)
+				}
+				restarted = true
+				t.Logf("operator restarted while %s was resized", claim(i))
+			}
+		}
+		if why := live.Annotations[names.AnnotationDiskResize]; why != "" {
+			t.Fatalf("resize stopped: %s", why)
+		}
+		time.Sleep(200 * time.Millisecond)
 		if err := w.Client.Get(ctx, key, &live); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if why := live.Annotations[names.AnnotationDiskResize]; !strings.Contains(why, "StorageClass 'standard' does not allow volume expansion") {
-		t.Errorf("resize status = %q", why)
-	}
-	if after := ready(3, "resize stopped"); fmt.Sprint(after) != fmt.Sprint(before) {
-		t.Errorf("pods replaced by a resize that cannot happen: %v, before %v", after, before)
+	replaced("resized", before)
+	for i := range 3 {
+		if size := df(i); size < 2<<30*9/10 {
+			t.Errorf("df in %s after the resize: %d bytes, want about 2 GiB", pod(i), size)
+		}
 	}
 
 	// A smaller disk is refused with the reason.
@@ -245,6 +315,71 @@ func TestPersistentDisks(t *testing.T) {
 		t.Errorf("applying a smaller disk: %v", err)
 	}
 	intact("resize refused", 0, 1, 2)
+
+	// attach-disk: index 2's disk, orphaned by a scale-down, becomes
+	// index 1's; index 1's own disk is orphaned with its instance.
+	scale(ctx, t, w.Client, key, 2)
+	waitClaim(ctx, t, w.Client, client.ObjectKey{Namespace: ns, Name: claim(2)}, func(c *corev1.PersistentVolumeClaim) bool {
+		return c.Labels[names.LabelOrphaned] == "true"
+	})
+	var attached bytes.Buffer
+	if code := app.Main([]string{"attach-disk", "-d", "shop", "-n", ns, "--kubeconfig", w.Kubeconfig, "db/1", claim(2)}, &attached, &attached); code != 0 {
+		t.Fatalf("attach-disk: exit %d\n%s", code, attached.String())
+	}
+	t.Logf("attach-disk:\n%s", attached.String())
+	ready(2, "disk attached")
+	if got := exec(1, "cat "+marker); got != written[2] {
+		t.Errorf("after attach-disk, %s holds %q, want index 2's %q", pod(1), got, written[2])
+	}
+	intact("disk attached", 0)
+	listed.Reset()
+	wantInstance = "db/" + instance.ID("shop", "db", 1) + " (1)"
+	if code := app.Main([]string{"disks", "--orphaned", "-n", ns, "--kubeconfig", w.Kubeconfig}, &listed, &listed); code != 0 ||
+		!strings.Contains(listed.String(), claim(1)+"-orphan-") || !strings.Contains(listed.String(), wantInstance) {
+		t.Errorf("disks --orphaned after attach-disk: exit %d\n%s", code, listed.String())
+	}
+	// A node drain: the disk stays on its node, so the evicted instance
+	// waits, unscheduled, until the node is uncordoned, then comes back
+	// there on its disk.
+	var p0 corev1.Pod
+	if err := w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: pod(0)}, &p0); err != nil {
+		t.Fatal(err)
+	}
+	node := p0.Spec.NodeName
+	if out, err := w.Kubectl(ctx, "drain", node, "--pod-selector=statefulset.kubernetes.io/pod-name="+pod(0),
+		"--ignore-daemonsets", "--delete-emptydir-data", "--timeout=3m"); err != nil {
+		t.Fatalf("kubectl drain %s: %v\n%s", node, err, out)
+	}
+	waitPod := func(what string, done func(*corev1.Pod) bool) *corev1.Pod {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for {
+			var p corev1.Pod
+			if err := w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: pod(0)}, &p); err == nil && p.UID != p0.UID && done(&p) {
+				return &p
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("drain: %s: not after a minute", what)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	waitPod("the new pod unschedulable", func(p *corev1.Pod) bool {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+				return true
+			}
+		}
+		return false
+	})
+	if out, err := w.Kubectl(ctx, "uncordon", node); err != nil {
+		t.Fatalf("kubectl uncordon %s: %v\n%s", node, err, out)
+	}
+	if p := waitPod("back on its node", func(p *corev1.Pod) bool { return p.Spec.NodeName != "" }); p.Spec.NodeName != node {
+		t.Errorf("drain: %s came back on %s, its disk is on %s", pod(0), p.Spec.NodeName, node)
+	}
+	ready(2, "node drained and uncordoned")
+	intact("node drained", 0)
 	t.Logf("persistent disk checks took %s", time.Since(began).Round(time.Second))
 }
 
