@@ -212,6 +212,8 @@ GO_TEST_FLAGS ?= -count=1 -timeout 20m -parallel 8
 .PHONY: test
 test: deps testbin image stemcell-image ## Build what is missing, then run every test suite
 	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) test $(GO_TEST_FLAGS) ./...
+	# The test cluster's CSI driver is a module of its own.
+	cd test/tools/csi && $(GO) test $(GO_TEST_FLAGS) ./...
 
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(TESTBIN_CACHE)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
