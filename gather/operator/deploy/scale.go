@@ -56,12 +56,21 @@ type shrinking struct {
 // number at a time across the group's AZs, no canaries, each removal's pod
 // gone (its drain run in its preStop) before another takes its place. A
 // StatefulSet removes its highest ordinals; across AZs the highest index
-// goes first. It says whether the group still has instances to remove or
-// being removed.
+// goes first. It says whether the group had a scale-down recorded: its
+// update waits.
 func (d *run) shrink(ctx context.Context, g update.Group, sets []*appsv1.StatefulSet) (outcome, bool, error) {
 	var all []*shrinking
 	removing, left := 0, 0
-	for _, s := range sets {
+	for _, cached := range sets {
+		if _, ok := cached.Annotations[names.AnnotationScaleDown]; !ok {
+			continue
+		}
+		// The cache may not hold the replicas this controller lowered
+		// last: counted from them, a removal would not be in flight.
+		s := &appsv1.StatefulSet{}
+		if err := d.APIReader.Get(ctx, client.ObjectKeyFromObject(cached), s); err != nil {
+			return outcome{}, false, client.IgnoreNotFound(err)
+		}
 		v, ok := s.Annotations[names.AnnotationScaleDown]
 		if !ok {
 			continue
@@ -109,19 +118,19 @@ func (d *run) shrink(ctx context.Context, g update.Group, sets []*appsv1.Statefu
 		next.replicas--
 		pods = append(pods, fmt.Sprintf("%s-%d", next.s.Name, next.replicas))
 	}
-	busy := false
 	for _, sh := range all {
-		finished := sh.replicas == sh.wanted && sh.removing == 0
-		if int(ptr.Deref(sh.s.Spec.Replicas, 1)) == sh.replicas && !finished {
-			busy = true
+		lowered := int(ptr.Deref(sh.s.Spec.Replicas, 1)) != sh.replicas
+		// Done once the last removed pod is gone: the annotation goes in a
+		// pass of its own, and the group's update waits for the next,
+		// whose StatefulSets are read after it.
+		finished := !lowered && sh.replicas == sh.wanted && sh.removing == 0
+		if !lowered && !finished {
 			continue
 		}
-		p := client.MergeFrom(sh.s.DeepCopy())
+		p := client.MergeFromWithOptions(sh.s.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		sh.s.Spec.Replicas = ptr.To(int32(sh.replicas))
 		if finished {
 			delete(sh.s.Annotations, names.AnnotationScaleDown)
-		} else {
-			busy = true
 		}
 		if err := d.Client.Patch(ctx, sh.s, p); err != nil {
 			return outcome{}, false, fmt.Errorf("scaling StatefulSet %s down: %w", sh.s.Name, err)
@@ -132,9 +141,6 @@ func (d *run) shrink(ctx context.Context, g update.Group, sets []*appsv1.Statefu
 		d.Log.Info("deleting unneeded instances", "namespace", d.manifest.Namespace, "group", g.Name, "pods", pods, "left", left-len(pods))
 		d.Recorder.Eventf(d.manifest, nil, corev1.EventTypeNormal, ReasonDeleting, "Deploy", "instance group '%s': deleting unneeded instances %s (%d more to delete)",
 			g.Name, strings.Join(pods, ", "), left-len(pods))
-	}
-	if !busy {
-		return outcome{done: true}, false, nil
 	}
 	if d.deleting == "" {
 		d.deleting = fmt.Sprintf("%s.deleting.%d-left", g.Name, left+removing)
