@@ -232,10 +232,14 @@ func TestZones(t *testing.T) {
 		}
 	})
 
-	step("scaled 6 to 3: the highest indexes go, each drained", func(t *testing.T) {
+	step("scaled 6 to 3: the highest indexes go one at a time (max_in_flight), each drained", func(t *testing.T) {
 		removed := []string{"zones-lc-z1-2", "zones-lc-z2-1", "zones-lc-z2-2"}
 		logs := drainLogs(ctx, w, tr, removed)
+		tr.expectRemoved(removed)
 		pods := deploy(t, 3)
+		if most := tr.mostRemovedAtOnce(); most != 1 {
+			t.Errorf("%d removed instances terminating at once, max_in_flight is 1", most)
+		}
 		if got := slices.Sorted(maps.Keys(pods)); !slices.Equal(got, []string{"zones-lc-z1-0", "zones-lc-z1-1", "zones-lc-z2-0"}) {
 			t.Errorf("left %v", got)
 		}
