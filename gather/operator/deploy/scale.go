@@ -60,11 +60,12 @@ type shrinking struct {
 // update waits.
 func (d *run) shrink(ctx context.Context, g update.Group, sets []*appsv1.StatefulSet) (outcome, bool, error) {
 	var all []*shrinking
-	removing, left := 0, 0
+	removing, left, recorded := 0, 0, false
 	for _, cached := range sets {
 		if _, ok := cached.Annotations[names.AnnotationScaleDown]; !ok {
 			continue
 		}
+		recorded = true
 		// The cache may not hold the replicas this controller lowered
 		// last: counted from them, a removal would not be in flight.
 		s := &appsv1.StatefulSet{}
@@ -96,8 +97,12 @@ func (d *run) shrink(ctx context.Context, g update.Group, sets []*appsv1.Statefu
 		removing += sh.removing
 		left += sh.replicas - sh.wanted
 	}
-	if len(all) == 0 {
+	if !recorded {
 		return outcome{done: true}, false, nil
+	}
+	if len(all) == 0 {
+		// Done, the cache behind: the update plans from the next pass.
+		return outcome{wait: poll}, true, nil
 	}
 	inFlight, err := g.Update.InFlight([]int{removing + left})
 	if err != nil {
