@@ -63,6 +63,10 @@ type Options struct {
 	// ReleaseJobsAuto, decided once at start from the API server's version
 	// and the nodes.
 	ReleaseJobs string
+	// User is the operator's user name as the apiserver authenticates it,
+	// whose StatefulSet updates the webhook leaves unpaced; the webhook
+	// asks the apiserver when empty.
+	User string
 	// WatchNamespaces, when set, are the only namespaces the operator
 	// caches and works in (the chart then grants it Roles there only).
 	WatchNamespaces []string
@@ -142,7 +146,12 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, err
 			Recorder:          mgr.GetEventRecorder("bosh-injector-webhook"),
 			Log:               log.WithName("webhook"),
 		}})
-		hookServer.Register(StatefulSetPath, &crwebhook.Admission{Handler: &StatefulSets{Log: log.WithName("statefulsets")}})
+		if o.User == "" {
+			if o.User, err = whoAmI(context.Background(), cfg); err != nil {
+				return nil, err
+			}
+		}
+		hookServer.Register(StatefulSetPath, &crwebhook.Admission{Handler: &StatefulSets{Log: log.WithName("statefulsets"), Operator: o.User}})
 		if err := mgr.AddReadyzCheck("webhook", hookServer.StartedChecker()); err != nil {
 			return nil, err
 		}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/operator/deploy"
 	"github.com/bosh-injector/bosh-injector/gather/operator/disks"
 )
 
@@ -19,11 +20,16 @@ import (
 const StatefulSetPath = "/resize-disks"
 
 // StatefulSets lets users change an instance group's persistent disk size
-// with `objects` and `kubectl apply` as with any other field: it keeps the
-// immutable volumeClaimTemplates and records the new sizes for the disk
-// controller (disks.KeepTemplates).
+// and instances with `objects` and `kubectl apply` as with any other
+// field: it keeps the immutable volumeClaimTemplates and records the new
+// sizes for the disk controller (disks.KeepTemplates), and keeps lowered
+// replicas, recording the count for the deploy controller to remove the
+// instances max_in_flight at a time (deploy.KeepReplicas).
 type StatefulSets struct {
 	Log logr.Logger
+	// Operator is the operator's user name: its own updates (the deploy
+	// controller's paced scale-down) pass as they are.
+	Operator string
 }
 
 // Handle mutates StatefulSet updates of deployments.
@@ -52,10 +58,18 @@ func (h *StatefulSets) Handle(_ context.Context, req admission.Request) admissio
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	if !changed {
-		return admission.Allowed("persistent disks unchanged")
+	if changed {
+		log.Info("persistent disk sizes recorded for the disk controller", "sizes", update.Annotations[names.AnnotationDiskSizes])
 	}
-	log.Info("persistent disk sizes recorded for the disk controller", "sizes", update.Annotations[names.AnnotationDiskSizes])
+	if req.UserInfo.Username != h.Operator && deploy.KeepReplicas(&old, &update) {
+		changed = true
+		if to, ok := update.Annotations[names.AnnotationScaleDown]; ok {
+			log.Info("scale-down recorded for the deploy controller", "replicas", *update.Spec.Replicas, "to", to)
+		}
+	}
+	if !changed {
+		return admission.Allowed("persistent disks and replicas unchanged")
+	}
 	raw, err := json.Marshal(&update)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err)

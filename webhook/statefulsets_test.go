@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -61,5 +62,57 @@ var _ = Describe("a persistent disk size applied to a StatefulSet", func() {
 		s := statefulSet(newNamespace(), map[string]string{"app": "db"})
 		Expect(cp.Client.Create(ctx, s)).To(Succeed())
 		Expect(resize(s, "2Gi")).To(MatchError(ContainSubstring("volumeClaimTemplates")))
+	})
+})
+
+// A user's `kubectl apply` of fewer replicas is held for the deploy
+// controller to pace; the operator's own updates pass as they are.
+var _ = Describe("fewer replicas applied to a StatefulSet", func() {
+	It("are kept and recorded for a user, taken from the operator, forgotten on more", func() {
+		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "scale-"}}
+		Expect(cp.Client.Create(ctx, n)).To(Succeed())
+		labels := map[string]string{names.LabelDeployment: "d", names.LabelInstanceGroup: "db"}
+		s := &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: n.Name},
+			Spec: appsv1.StatefulSetSpec{
+				Replicas: ptr.To(int32(6)),
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img"}}}},
+			},
+		}
+		Expect(cp.Client.Create(ctx, s)).To(Succeed())
+		cfg := rest.CopyConfig(cp.Config)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: operatorUser, Groups: []string{"system:masters"}}
+		operator, err := client.New(cfg, client.Options{})
+		Expect(err).NotTo(HaveOccurred())
+		scale := func(c client.Client, replicas int32) {
+			GinkgoHelper()
+			Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				Expect(c.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
+				s.Spec.Replicas = ptr.To(replicas)
+				return c.Update(ctx, s)
+			})).To(Succeed())
+		}
+
+		scale(cp.Client, 3)
+		Expect(*s.Spec.Replicas).To(BeEquivalentTo(6))
+		Expect(s.Annotations).To(HaveKeyWithValue(names.AnnotationScaleDown, "3"))
+
+		scale(operator, 5)
+		Expect(*s.Spec.Replicas).To(BeEquivalentTo(5))
+		Expect(s.Annotations).To(HaveKeyWithValue(names.AnnotationScaleDown, "3"))
+
+		// A label changes no replicas: the scale-down goes on.
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			Expect(cp.Client.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
+			s.Labels = map[string]string{"team": "a"}
+			return cp.Client.Update(ctx, s)
+		})).To(Succeed())
+		Expect(s.Annotations).To(HaveKeyWithValue(names.AnnotationScaleDown, "3"))
+
+		scale(cp.Client, 6)
+		Expect(*s.Spec.Replicas).To(BeEquivalentTo(6))
+		Expect(s.Annotations).NotTo(HaveKey(names.AnnotationScaleDown))
 	})
 })

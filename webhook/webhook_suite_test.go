@@ -27,6 +27,10 @@ func TestWebhook(t *testing.T) {
 
 const operatorNamespace = "bosh-injector"
 
+// operatorUser is the operator's user name; the specs' own client is
+// another user's (the apiserver's admin).
+const operatorUser = "system:serviceaccount:" + operatorNamespace + ":bosh-injector"
+
 var (
 	cp  *controlplane.ControlPlane
 	ctx = context.Background()
@@ -67,7 +71,7 @@ var _ = BeforeSuite(func() {
 	serving := cp.WebhookServerOptions()
 	mgr, err := webhook.NewManager(cp.Config, webhook.Options{
 		Namespace: operatorNamespace, OperatorImage: "localhost/bosh-injector:test", ClusterDomain: "cluster.local",
-		Host: serving.Host, Port: serving.Port, CertDir: serving.CertDir, Webhook: true,
+		Host: serving.Host, Port: serving.Port, CertDir: serving.CertDir, Webhook: true, User: operatorUser,
 	}, funcr.New(operatorLogs.add, funcr.Options{Verbosity: 5}))
 	Expect(err).NotTo(HaveOccurred())
 	mgrCtx, cancel := context.WithCancel(ctx)

@@ -24,6 +24,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/cmd/bosh-injector/app"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/objects"
+	operatordeploy "github.com/bosh-injector/bosh-injector/gather/operator/deploy"
 	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
@@ -125,7 +126,7 @@ func TestZones(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		return tr.waitFor(t, 4*time.Minute, fmt.Sprintf("%d instances Ready", n), func(pods map[string]*corev1.Pod) bool {
+		placed := func(pods map[string]*corev1.Pod) bool {
 			indexes := map[int]string{}
 			for _, p := range pods {
 				if !podReady(p) {
@@ -143,7 +144,24 @@ func TestZones(t *testing.T) {
 				}
 			}
 			return len(indexes) == n
-		})
+		}
+		tr.waitFor(t, 4*time.Minute, fmt.Sprintf("%d instances Ready", n), placed)
+		// The deploy of the new manifest may update instances after:
+		// the next step starts when it is done.
+		deadline := time.Now().Add(3 * time.Minute)
+		for {
+			var s corev1.Secret
+			if err := w.Client.Get(ctx, client.ObjectKey{Namespace: zonesNS, Name: "zones-manifest"}, &s); err != nil {
+				t.Fatal(err)
+			}
+			if st, current := operatordeploy.Of(&s); current && st.Phase == operatordeploy.PhaseDeployed {
+				break
+			} else if time.Now().After(deadline) {
+				t.Fatalf("deploy not done after 3m: %+v", st)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		return tr.waitFor(t, 2*time.Minute, fmt.Sprintf("%d instances Ready after the deploy", n), placed)
 	}
 	nodeOf := func(pods map[string]*corev1.Pod) map[string]string {
 		out := map[string]string{}
@@ -232,10 +250,14 @@ func TestZones(t *testing.T) {
 		}
 	})
 
-	step("scaled 6 to 3: the highest indexes go, each drained", func(t *testing.T) {
+	step("scaled 6 to 3: the highest indexes go one at a time (max_in_flight), each drained", func(t *testing.T) {
 		removed := []string{"zones-lc-z1-2", "zones-lc-z2-1", "zones-lc-z2-2"}
 		logs := drainLogs(ctx, w, tr, removed)
+		tr.expectRemoved(removed)
 		pods := deploy(t, 3)
+		if most := tr.mostRemovedAtOnce(); most != 1 {
+			t.Errorf("%d removed instances terminating at once, max_in_flight is 1", most)
+		}
 		if got := slices.Sorted(maps.Keys(pods)); !slices.Equal(got, []string{"zones-lc-z1-0", "zones-lc-z1-1", "zones-lc-z2-0"}) {
 			t.Errorf("left %v", got)
 		}

@@ -25,6 +25,10 @@ type tracker struct {
 	want  int
 	worst int
 	seen  []string
+	// removing are pods a scale-down removes; mostRemoving the most of
+	// them seen terminating at once.
+	removing     []string
+	mostRemoving int
 }
 
 func track(ctx context.Context, cs kubernetes.Interface, ns, selector string) *tracker {
@@ -90,6 +94,13 @@ func (tr *tracker) update(what string) {
 	if tr.want > 0 {
 		tr.worst = max(tr.worst, tr.want-n)
 	}
+	terminating := 0
+	for _, name := range tr.removing {
+		if p := tr.pods[name]; p != nil && p.DeletionTimestamp != nil {
+			terminating++
+		}
+	}
+	tr.mostRemoving = max(tr.mostRemoving, terminating)
 	tr.seen = append(tr.seen, fmt.Sprintf("%s: %d of %d Ready", what, n, tr.want))
 }
 
@@ -98,6 +109,19 @@ func (tr *tracker) expect(want int) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	tr.want, tr.worst, tr.seen = want, 0, nil
+}
+
+// expectRemoved starts counting pods terminating at once among removing.
+func (tr *tracker) expectRemoved(removing []string) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.removing, tr.mostRemoving = removing, 0
+}
+
+func (tr *tracker) mostRemovedAtOnce() int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.mostRemoving
 }
 
 func (tr *tracker) worstUnavailable() (int, string) {

@@ -12,9 +12,10 @@
 // running by then stops the deploy: what was not updated keeps its version
 // and keeps running, what was not started stays held. A deploy is done
 // when every instance of its groups runs at the accepted version. It
-// touches nothing of a StatefulSet but its update strategy's partition and
-// its pod template's version annotations, and nothing of a pod but the
-// deploy's scheduling gate.
+// touches nothing of a StatefulSet but its update strategy's partition,
+// its pod template's version annotations and, for a scale-down the webhook
+// held (KeepReplicas), its replicas, and nothing of a pod but the deploy's
+// scheduling gate.
 package deploy
 
 import (
@@ -229,8 +230,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.sweep(ctx, &st, sets); err != nil {
 		return reconcile.Result{}, err
 	}
-	if st.Phase == PhaseDeployed && scaledUp(accepted, sets, st.Instances) {
-		// More replicas are instances to start, in the deploy's order.
+	if (st.Phase == PhaseDeployed && scaledUp(accepted, sets, st.Instances)) || (st.Phase != PhaseDeploying && scalingDown(accepted, sets)) {
+		// More replicas are instances to start, fewer instances to
+		// delete, in the deploy's order: a new deploy, as `bosh deploy`
+		// of the new instances count.
 		restart()
 	}
 	var result reconcile.Result
@@ -329,6 +332,9 @@ type run struct {
 	sets     map[string][]*appsv1.StatefulSet
 	status   *Status
 	now      time.Time
+	// deleting is the step of the first group found removing unneeded
+	// instances.
+	deleting string
 }
 
 // outcome is where a group's update stands after a pass.
@@ -492,7 +498,7 @@ func (d *run) fail(group, why string) {
 // progress sums the instances updated (replaced or started) of the groups
 // the deploy changes, and names the step it is at.
 func (d *run) progress(plan update.Plan) {
-	d.status.Updated, d.status.Total, d.status.Step = 0, 0, ""
+	d.status.Updated, d.status.Total, d.status.Step = 0, 0, d.deleting
 	for _, g := range plan {
 		gs := d.status.Groups[g.Name]
 		if gs == nil || gs.Phase == groupUnchanged {

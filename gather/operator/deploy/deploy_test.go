@@ -506,6 +506,107 @@ var _ = Describe("the deploy controller", func() {
 		}
 	})
 
+	It("scaled down with a new version, deletes the highest indexes max_in_flight at a time, each gone before the next, then updates the rest", func() {
+		// Two AZs of 3: z1 holds indexes 0, 2, 4 and z2 1, 3, 5.
+		azSet("lc-z1", "lc", 1, 3, false)
+		azSet("lc-z2", "lc", 2, 3, false)
+		plan := update.Plan{{Name: "lc", Update: config(true, "0-30000")}}
+		accept(map[string]int{"lc": 1}, plan)
+		Eventually(status).Should(HaveField("Phase", deploy.PhaseDeployed))
+		// Each pod's drain takes a while: a finalizer, removed 300 ms
+		// after its deletion, holds it terminating.
+		var pods corev1.PodList
+		Expect(cp.Client.List(ctx, &pods, client.InNamespace(ns))).To(Succeed())
+		Expect(pods.Items).To(HaveLen(6))
+		const hold = "test.bosh-injector.io/drain"
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			patch := client.MergeFrom(p.DeepCopy())
+			p.Finalizers = append(p.Finalizers, hold)
+			Expect(cp.Client.Patch(ctx, p, patch)).To(Succeed())
+		}
+		removed := []string{"lc-z2-2", "lc-z1-2", "lc-z2-1"}
+		var mu sync.Mutex
+		var order []string
+		most := 0
+		wctx, stop := context.WithCancel(ctx)
+		DeferCleanup(stop)
+		go func() {
+			defer GinkgoRecover()
+			since := map[string]time.Time{}
+			for wctx.Err() == nil {
+				var list corev1.PodList
+				if err := cp.Client.List(wctx, &list, client.InNamespace(ns)); err == nil {
+					terminating := 0
+					for i := range list.Items {
+						p := &list.Items[i]
+						if p.DeletionTimestamp == nil || !slices.Contains(p.Finalizers, hold) {
+							continue
+						}
+						if slices.Contains(removed, p.Name) {
+							terminating++
+						}
+						if _, ok := since[string(p.UID)]; !ok {
+							since[string(p.UID)] = time.Now()
+							mu.Lock()
+							order = append(order, p.Name)
+							mu.Unlock()
+						}
+						if time.Since(since[string(p.UID)]) > 300*time.Millisecond {
+							patch := client.MergeFrom(p.DeepCopy())
+							p.Finalizers = slices.DeleteFunc(p.Finalizers, func(f string) bool { return f == hold })
+							_ = cp.Client.Patch(wctx, p, patch)
+						}
+					}
+					mu.Lock()
+					most = max(most, terminating)
+					mu.Unlock()
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}()
+
+		// What the webhook records of `kubectl apply` of objects for 3
+		// instances (replicas 2 and 1), with a new version accepted.
+		// kubectl apply sends them one after another.
+		for _, name := range []string{"lc-z2", "lc-z1"} {
+			to := map[string]string{"lc-z1": "2", "lc-z2": "1"}[name]
+			s := get(name)
+			patch := client.MergeFrom(s.DeepCopy())
+			s.Annotations = map[string]string{names.AnnotationScaleDown: to}
+			Expect(cp.Client.Patch(ctx, s, patch)).To(Succeed())
+		}
+		accept(map[string]int{"lc": 2}, plan)
+		Eventually(status).WithTimeout(30 * time.Second).Should(HaveField("Phase", deploy.PhaseDeployed))
+		st, _ := status()
+		Expect(st).To(And(HaveField("Updated", 3), HaveField("Total", 3)))
+		mu.Lock()
+		defer mu.Unlock()
+		Expect(most).To(Equal(1), "removed instances terminating at once")
+		// The removed first, highest index first, then the update's
+		// replacements (highest ordinal first per AZ).
+		Expect(order).To(Equal([]string{"lc-z2-2", "lc-z1-2", "lc-z2-1", "lc-z1-1", "lc-z1-0", "lc-z2-0"}))
+		for _, name := range []string{"lc-z1", "lc-z2"} {
+			Expect(get(name).Annotations).NotTo(HaveKey(names.AnnotationScaleDown))
+		}
+		Expect(*get("lc-z1").Spec.Replicas).To(BeEquivalentTo(2))
+		Expect(*get("lc-z2").Spec.Replicas).To(BeEquivalentTo(1))
+		var events corev1.EventList
+		Expect(cp.Client.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
+		var deleting []string
+		for _, e := range events.Items {
+			if e.Reason == deploy.ReasonDeleting {
+				deleting = append(deleting, e.Message)
+			}
+		}
+		// The count left depends on whether the second StatefulSet's
+		// annotation came before the first removal.
+		Expect(deleting).To(ConsistOf(
+			HavePrefix("instance group 'lc': deleting unneeded instances lc-z2-2 ("),
+			"instance group 'lc': deleting unneeded instances lc-z1-2 (1 more to delete)",
+			"instance group 'lc': deleting unneeded instances lc-z2-1 (0 more to delete)"))
+	})
+
 	It("refuses a StatefulSet that updates on delete, naming it", func() {
 		statefulSet("a", 1)
 		var sts appsv1.StatefulSet

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -99,15 +100,28 @@ func ordinalIn(s *appsv1.StatefulSet, p *corev1.Pod) (int, bool) {
 // scaledUp says whether a StatefulSet of a group the deploy rolls out has
 // instances no deploy started: new replicas.
 func scaledUp(accepted runner.Status, sets map[string][]*appsv1.StatefulSet, started map[string]int) bool {
+	return anyDeployed(accepted, sets, func(s *appsv1.StatefulSet) bool { return int(ptr.Deref(s.Spec.Replicas, 1)) > started[s.Name] })
+}
+
+// scalingDown says whether a StatefulSet of a group the deploy rolls out
+// has a recorded scale-down.
+func scalingDown(accepted runner.Status, sets map[string][]*appsv1.StatefulSet) bool {
+	return anyDeployed(accepted, sets, func(s *appsv1.StatefulSet) bool {
+		_, ok := s.Annotations[names.AnnotationScaleDown]
+		return ok
+	})
+}
+
+// anyDeployed says whether f holds for a StatefulSet of a group the
+// deploy rolls out.
+func anyDeployed(accepted runner.Status, sets map[string][]*appsv1.StatefulSet, f func(*appsv1.StatefulSet) bool) bool {
 	for _, g := range accepted.Plan {
 		label := names.LabelValue(g.Name)
 		if _, ok := accepted.Versions[label]; !ok {
 			continue
 		}
-		for _, s := range sets[label] {
-			if int(ptr.Deref(s.Spec.Replicas, 1)) > started[s.Name] {
-				return true
-			}
+		if slices.ContainsFunc(sets[label], f) {
+			return true
 		}
 	}
 	return false

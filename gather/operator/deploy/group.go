@@ -23,6 +23,13 @@ type version struct{ resolved, bpm string }
 // group advances one group's update.
 func (d *run) group(ctx context.Context, g update.Group) (outcome, error) {
 	label := names.LabelValue(g.Name)
+	sets := d.sets[label]
+	// Unneeded instances go first, as the director deletes them before
+	// updating the rest; a scale-down during the update or after the
+	// group's is done is taken when seen.
+	if o, busy, err := d.shrink(ctx, g, sets); err != nil || busy {
+		return o, err
+	}
 	gs := d.status.Groups[g.Name]
 	if gs != nil && (gs.Phase == groupDone || gs.Phase == groupUnchanged) {
 		return outcome{done: true}, nil
@@ -31,7 +38,6 @@ func (d *run) group(ctx context.Context, g update.Group) (outcome, error) {
 	if !ok {
 		return outcome{done: true}, nil
 	}
-	sets := d.sets[label]
 	want := version{resolved: strconv.Itoa(resolved)}
 	if n, ok := d.bpm[label]; ok {
 		want.bpm = strconv.Itoa(n)

@@ -14,7 +14,7 @@ var (
 	}, []string{"result"})
 	steps = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "bosh_injector_deploy_steps_total",
-		Help: "Steps of instance group updates released, by kind (canary, batch).",
+		Help: "Steps of instance group updates released, by kind (canary, batch, delete: unneeded instances removed).",
 	}, []string{"kind"})
 )
 
