@@ -208,7 +208,7 @@ build: ## Build bin/bosh-injector (static)
 
 # The README's test command: installs what is missing, then runs unit and
 # integration suites against the real control plane.
-GO_TEST_FLAGS ?= -count=1 -timeout 20m -parallel 8
+GO_TEST_FLAGS ?= -count=1 -timeout 20m
 .PHONY: test
 test: deps testbin image stemcell-image ## Build what is missing, then run every test suite
 	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) test $(GO_TEST_FLAGS) ./...

@@ -8,6 +8,7 @@ package e2e_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"maps"
 	"os"
@@ -44,6 +45,15 @@ var shared struct {
 }
 
 func TestMain(m *testing.M) {
+	// The tests wait far more than they compute: all run at once unless
+	// -parallel says otherwise (ginkgo suites refuse a -parallel for the
+	// whole of `go test ./...`, so it is set here).
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		_ = flag.Set("test.parallel", "16")
+	}
 	code := m.Run()
 	if shared.w != nil {
 		if err := shared.w.Stop(); err != nil {
