@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/inject"
+	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 	"github.com/bosh-injector/bosh-injector/test/cluster"
 )
 
@@ -26,7 +28,8 @@ type workload struct {
 }
 
 // settledRestarts is how many times a process that keeps exiting is
-// started again before the report gives its failure.
+// started again (by the kubelet, or by its launcher in its container)
+// before the report gives its failure.
 const settledRestarts = 3
 
 // workloads are the StatefulSets among objs.
@@ -195,6 +198,9 @@ func (s *Sandbox) describe(ctx context.Context, pod *corev1.Pod, r *instanceRepo
 	}
 	ready := !slices.ContainsFunc(results, func(c cluster.Container) bool { return c.Running && !c.Ready })
 	r.Settled = allEnded || ready && len(r.Running)+len(r.Ended)+setup == len(pod.Spec.Containers)
+	if !ready && s.restartedInPlace(ctx, pod, r) {
+		return
+	}
 	if ports && len(r.Running) > 0 {
 		r.Ports, r.Address = map[string][]listener{}, pod.Status.PodIP
 		for _, st := range pod.Status.ContainerStatuses {
@@ -209,6 +215,42 @@ func (s *Sandbox) describe(ctx context.Context, pod *corev1.Pod, r *instanceRepo
 			r.Ports[st.Name] = ls
 		}
 	}
+}
+
+// launcherTimeout bounds asking a pod's launchers for their status.
+const launcherTimeout = 5 * time.Second
+
+// restartedInPlace says whether a process of pod exited and its launcher
+// starts it again in its container, as monit does (the kubelet sees no
+// restart), and fills r's failure then: settled once it was started again
+// settledRestarts times.
+func (s *Sandbox) restartedInPlace(ctx context.Context, pod *corev1.Pod, r *instanceReport) bool {
+	if s.launchers == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, launcherTimeout)
+	defer cancel()
+	st, err := s.launchers(ctx, pod)
+	if err != nil {
+		return false
+	}
+	for _, p := range st.Processes {
+		if p.State != contract.StateFailing || p.LastExit == nil {
+			continue
+		}
+		r.Running = slices.DeleteFunc(r.Running, func(c string) bool { return c == p.Container })
+		how := ""
+		if p.LastExit.Signal != "" {
+			how = "killed by " + p.LastExit.Signal + "; "
+		}
+		r.Failure = fmt.Sprintf("process %s exited %d (%sstarted again in its container %d times, as monit does)", p.Container, p.LastExit.Code, how, p.Restarts)
+		if tail := strings.TrimSpace(p.LastExit.Tail); tail != "" {
+			r.Failure += ":\n" + tail
+		}
+		r.Settled = p.Restarts >= settledRestarts
+		return true
+	}
+	return false
 }
 
 // unstartable says a waiting reason is one the kubelet keeps reporting
