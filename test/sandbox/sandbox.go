@@ -28,13 +28,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
-	clientcluster "github.com/bosh-injector/bosh-injector/gather/client/cluster"
 	"github.com/bosh-injector/bosh-injector/gather/client/day2"
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/kubevars"
@@ -169,8 +166,8 @@ func (s *Sandbox) up(ctx context.Context) error {
 		return err
 	}
 	s.client = s.w.Client
-	if s.launchers, err = launchersOf(s.w); err != nil {
-		return err
+	s.launchers = func(ctx context.Context, pod *corev1.Pod) (*contract.Status, error) {
+		return day2.LauncherStatus(ctx, s.w.UserCluster, pod)
 	}
 	s.w.Step("The release images, built with `bosh-injector release-image --manifest` from %s", strings.Join(s.cfg.Releases, ", "))
 	imagesOps, err := s.buildImages(ctx)
@@ -400,21 +397,4 @@ func (s *Sandbox) stop() error {
 		errs = append(errs, s.w.Stop())
 	}
 	return errors.Join(append(errs, os.RemoveAll(s.dir))...)
-}
-
-// launchersOf asks a pod's launchers of w's cluster for their status, with
-// day2's query.
-func launchersOf(w *walkthrough.Walkthrough) (func(context.Context, *corev1.Pod) (*contract.Status, error), error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", w.Kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	c := clientcluster.Cluster{Config: cfg, Client: w.Client, Kube: kube}
-	return func(ctx context.Context, pod *corev1.Pod) (*contract.Status, error) {
-		return day2.LauncherStatus(ctx, c, pod)
-	}, nil
 }
