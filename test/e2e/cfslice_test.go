@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -94,7 +95,8 @@ func TestCFSlice(t *testing.T) {
 	if i := slices.IndexFunc(st.Processes, func(s contract.ProcessStatus) bool { return s.Container == peer }); i < 0 ||
 		st.Processes[i].Restarts < 1 || st.Processes[i].LastExit == nil || st.Processes[i].LastExit.Code == 0 ||
 		!strings.Contains(st.Processes[i].LastExit.Tail, "connecting to cfslice-nats-0.") {
-		t.Errorf("the launchers' status does not count the peer's starts with its last exit: %+v", st)
+		data, _ := json.Marshal(st)
+		t.Errorf("the launchers' status does not count the peer's starts with its last exit: %s", data)
 	}
 	if results, err = w.Report(ctx, p); err != nil {
 		t.Fatal(err)
