@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/operator/deploy"
 	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 	"github.com/bosh-injector/bosh-injector/test/cluster"
@@ -59,6 +60,9 @@ type instanceReport struct {
 	Running, Ended []string
 	// Failure says what went wrong, with the component's message.
 	Failure string
+	// Held: the deploy's gate holds the pod and the deploy failed, so it
+	// will not start it (as bosh deploy stops at a failing instance).
+	Held bool
 	// Settled: nothing will change without a change to the objects.
 	Settled bool
 	// Ports by running container, and the pod's address reaching them
@@ -78,6 +82,14 @@ func (s *Sandbox) observe(ctx context.Context, ws []workload, ports bool) ([]ins
 	if err := s.client.List(ctx, &pods, client.InNamespace(s.namespace)); err != nil {
 		return nil, err
 	}
+	deployFailed := false
+	if s.manifest != "" {
+		var secret corev1.Secret
+		if err := s.client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: s.manifest}, &secret); err != nil {
+			return nil, err
+		}
+		deployFailed = deploy.StatusOf(&secret).Phase == deploy.PhaseFailed
+	}
 	var out []instanceReport
 	for _, w := range ws {
 		for i := range w.Replicas {
@@ -92,6 +104,9 @@ func (s *Sandbox) observe(ctx context.Context, ws []workload, ports bool) ([]ins
 				continue
 			}
 			s.describe(ctx, pod, &r, ports)
+			if inject.Gated(pod) && deployFailed {
+				r.Held, r.Settled = true, true
+			}
 			out = append(out, r)
 		}
 	}
@@ -279,6 +294,9 @@ func printReport(out io.Writer, reports []instanceReport) {
 		}
 		if len(r.Ended) > 0 {
 			state = append(state, "exited 0: "+strings.Join(r.Ended, ", "))
+		}
+		if r.Held {
+			state = append(state, "not started: the deploy stopped before its turn, as bosh deploy does")
 		}
 		if !r.Settled && r.Failure == "" {
 			state = append(state, "still starting")

@@ -8,8 +8,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/operator/deploy"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
 
@@ -99,6 +101,34 @@ func TestReportRestartedInPlace(t *testing.T) {
 			if !strings.Contains(out.String(), w) {
 				t.Errorf("report lacks %q:\n%s", w, out.String())
 			}
+		}
+	}
+}
+
+// TestReportHeldAfterAFailedDeploy: an instance the deploy's gate holds is
+// settled, not started, once the deploy failed; still starting before.
+func TestReportHeldAfterAFailedDeploy(t *testing.T) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "shop-web-z2-0", Namespace: "shop", Annotations: map[string]string{names.AnnotationInjected: "true"},
+			Labels: map[string]string{names.LabelInstanceGroup: "web", names.LabelInstanceIndex: "1"}},
+		Spec: corev1.PodSpec{SchedulingGates: []corev1.PodSchedulingGate{{Name: names.SchedulingGateDeploy}},
+			InitContainers: []corev1.Container{{Name: "render"}}, Containers: []corev1.Container{{Name: "storefront-storefront"}}},
+	}
+	for phase, want := range map[string]string{
+		deploy.PhaseFailed:    "web/1 pod shop-web-z2-0: injected; not rendered; not started: the deploy stopped before its turn, as bosh deploy does\n",
+		deploy.PhaseDeploying: "web/1 pod shop-web-z2-0: injected; not rendered; still starting\n",
+	} {
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "shop-manifest", Namespace: "shop",
+			Annotations: map[string]string{names.AnnotationDeploy: `{"phase":"` + phase + `"}`}}}
+		s := &Sandbox{client: fake.NewClientBuilder().WithObjects(pod.DeepCopy(), secret).Build(), namespace: "shop", manifest: secret.Name}
+		reports, err := s.observe(context.Background(), []workload{{Kind: "StatefulSet", Name: "shop-web-z2", Replicas: 1}}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		printReport(&out, reports)
+		if !strings.Contains(out.String(), want) || reports[0].Settled != (phase == deploy.PhaseFailed) {
+			t.Errorf("deploy %s: settled %v, report:\n%s\nwant %q", phase, reports[0].Settled, out.String(), want)
 		}
 	}
 }

@@ -106,6 +106,8 @@ type Sandbox struct {
 	// gatherFailure is the director-format message of a failed first
 	// gathering: no instance can be injected before one succeeds.
 	gatherFailure string
+	// manifest is the deployment's manifest Secret.
+	manifest string
 	// launchers asks a pod's launchers for their status, as `instances`
 	// does.
 	launchers func(context.Context, *corev1.Pod) (*contract.Status, error)
@@ -189,7 +191,8 @@ func (s *Sandbox) up(ctx context.Context) error {
 	if err := s.apply(ctx, objs[:1]); err != nil {
 		return err
 	}
-	status, err := s.gathered(ctx, objs[0].GetName())
+	s.manifest = objs[0].GetName()
+	status, err := s.gathered(ctx, s.manifest)
 	if err != nil {
 		return err
 	}
