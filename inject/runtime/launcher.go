@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/sys/unix"
 
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/names"
@@ -88,7 +90,9 @@ func (l *Launcher) Run(ctx context.Context) (int, error) {
 	}
 	defer stdout.Close()
 	defer stderr.Close()
-	outW, errW := io.MultiWriter(stdout, l.Out), io.MultiWriter(stderr, l.Err)
+	// The end of stderr goes into the exit's record, for the status.
+	tail := &tailBuffer{}
+	outW, errW := io.MultiWriter(stdout, l.Out), io.MultiWriter(stderr, l.Err, tail)
 	warnings, err := SetLimits(p.Limits)
 	for _, w := range warnings {
 		// On the container's output and in the job's stderr log, where
@@ -102,14 +106,19 @@ func (l *Launcher) Run(ctx context.Context) (int, error) {
 	// A container that stopped before (a stop, or a restart while stopped)
 	// starts as after the agent's start.
 	_, stoppedBefore := l.State.Read(stoppedFile(plan.Container))
+	// The exits of a previous container are the kubelet's to tell.
+	_ = l.State.Remove(exitedFile(plan.Container))
+	restarts := 0
 	for {
 		if stopped, _ := l.wantStopped(); stopped || stoppedBefore {
 			if !l.stayStopped(ctx) {
 				return 0, nil
 			}
 			l.forgetStop()
+			restarts = 0
 		}
-		code, stopped, err := l.runProcess(ctx, p, env, outW, errW, privileged)
+		tail.Reset()
+		exit, stopped, err := l.runProcess(ctx, p, env, outW, errW, privileged)
 		if stopped {
 			stoppedBefore = true
 			continue
@@ -121,17 +130,33 @@ func (l *Launcher) Run(ctx context.Context) (int, error) {
 		}
 		if ctx.Err() != nil || plan.Errand {
 			_ = l.State.Remove(pidFile(plan.Container))
-			return code, err
+			return exit.Code, err
 		}
+		exit.Tail = tail.Lines()
 		if err != nil {
 			// bpm start failed: monit tries again on its next cycle too.
 			l.Log.Info("failed to start", "job", plan.Job, "process", plan.Process, "error", err.Error())
+			exit.Tail = strings.TrimSpace(exit.Tail + "\n" + err.Error())
 		}
+		l.recordExit(restarts, exit)
 		again, stopped := l.awaitMonitCycle(ctx)
 		if !again && !stopped {
 			return 0, nil
 		}
+		if again {
+			restarts++
+			l.recordExit(restarts, exit)
+		}
 		stoppedBefore = stopped
+	}
+}
+
+// recordExit records, for the status, the process's last exit and how many
+// times it was started again in its container.
+func (l *Launcher) recordExit(restarts int, exit contract.Exit) {
+	data, _ := json.Marshal(exitRecord{Restarts: restarts, LastExit: exit})
+	if err := l.State.Mark(exitedFile(l.Plan.Container), string(data)); err != nil {
+		l.Log.Error(err, "recording the exit")
 	}
 }
 
@@ -181,11 +206,12 @@ func (l *Launcher) awaitMonitCycle(ctx context.Context) (again, stopped bool) {
 // container is asked to stop) or its instance is stopped (stopped: then
 // it ran pre-stop, drain, the stop and post-stop as the agent's stop does,
 // and the container stays).
-func (l *Launcher) runProcess(ctx context.Context, p bpm.Process, env []string, outW, errW io.Writer, privileged bool) (code int, stopped bool, err error) {
+func (l *Launcher) runProcess(ctx context.Context, p bpm.Process, env []string, outW, errW io.Writer, privileged bool) (exit contract.Exit, stopped bool, err error) {
 	plan := l.Plan
+	failed := contract.Exit{Code: 1}
 	// Alive while the hook runs: a slow pre_start must not look dead.
 	if err := l.State.Mark(startingFile(plan.Container), ""); err != nil {
-		return 1, false, err
+		return failed, false, err
 	}
 	defer func() { _ = l.State.Remove(startingFile(plan.Container)) }()
 
@@ -195,7 +221,7 @@ func (l *Launcher) runProcess(ctx context.Context, p bpm.Process, env []string, 
 		hook := exec.CommandContext(ctx, p.Hooks.PreStart)
 		hook.Env, hook.Stdout, hook.Stderr = env, outW, errW
 		if err := runChild(hook); err != nil {
-			return 1, false, fmt.Errorf("job '%s', process '%s': prestart hook failed: %w", plan.Job, plan.Process, err)
+			return failed, false, fmt.Errorf("job '%s', process '%s': prestart hook failed: %w", plan.Job, plan.Process, err)
 		}
 	}
 
@@ -205,16 +231,16 @@ func (l *Launcher) runProcess(ctx context.Context, p bpm.Process, env []string, 
 	if !privileged {
 		attr, err := credentials(p.Capabilities)
 		if err != nil {
-			return 1, false, fmt.Errorf("job '%s', process '%s': %w", plan.Job, plan.Process, err)
+			return failed, false, fmt.Errorf("job '%s', process '%s': %w", plan.Job, plan.Process, err)
 		}
 		cmd.SysProcAttr = attr
 	}
 	if err := startChild(cmd); err != nil {
-		return 1, false, fmt.Errorf("job '%s', process '%s': %w", plan.Job, plan.Process, err)
+		return failed, false, fmt.Errorf("job '%s', process '%s': %w", plan.Job, plan.Process, err)
 	}
 	l.Log.Info("started", "job", plan.Job, "process", plan.Process, "pid", cmd.Process.Pid)
 	if err := l.State.Mark(pidFile(plan.Container), fmt.Sprint(cmd.Process.Pid)); err != nil {
-		return 1, false, err
+		return failed, false, err
 	}
 	_ = l.State.Remove(startingFile(plan.Container))
 	done := make(chan error, 1)
@@ -230,7 +256,7 @@ func (l *Launcher) runProcess(ctx context.Context, p bpm.Process, env []string, 
 		// Like monit, a process that exits is started again (Run, on
 		// monit's next cycle); post-stop is not run.
 		l.Log.Info("exited", "job", plan.Job, "process", plan.Process, "error", errText(err))
-		return exitCode(cmd, err), false, nil
+		return exitOf(cmd, err), false, nil
 	case skipDrain := <-l.stopRequested(postStartCtx):
 		cancelPostStart()
 		l.drain(ctx, skipDrain)
@@ -238,9 +264,9 @@ func (l *Launcher) runProcess(ctx context.Context, p bpm.Process, env []string, 
 	case <-ctx.Done():
 	}
 	cancelPostStart()
-	code = l.stop(cmd, shutdownSignal(p), done)
+	exit.Code = l.stop(cmd, shutdownSignal(p), done)
 	l.recordStop(scripts)
-	return code, stopped, nil
+	return exit, stopped, nil
 }
 
 // drain runs the instance's pre-stop and drain scripts as the agent's stop
@@ -339,6 +365,7 @@ func (l *Launcher) forgetStop() {
 	}
 	_ = l.State.Remove(stoppedFile(plan.Container))
 	_ = l.State.Remove(stoppingFile)
+	_ = l.State.Remove(exitedFile(plan.Container))
 	l.Log.Info("starting after a stop", "job", plan.Job, "process", plan.Process)
 }
 
@@ -508,18 +535,21 @@ func shutdownSignal(p bpm.Process) syscall.Signal {
 	return syscall.SIGTERM
 }
 
-func exitCode(cmd *exec.Cmd, err error) int {
+func exitCode(cmd *exec.Cmd, err error) int { return exitOf(cmd, err).Code }
+
+// exitOf is how cmd ended, waited with err.
+func exitOf(cmd *exec.Cmd, err error) contract.Exit {
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
 		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal())
+			return contract.Exit{Code: 128 + int(ws.Signal()), Signal: unix.SignalName(ws.Signal())}
 		}
-		return exit.ExitCode()
+		return contract.Exit{Code: exit.ExitCode()}
 	}
 	if err != nil {
-		return 1
+		return contract.Exit{Code: 1}
 	}
-	return cmd.ProcessState.ExitCode()
+	return contract.Exit{Code: cmd.ProcessState.ExitCode()}
 }
 
 func errText(err error) string {

@@ -420,11 +420,13 @@ func TestReadyWaitsForTheProcess(t *testing.T) {
 // A process that exits is started again in its container on monit's next
 // cycle, its pre_start hook before it as BPM runs it before every start;
 // meanwhile it is failing, as monit reports it, and the container not
-// ready: the kubelet sees no restart, the deploy no running instance.
+// ready: the kubelet sees no restart, the deploy no running instance. Its
+// status says how many times it was started again, its last exit and the
+// end of its stderr.
 func TestLauncherStartsAnExitedProcessAgain(t *testing.T) {
 	needRoot(t)
 	vcap, _ := instanceDir(t, "web", "processes:\n- name: server\n  executable: JOBDIR/bin/run\n  workdir: JOBDIR\n  hooks: {pre_start: JOBDIR/bin/hook}\n",
-		map[string]string{"hook": "echo hook ran\n", "run": "echo started; exit 3\n"})
+		map[string]string{"hook": "echo hook ran\n", "run": "echo started; echo nats is not listening >&2; exit 3\n"})
 	defer func(c time.Duration) { runtime.MonitCycle = c }(runtime.MonitCycle)
 	runtime.MonitCycle = 300 * time.Millisecond
 	var out syncBuffer
@@ -451,6 +453,10 @@ func TestLauncherStartsAnExitedProcessAgain(t *testing.T) {
 	}
 	if !failing {
 		t.Errorf("never failing and not ready between starts")
+	}
+	ps := in.Status(true).Processes[0]
+	if ps.Restarts < 2 || ps.LastExit == nil || ps.LastExit.Code != 3 || ps.LastExit.Signal != "" || ps.LastExit.Tail != "nats is not listening" {
+		t.Errorf("status after the third start: %+v, last exit %+v; want 2 restarts or more, exit 3 with its stderr", ps, ps.LastExit)
 	}
 	stop()
 	if code := <-done; code != 0 {

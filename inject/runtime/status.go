@@ -1,16 +1,26 @@
 package runtime
 
-import "github.com/bosh-injector/bosh-injector/inject/runtime/contract"
+import (
+	"encoding/json"
+
+	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
+)
 
 // Status is the instance as its launchers recorded it in the state
 // directory: each process container's state and the lifecycle scripts
 // that failed. A process whose container is not running any more cannot
 // be told apart here from one that exited (failing); the caller looks at
-// the containers too.
+// the containers too. A process started again in its container says how
+// many times and its last exit.
 func (in Instance) Status(setup bool) contract.Status {
 	st := contract.Status{Setup: setup}
 	for _, c := range in.Plan.Containers {
-		st.Processes = append(st.Processes, contract.ProcessStatus{Container: c, State: in.processState(c, setup)})
+		ps := contract.ProcessStatus{Container: c, State: in.processState(c, setup)}
+		var rec exitRecord
+		if data, ok := in.State.Read(exitedFile(c)); ok && json.Unmarshal([]byte(data), &rec) == nil {
+			ps.Restarts, ps.LastExit = rec.Restarts, &rec.LastExit
+		}
+		st.Processes = append(st.Processes, ps)
 	}
 	for _, j := range in.Plan.Jobs {
 		if !j.Has(contract.PostStart) {

@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -10,10 +11,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/bosh-injector/bosh-injector/gather/client/day2"
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
 	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
 	"github.com/bosh-injector/bosh-injector/gather/rendering"
 	"github.com/bosh-injector/bosh-injector/inject"
+	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 	"github.com/bosh-injector/bosh-injector/test/cluster"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
@@ -27,7 +30,9 @@ import (
 // file; the process, which resolves its own address at start and exits
 // when it cannot, starts once; and its peer (as nats-tls's healthcheck and
 // route_registrar), which exits until the process listens, is started
-// again in its container on monit's next cycle: no container restarts.
+// again in its container on monit's next cycle: no container restarts; its
+// launcher's status, as `instances` reads it, counts those starts and keeps
+// its last exit with the end of its stderr.
 func TestCFSlice(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -78,6 +83,20 @@ func TestCFSlice(t *testing.T) {
 	}
 	if !strings.Contains(peerLogs, "connecting to cfslice-nats-0.") || !strings.Contains(peerLogs, "starting again on monit's next cycle") {
 		t.Errorf("the peer did not exit and start again before the listener listened:\n%s", peerLogs)
+	}
+	var pod corev1.Pod
+	if err := w.Client.Get(ctx, p.Key(), &pod); err != nil {
+		t.Fatal(err)
+	}
+	st, err := day2.LauncherStatus(ctx, w.UserCluster, &pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(st.Processes, func(s contract.ProcessStatus) bool { return s.Container == peer }); i < 0 ||
+		st.Processes[i].Restarts < 1 || st.Processes[i].LastExit == nil || st.Processes[i].LastExit.Code == 0 ||
+		!strings.Contains(st.Processes[i].LastExit.Tail, "connecting to cfslice-nats-0.") {
+		data, _ := json.Marshal(st)
+		t.Errorf("the launchers' status does not count the peer's starts with its last exit: %s", data)
 	}
 	if results, err = w.Report(ctx, p); err != nil {
 		t.Fatal(err)

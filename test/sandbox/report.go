@@ -7,13 +7,16 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/operator/deploy"
 	"github.com/bosh-injector/bosh-injector/inject"
+	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 	"github.com/bosh-injector/bosh-injector/test/cluster"
 )
 
@@ -26,7 +29,8 @@ type workload struct {
 }
 
 // settledRestarts is how many times a process that keeps exiting is
-// started again before the report gives its failure.
+// started again (by the kubelet, or by its launcher in its container)
+// before the report gives its failure.
 const settledRestarts = 3
 
 // workloads are the StatefulSets among objs.
@@ -56,6 +60,9 @@ type instanceReport struct {
 	Running, Ended []string
 	// Failure says what went wrong, with the component's message.
 	Failure string
+	// Held: the deploy's gate holds the pod and the deploy failed, so it
+	// will not start it (as bosh deploy stops at a failing instance).
+	Held bool
 	// Settled: nothing will change without a change to the objects.
 	Settled bool
 	// Ports by running container, and the pod's address reaching them
@@ -75,6 +82,14 @@ func (s *Sandbox) observe(ctx context.Context, ws []workload, ports bool) ([]ins
 	if err := s.client.List(ctx, &pods, client.InNamespace(s.namespace)); err != nil {
 		return nil, err
 	}
+	deployFailed := false
+	if s.manifest != "" {
+		var secret corev1.Secret
+		if err := s.client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: s.manifest}, &secret); err != nil {
+			return nil, err
+		}
+		deployFailed = deploy.StatusOf(&secret).Phase == deploy.PhaseFailed
+	}
 	var out []instanceReport
 	for _, w := range ws {
 		for i := range w.Replicas {
@@ -89,6 +104,9 @@ func (s *Sandbox) observe(ctx context.Context, ws []workload, ports bool) ([]ins
 				continue
 			}
 			s.describe(ctx, pod, &r, ports)
+			if inject.Gated(pod) && deployFailed {
+				r.Held, r.Settled = true, true
+			}
 			out = append(out, r)
 		}
 	}
@@ -195,6 +213,9 @@ func (s *Sandbox) describe(ctx context.Context, pod *corev1.Pod, r *instanceRepo
 	}
 	ready := !slices.ContainsFunc(results, func(c cluster.Container) bool { return c.Running && !c.Ready })
 	r.Settled = allEnded || ready && len(r.Running)+len(r.Ended)+setup == len(pod.Spec.Containers)
+	if !ready && s.restartedInPlace(ctx, pod, r) {
+		return
+	}
 	if ports && len(r.Running) > 0 {
 		r.Ports, r.Address = map[string][]listener{}, pod.Status.PodIP
 		for _, st := range pod.Status.ContainerStatuses {
@@ -209,6 +230,42 @@ func (s *Sandbox) describe(ctx context.Context, pod *corev1.Pod, r *instanceRepo
 			r.Ports[st.Name] = ls
 		}
 	}
+}
+
+// launcherTimeout bounds asking a pod's launchers for their status.
+const launcherTimeout = 5 * time.Second
+
+// restartedInPlace says whether a process of pod exited and its launcher
+// starts it again in its container, as monit does (the kubelet sees no
+// restart), and fills r's failure then: settled once it was started again
+// settledRestarts times.
+func (s *Sandbox) restartedInPlace(ctx context.Context, pod *corev1.Pod, r *instanceReport) bool {
+	if s.launchers == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, launcherTimeout)
+	defer cancel()
+	st, err := s.launchers(ctx, pod)
+	if err != nil {
+		return false
+	}
+	for _, p := range st.Processes {
+		if p.State != contract.StateFailing || p.LastExit == nil {
+			continue
+		}
+		r.Running = slices.DeleteFunc(r.Running, func(c string) bool { return c == p.Container })
+		how := ""
+		if p.LastExit.Signal != "" {
+			how = "killed by " + p.LastExit.Signal + "; "
+		}
+		r.Failure = fmt.Sprintf("process %s exited %d (%sstarted again in its container %d times, as monit does)", p.Container, p.LastExit.Code, how, p.Restarts)
+		if tail := strings.TrimSpace(p.LastExit.Tail); tail != "" {
+			r.Failure += ":\n" + tail
+		}
+		r.Settled = p.Restarts >= settledRestarts
+		return true
+	}
+	return false
 }
 
 // unstartable says a waiting reason is one the kubelet keeps reporting
@@ -237,6 +294,9 @@ func printReport(out io.Writer, reports []instanceReport) {
 		}
 		if len(r.Ended) > 0 {
 			state = append(state, "exited 0: "+strings.Join(r.Ended, ", "))
+		}
+		if r.Held {
+			state = append(state, "not started: the deploy stopped before its turn, as bosh deploy does")
 		}
 		if !r.Settled && r.Failure == "" {
 			state = append(state, "still starting")

@@ -8,8 +8,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/operator/deploy"
+	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
 
 // TestReportPreStartFailed: a pod whose templates rendered and whose
@@ -50,6 +53,82 @@ func TestReportPreStartFailed(t *testing.T) {
 			if !strings.Contains(out.String(), w) {
 				t.Errorf("report lacks %q:\n%s", w, out.String())
 			}
+		}
+	}
+}
+
+// TestReportRestartedInPlace: a process its launcher starts again in its
+// container, as monit does, is reported from the launchers' status with its
+// exit and stderr, settled once started again settledRestarts times; one
+// that came up after restarts is running.
+func TestReportRestartedInPlace(t *testing.T) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "nats-0", Annotations: map[string]string{names.AnnotationInjected: "true"},
+			Labels: map[string]string{names.LabelInstanceGroup: "nats", names.LabelInstanceIndex: "0"}},
+		Spec: corev1.PodSpec{InitContainers: []corev1.Container{{Name: "render"}},
+			Containers: []corev1.Container{{Name: "nats-tls-nats-tls"}, {Name: "nats-tls-healthcheck"}}},
+	}
+	running := func(name string, ready bool) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: name, Ready: ready, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
+	}
+	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "render", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{}}}}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{running("nats-tls-nats-tls", true), running("nats-tls-healthcheck", false)}
+	status := func(state string, restarts int, exit *contract.Exit) *contract.Status {
+		return &contract.Status{Setup: true, Processes: []contract.ProcessStatus{{Container: "nats-tls-nats-tls", State: contract.StateRunning},
+			{Container: "nats-tls-healthcheck", State: state, Restarts: restarts, LastExit: exit}}}
+	}
+	refused := &contract.Exit{Code: 1, Tail: "dial tcp 127.0.0.1:4224: connect: connection refused"}
+	for _, c := range []struct {
+		st      *contract.Status
+		settled bool
+		want    []string
+	}{
+		{status(contract.StateFailing, 3, refused), true, []string{"nats/0 pod nats-0: injected; rendered; running: nats-tls-nats-tls\n",
+			"FAILED: process nats-tls-healthcheck exited 1 (started again in its container 3 times, as monit does):\n", "        dial tcp 127.0.0.1:4224: connect: connection refused"}},
+		{status(contract.StateFailing, 1, &contract.Exit{Code: 137, Signal: "SIGKILL"}), false,
+			[]string{"FAILED: process nats-tls-healthcheck exited 137 (killed by SIGKILL; started again in its container 1 times, as monit does)"}},
+		{status(contract.StateStarting, 2, refused), false, []string{"running: nats-tls-nats-tls, nats-tls-healthcheck; still starting"}},
+	} {
+		s := &Sandbox{launchers: func(context.Context, *corev1.Pod) (*contract.Status, error) { return c.st, nil }}
+		var r instanceReport
+		s.describe(context.Background(), pod, &r, false)
+		var out bytes.Buffer
+		printReport(&out, []instanceReport{r})
+		if r.Settled != c.settled {
+			t.Errorf("settled %v, want %v:\n%s", r.Settled, c.settled, out.String())
+		}
+		for _, w := range c.want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("report lacks %q:\n%s", w, out.String())
+			}
+		}
+	}
+}
+
+// TestReportHeldAfterAFailedDeploy: an instance the deploy's gate holds is
+// settled, not started, once the deploy failed; still starting before.
+func TestReportHeldAfterAFailedDeploy(t *testing.T) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "shop-web-z2-0", Namespace: "shop", Annotations: map[string]string{names.AnnotationInjected: "true"},
+			Labels: map[string]string{names.LabelInstanceGroup: "web", names.LabelInstanceIndex: "1"}},
+		Spec: corev1.PodSpec{SchedulingGates: []corev1.PodSchedulingGate{{Name: names.SchedulingGateDeploy}},
+			InitContainers: []corev1.Container{{Name: "render"}}, Containers: []corev1.Container{{Name: "storefront-storefront"}}},
+	}
+	for phase, want := range map[string]string{
+		deploy.PhaseFailed:    "web/1 pod shop-web-z2-0: injected; not rendered; not started: the deploy stopped before its turn, as bosh deploy does\n",
+		deploy.PhaseDeploying: "web/1 pod shop-web-z2-0: injected; not rendered; still starting\n",
+	} {
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "shop-manifest", Namespace: "shop",
+			Annotations: map[string]string{names.AnnotationDeploy: `{"phase":"` + phase + `"}`}}}
+		s := &Sandbox{client: fake.NewClientBuilder().WithObjects(pod.DeepCopy(), secret).Build(), namespace: "shop", manifest: secret.Name}
+		reports, err := s.observe(context.Background(), []workload{{Kind: "StatefulSet", Name: "shop-web-z2", Replicas: 1}}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		printReport(&out, reports)
+		if !strings.Contains(out.String(), want) || reports[0].Settled != (phase == deploy.PhaseFailed) {
+			t.Errorf("deploy %s: settled %v, report:\n%s\nwant %q", phase, reports[0].Settled, out.String(), want)
 		}
 	}
 }

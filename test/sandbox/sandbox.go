@@ -32,12 +32,14 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
+	"github.com/bosh-injector/bosh-injector/gather/client/day2"
 	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/kubevars"
 	"github.com/bosh-injector/bosh-injector/gather/manifest"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
 	"github.com/bosh-injector/bosh-injector/gather/variables"
+	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 )
@@ -104,6 +106,11 @@ type Sandbox struct {
 	// gatherFailure is the director-format message of a failed first
 	// gathering: no instance can be injected before one succeeds.
 	gatherFailure string
+	// manifest is the deployment's manifest Secret.
+	manifest string
+	// launchers asks a pod's launchers for their status, as `instances`
+	// does.
+	launchers func(context.Context, *corev1.Pod) (*contract.Status, error)
 }
 
 // Run runs the sandbox: up, the report, then (with cfg.Ready) up until ctx
@@ -161,6 +168,9 @@ func (s *Sandbox) up(ctx context.Context) error {
 		return err
 	}
 	s.client = s.w.Client
+	s.launchers = func(ctx context.Context, pod *corev1.Pod) (*contract.Status, error) {
+		return day2.LauncherStatus(ctx, s.w.UserCluster, pod)
+	}
 	s.w.Step("The release images, built with `bosh-injector release-image --manifest` from %s", strings.Join(s.cfg.Releases, ", "))
 	imagesOps, err := s.buildImages(ctx)
 	if err != nil {
@@ -181,7 +191,8 @@ func (s *Sandbox) up(ctx context.Context) error {
 	if err := s.apply(ctx, objs[:1]); err != nil {
 		return err
 	}
-	status, err := s.gathered(ctx, objs[0].GetName())
+	s.manifest = objs[0].GetName()
+	status, err := s.gathered(ctx, s.manifest)
 	if err != nil {
 		return err
 	}

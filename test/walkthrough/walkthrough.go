@@ -39,6 +39,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	clientcluster "github.com/bosh-injector/bosh-injector/gather/client/cluster"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
 	"github.com/bosh-injector/bosh-injector/gather/ruby"
@@ -96,6 +97,9 @@ type Walkthrough struct {
 	Client  client.Client
 	// Kubeconfig is an admin kubeconfig for the cluster.
 	Kubeconfig string
+	// UserCluster reaches the cluster as the client commands do (exec
+	// into instances), with Kubeconfig.
+	UserCluster clientcluster.Cluster
 
 	opts       Options
 	step       int
@@ -212,6 +216,7 @@ func (w *Walkthrough) startOnCluster(ctx context.Context, values ...string) erro
 	if w.clientset, err = kubernetes.NewForConfig(config); err != nil {
 		return err
 	}
+	w.UserCluster = clientcluster.Cluster{Config: config, Client: w.Client, Kube: w.clientset}
 	crd := &metav1.PartialObjectMetadata{}
 	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
 	if err := w.Client.Get(ctx, client.ObjectKey{Name: "certificates.cert-manager.io"}, crd); err != nil {

@@ -314,7 +314,7 @@ func (d *Deployment) start(ctx context.Context, in Instance, o ChangeOptions) er
 // processState is the instance's process state as its launchers report
 // it; "" when they cannot be asked.
 func (d *Deployment) processState(ctx context.Context, pod *corev1.Pod) string {
-	st, err := d.status(ctx, pod)
+	st, err := LauncherStatus(ctx, d.Cluster, pod)
 	if err != nil {
 		return ""
 	}
@@ -361,7 +361,7 @@ func (d *Deployment) waitFor(ctx context.Context, in Instance, o ChangeOptions, 
 		}
 		select {
 		case <-ctx.Done():
-			st, _ := d.status(context.Background(), &pod)
+			st, _ := LauncherStatus(context.Background(), d.Cluster, &pod)
 			s := StateOf(&pod, st)
 			return fmt.Errorf("'%s' is not %s in time (process state %s%s): see `bosh-injector logs -d %s %s` and `kubectl describe pod %s`",
 				in.Name(), what, s.ProcessState, reason(s.Reason), d.Name(), in.Name(), key.Name)

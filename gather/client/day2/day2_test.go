@@ -70,6 +70,8 @@ func TestStateOfAsTheAgentAggregates(t *testing.T) {
 	postStart.Failed = []contract.ScriptFailure{{Job: "a", Script: contract.PostStart, Message: "exit status 3"}}
 	pending := status("running", "running")
 	pending.Pending = []string{"a"}
+	again := status("running", "failing")
+	again.Processes[1].Restarts, again.Processes[1].LastExit = 3, &contract.Exit{Code: 3}
 	for _, c := range []struct {
 		name       string
 		pod        *corev1.Pod
@@ -82,6 +84,7 @@ func TestStateOfAsTheAgentAggregates(t *testing.T) {
 		{name: "running from the launchers", pod: ptr(pod("api", 0, map[string]string{"a-a": "running", "b-b": "ready"})), st: status("running", "running"), want: "running", processes: "running running"},
 		{name: "ready without the launchers", pod: ptr(pod("api", 0, map[string]string{"a-a": "ready", "b-b": "ready"})), want: "running", processes: "running running"},
 		{name: "crashing container wins over its stale record", pod: ptr(pod("api", 0, map[string]string{"a-a": "ready", "b-b": "crash"})), st: status("running", "running"), want: "failing", processes: "running failing", reasonPart: "process 'b' of job 'b'"},
+		{name: "started again in its container", pod: ptr(pod("api", 0, map[string]string{"a-a": "ready", "b-b": "running"})), st: again, want: "failing", processes: "running failing", reasonPart: "container b-b; exited 3, started again in its container 3 times)"},
 		{name: "post-start failed", pod: ptr(pod("api", 0, map[string]string{"a-a": "running", "b-b": "running"})), st: postStart, want: "failing", processes: "running running", reasonPart: "post-start of job 'a' failed: exit status 3"},
 		{name: "post-start pending", pod: ptr(pod("api", 0, map[string]string{"a-a": "running", "b-b": "running"})), st: pending, want: "starting", processes: "running running", reasonPart: "post-start of job 'a' has not finished"},
 		{name: "being created", pod: ptr(pod("api", 0, map[string]string{"a-a": "creating", "b-b": "running"})), st: status("starting", "starting"), want: "starting", processes: "starting starting"},

@@ -67,7 +67,7 @@ func (d *Deployment) Rows(ctx context.Context, instances []Instance) []Row {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 			defer cancel()
-			st, _ := d.status(ctx, in.Pod)
+			st, _ := LauncherStatus(ctx, d.Cluster, in.Pod)
 			rows[i] = Row{Instance: in, State: StateOf(in.Pod, st)}
 		})
 	}
@@ -79,15 +79,15 @@ func (d *Deployment) Rows(ctx context.Context, instances []Instance) []Row {
 // not answer is shown from its pod.
 const statusTimeout = 10 * time.Second
 
-// status asks the instance's launchers, through its first running process
-// container, what they recorded.
-func (d *Deployment) status(ctx context.Context, pod *corev1.Pod) (*contract.Status, error) {
+// LauncherStatus asks the instance's launchers, through its first running
+// process container, what they recorded.
+func LauncherStatus(ctx context.Context, c cluster.Cluster, pod *corev1.Pod) (*contract.Status, error) {
 	container, err := FirstProcess(pod)
 	if err != nil {
 		return nil, err
 	}
 	var out, errOut bytes.Buffer
-	if err := d.Exec(ctx, pod, container, []string{contract.Binary, contract.StatusCommand}, cluster.Streams{Stdout: &out, Stderr: &errOut}); err != nil {
+	if err := c.Exec(ctx, pod, container, []string{contract.Binary, contract.StatusCommand}, cluster.Streams{Stdout: &out, Stderr: &errOut}); err != nil {
 		return nil, fmt.Errorf("pod %s, container %s: %w: %s", pod.Name, container, err, errOut.String())
 	}
 	var st contract.Status

@@ -143,15 +143,15 @@ func StateOf(pod *corev1.Pod, st *contract.Status) State {
 	if pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
 		return State{ProcessState: contract.StateFailing, Reason: fmt.Sprintf("pod %s is %s", pod.Name, pod.Status.Phase)}
 	}
-	launcher := map[string]string{}
+	launcher := map[string]contract.ProcessStatus{}
 	if st != nil {
 		for _, p := range st.Processes {
-			launcher[p.Container] = p.State
+			launcher[p.Container] = p
 		}
 	}
 	s := State{}
 	for _, p := range ProcessContainers(pod) {
-		p.State = containerState(pod, p.Container, launcher[p.Container])
+		p.State = containerState(pod, p.Container, launcher[p.Container].State)
 		s.Processes = append(s.Processes, p)
 	}
 	has := func(state string) bool {
@@ -162,7 +162,7 @@ func StateOf(pod *corev1.Pod, st *contract.Status) State {
 		s.ProcessState = contract.StateFailing
 		for _, p := range s.Processes {
 			if p.State == contract.StateFailing {
-				s.Reason = fmt.Sprintf("process '%s' of job '%s' is failing (pod %s, container %s)", p.Name, p.Job, pod.Name, p.Container)
+				s.Reason = fmt.Sprintf("process '%s' of job '%s' is failing (pod %s, container %s%s)", p.Name, p.Job, pod.Name, p.Container, exited(launcher[p.Container]))
 				break
 			}
 		}
@@ -290,4 +290,13 @@ func desiredState(pod *corev1.Pod) string {
 		return "stopped"
 	}
 	return "started"
+}
+
+// exited says how a process the launcher starts again in its container
+// last exited, and how many times it was started again.
+func exited(p contract.ProcessStatus) string {
+	if p.LastExit == nil {
+		return ""
+	}
+	return fmt.Sprintf("; exited %d, started again in its container %d times", p.LastExit.Code, p.Restarts)
 }

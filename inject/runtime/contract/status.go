@@ -22,6 +22,21 @@ type Status struct {
 type ProcessStatus struct {
 	Container string `json:"container"`
 	State     string `json:"state"`
+	// Restarts is how many times the launcher started the process again
+	// in its container after it exited, as monit does (since the
+	// container or the instance's last start).
+	Restarts int `json:"restarts,omitempty"`
+	// LastExit is the process's last exit then, if it exited.
+	LastExit *Exit `json:"last_exit,omitempty"`
+}
+
+// Exit is how a process ended: its exit code (128 plus the signal's number
+// when a signal ended it, as a shell says), the signal, and the end of its
+// stderr (or why it could not start).
+type Exit struct {
+	Code   int    `json:"code"`
+	Signal string `json:"signal,omitempty"`
+	Tail   string `json:"tail,omitempty"`
 }
 
 // ScriptFailure is a lifecycle script that failed, with its message.
