@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/podstate"
 	"github.com/bosh-injector/bosh-injector/gather/update"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
@@ -307,7 +308,7 @@ func (d *Deployment) start(ctx context.Context, in Instance, o ChangeOptions) er
 		return err
 	}
 	return d.waitFor(ctx, in, o, "running", func(pod *corev1.Pod) (bool, error) {
-		return podReady(pod) && d.processState(ctx, pod) == contract.StateRunning, nil
+		return podstate.Ready(pod) && d.processState(ctx, pod) == contract.StateRunning, nil
 	})
 }
 
@@ -338,7 +339,7 @@ func (d *Deployment) recreate(ctx context.Context, in Instance, o ChangeOptions)
 		return err
 	}
 	return d.waitFor(ctx, in, o, "recreated and running", func(pod *corev1.Pod) (bool, error) {
-		return pod.UID != old && podReady(pod), nil
+		return pod.UID != old && podstate.Ready(pod), nil
 	})
 }
 
@@ -375,11 +376,4 @@ func reason(r string) string {
 		return ""
 	}
 	return ": " + r
-}
-
-// podReady says whether the pod's Ready condition is true.
-func podReady(pod *corev1.Pod) bool {
-	return slices.ContainsFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool {
-		return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
-	})
 }

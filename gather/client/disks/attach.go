@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/podstate"
 )
 
 // Attach is `bosh attach-disk`: the orphaned claim becomes the persistent
@@ -174,17 +175,8 @@ func (a *Attach) Run(ctx context.Context, template string) error {
 		if err := a.Client.Get(ctx, client.ObjectKeyFromObject(a.Pod), &pod); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
-		return c.Annotations[names.AnnotationDrainedPod] == "" && pod.UID != a.Pod.UID && pod.DeletionTimestamp == nil && ready(&pod), nil
+		return c.Annotations[names.AnnotationDrainedPod] == "" && pod.UID != a.Pod.UID && pod.DeletionTimestamp == nil && podstate.Ready(&pod), nil
 	})
-}
-
-func ready(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // retain makes a volume's reclaim policy Retain and returns what it was.

@@ -385,15 +385,6 @@ func instanceName(group string, pod *corev1.Pod) string {
 	return group
 }
 
-func ready(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // notRunning is the director's error for an instance not running after its
 // update, with why: the containers not ready, their last output (the
 // termination message, which is the end of the log for injected

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/podstate"
 	"github.com/bosh-injector/bosh-injector/gather/update"
 )
 
@@ -389,7 +390,7 @@ func (d *run) watch(ctx context.Context, group string, s *appsv1.StatefulSet, po
 		if start.Before(since) {
 			start = since
 		}
-		if ready(pod) || stopped(pod) {
+		if podstate.Ready(pod) || stopped(pod) {
 			if left := start.Add(watch.Min).Sub(d.now); minimum && left > 0 {
 				wait = max(wait, left)
 			}

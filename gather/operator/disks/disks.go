@@ -39,6 +39,7 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
+	"github.com/bosh-injector/bosh-injector/gather/podstate"
 	"github.com/bosh-injector/bosh-injector/gather/update"
 )
 
@@ -421,13 +422,5 @@ func (r *Reconciler) canGrow(ctx context.Context, c *corev1.PersistentVolumeClai
 }
 
 func ready(pod *corev1.Pod) bool {
-	if pod.DeletionTimestamp != nil {
-		return false
-	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return pod.DeletionTimestamp == nil && podstate.Ready(pod)
 }
