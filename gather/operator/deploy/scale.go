@@ -62,17 +62,17 @@ func (d *run) shrink(ctx context.Context, g update.Group, sets []*appsv1.Statefu
 	var all []*shrinking
 	removing, left, recorded := 0, 0, false
 	for _, cached := range sets {
-		if _, ok := cached.Annotations[names.AnnotationScaleDown]; !ok {
-			continue
-		}
-		recorded = true
-		// The cache may not hold the replicas this controller lowered
-		// last: counted from them, a removal would not be in flight.
+		// Read fresh: the cache may not hold yet a scale-down the webhook
+		// just recorded (the update would then replace an instance while
+		// one is removed) nor the replicas this controller lowered last
+		// (a removal would not count as in flight).
 		s := &appsv1.StatefulSet{}
 		if err := d.APIReader.Get(ctx, client.ObjectKeyFromObject(cached), s); err != nil {
 			return outcome{}, false, client.IgnoreNotFound(err)
 		}
+		_, cachedRecord := cached.Annotations[names.AnnotationScaleDown]
 		v, ok := s.Annotations[names.AnnotationScaleDown]
+		recorded = recorded || ok || cachedRecord
 		if !ok {
 			continue
 		}
