@@ -23,6 +23,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -101,12 +102,14 @@ type Walkthrough struct {
 	// into instances), with Kubeconfig.
 	UserCluster clientcluster.Cluster
 
-	opts       Options
+	opts      Options
+	clientset kubernetes.Interface
+	installed bool
+	// mu guards what tests running in parallel on one walkthrough share.
+	mu         sync.Mutex
 	step       int
 	began      time.Time
-	clientset  kubernetes.Interface
 	namespaces []string
-	installed  bool
 }
 
 // BuildBinary builds bin/bosh-injector from this repository into dir, for
@@ -297,12 +300,8 @@ func (w *Walkthrough) waitForCertificate(ctx context.Context) (*corev1.Secret, *
 // manifest Secret's status once gathering ended.
 func (w *Walkthrough) Deploy(ctx context.Context, ns string, apply func(context.Context, client.Client, string) (*corev1.Secret, error)) (runner.Status, error) {
 	w.Step("The deployment manifest, as a Secret labelled %s in namespace %s", names.LabelDeployment, ns)
-	// A namespace may hold several deployments.
-	if !slices.Contains(w.namespaces, ns) {
-		if err := w.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			return runner.Status{}, err
-		}
-		w.namespaces = append(w.namespaces, ns)
+	if err := w.ensureNamespace(ctx, ns); err != nil {
+		return runner.Status{}, err
 	}
 	gatherings := client.MatchingLabels{runner.LabelComponent: runner.ComponentGather}
 	earlier, err := w.podNames(ctx, ns, gatherings)
@@ -549,11 +548,28 @@ func (w *Walkthrough) tool(ctx context.Context, name string, args []string, env 
 
 // Step starts a numbered step of the narration.
 func (w *Walkthrough) Step(format string, args ...any) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.began.IsZero() {
 		w.began = time.Now()
 	}
 	w.step++
 	fmt.Fprintf(w.opts.Out, "\n%d. [%5.1fs] %s\n", w.step, time.Since(w.began).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// ensureNamespace creates ns once: a namespace may hold several
+// deployments, deployed by tests running in parallel.
+func (w *Walkthrough) ensureNamespace(ctx context.Context, ns string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if slices.Contains(w.namespaces, ns) {
+		return nil
+	}
+	if err := w.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return err
+	}
+	w.namespaces = append(w.namespaces, ns)
+	return nil
 }
 
 // Say narrates a line within a step.
