@@ -33,14 +33,26 @@ import (
 // The package's tests share one walkthrough: a cluster with the chart
 // installed and every fixture release's image in its registry, each test
 // in namespaces of its own, so they run in parallel (most of their time is
-// spent waiting for pods and watch times). TestZones alone runs first, by
-// itself, as it drains and loses a node. TestMain stops it.
-var shared struct {
+// spent waiting for pods and watch times). TestZones, which drains and
+// loses a node, has a cluster of its own and runs alongside them.
+var (
+	shared = &clusterOnce{prefix: "bosh-injector-e2e-",
+		releases: append(slices.Clone(fixtures.Releases), "echo", "dns", "cfslice")}
+	zonesCluster = &clusterOnce{prefix: "bosh-injector-e2e-zones-", releases: []string{"lifecycle"}}
+)
+
+// clusterOnce is a walkthrough on a local cluster of three real nodes
+// (zones z1, z1, z2; its own pods on the first), started by the first test
+// that asks, with fixture releases built into images in its registry.
+type clusterOnce struct {
+	prefix   string // of its files' directory
+	releases []string
+
 	once       sync.Once
+	dir        string
 	w          *walkthrough.Walkthrough
 	releaseURL string
 	said       fixtures.SyncBuffer
-	dir        string
 	err        error
 }
 
@@ -55,52 +67,64 @@ func TestMain(m *testing.M) {
 		_ = flag.Set("test.parallel", "16")
 	}
 	code := m.Run()
-	if shared.w != nil {
-		if err := shared.w.Stop(); err != nil {
+	for _, c := range []*clusterOnce{shared, zonesCluster} {
+		if err := c.stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "stopping the walkthrough:", err)
 			code = 1
 		}
 	}
-	if shared.dir != "" {
-		_ = os.RemoveAll(shared.dir)
-	}
 	os.Exit(code)
 }
 
-// startWalkthrough returns the package's walkthrough on a local cluster of
-// three real nodes (zones z1, z1, z2; its own pods on the first), started by the first test that asks, with the fixture
-// releases built into images in the cluster's registry under releaseURL;
-// said is its narration. A test that fails gets the cluster's and the
-// operator's logs and the narration so far.
+// startWalkthrough returns the package's shared walkthrough, its fixture
+// images under releaseURL; said is its narration.
 func startWalkthrough(tb testing.TB) (w *walkthrough.Walkthrough, releaseURL string, said *fixtures.SyncBuffer) {
+	return shared.start(tb)
+}
+
+// start starts the walkthrough once. A test that fails gets the cluster's
+// and the operator's logs and the narration so far.
+func (c *clusterOnce) start(tb testing.TB) (*walkthrough.Walkthrough, string, *fixtures.SyncBuffer) {
 	ctx := context.Background()
-	shared.once.Do(func() {
-		if shared.dir, shared.err = os.MkdirTemp("", "bosh-injector-e2e-"); shared.err != nil {
+	c.once.Do(func() {
+		if c.dir, c.err = os.MkdirTemp("", c.prefix); c.err != nil {
 			return
 		}
-		shared.w, shared.err = walkthrough.Start(ctx, walkthrough.Options{Out: &shared.said, Dir: shared.dir,
+		c.w, c.err = walkthrough.Start(ctx, walkthrough.Options{Out: &c.said, Dir: c.dir,
 			Nodes: 3, Zones: []string{"z1", "z1", "z2"}})
-		if shared.err != nil {
+		if c.err != nil {
 			return
 		}
 		// The release images are pushed to the cluster's registry, which
-		// its node pulls them from.
-		shared.releaseURL = shared.w.Registry() + "/bosh-injector-fixtures"
-		shared.err = fixtures.BuildImages(ctx, walkthrough.BaseImage, shared.releaseURL, append(fixtures.Releases, "echo", "dns", "cfslice")...)
+		// its nodes pull them from.
+		c.releaseURL = c.w.Registry() + "/bosh-injector-fixtures"
+		c.err = fixtures.BuildImages(ctx, walkthrough.BaseImage, c.releaseURL, c.releases...)
 	})
 	tb.Cleanup(func() {
 		if tb.Failed() {
-			tb.Logf("narration:\n%s", shared.said.String())
-			if shared.w != nil && shared.w.Cluster != nil {
-				shared.w.Cluster.Logs(os.Stderr, 40)
-				tb.Logf("operator logs:\n%s", shared.w.OperatorLogs(ctx))
+			tb.Logf("narration:\n%s", c.said.String())
+			if c.w != nil && c.w.Cluster != nil {
+				c.w.Cluster.Logs(os.Stderr, 40)
+				tb.Logf("operator logs:\n%s", c.w.OperatorLogs(ctx))
 			}
 		}
 	})
-	if shared.err != nil {
-		tb.Fatal(shared.err)
+	if c.err != nil {
+		tb.Fatal(c.err)
 	}
-	return shared.w, shared.releaseURL, &shared.said
+	return c.w, c.releaseURL, &c.said
+}
+
+// stop stops a started walkthrough and removes its files.
+func (c *clusterOnce) stop() error {
+	var err error
+	if c.w != nil {
+		err = c.w.Stop()
+	}
+	if c.dir != "" {
+		_ = os.RemoveAll(c.dir)
+	}
+	return err
 }
 
 func TestWalkthrough(t *testing.T) {

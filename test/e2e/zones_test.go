@@ -62,17 +62,17 @@ instance_groups:
 // z1 and z2: the AZ with fewer instances, the lesser name on a tie.
 func directorAZ(i int) string { return []string{"z1", "z2"}[i%2] }
 
-// TestZones runs a deployment of two AZs on the shared cluster's three
-// real nodes in two zones (z1 on two, z2 on one), with the objects
-// `bosh-injector objects` prints: each AZ in its zone and spread over its
-// nodes, scaled as a director scales, a node drained as a director's
-// maintenance (at most max_in_flight instances stopped, each running its
-// drain), a lost node recovered with cck. It drains and loses a node for
-// good, so it is the one test not parallel: it runs first, alone, and the
-// others run on the nodes left.
+// TestZones runs a deployment of two AZs on three real nodes in two zones
+// (z1 on two, z2 on one), with the objects `bosh-injector objects` prints:
+// each AZ in its zone and spread over its nodes, scaled as a director
+// scales, a node drained as a director's maintenance (at most
+// max_in_flight instances stopped, each running its drain), a lost node
+// recovered with cck. It drains and loses a node for good, so it has a
+// cluster of its own.
 func TestZones(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	w, releaseURL, said := startWalkthrough(t)
+	w, releaseURL, said := zonesCluster.start(t)
 	began := time.Now()
 	cs, err := kubernetes.NewForConfig(w.Cluster.Config)
 	if err != nil {
