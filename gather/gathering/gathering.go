@@ -341,6 +341,9 @@ func bpmInfo(m *manifest.Manifest, g *deployment.Group, instances []bpm.Instance
 		PersistentDiskMB: g.Manifest.PersistentDisk,
 		BPM:              instances,
 	}
+	for _, d := range g.Manifest.PersistentDisks {
+		info.NamedDisks = append(info.NamedDisks, d.Name)
+	}
 	seen := map[string]bool{}
 	for _, j := range g.Jobs {
 		job := bpm.Job{Name: j.Name, Release: j.Release}
