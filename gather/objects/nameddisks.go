@@ -26,7 +26,6 @@ func (b *builder) namedDisks(g *manifest.InstanceGroup) ([]corev1.PersistentVolu
 		b.warn("instance group '%s': the errand's persistent_disks are not mapped: a Job has no volumeClaimTemplates", g.Name)
 		return nil, nil
 	}
-	var claims []corev1.PersistentVolumeClaim
 	byVolume := map[string]string{}
 	for _, d := range g.PersistentDisks {
 		volume := names.NamedDiskVolume(d.Name)
@@ -37,11 +36,14 @@ func (b *builder) namedDisks(g *manifest.InstanceGroup) ([]corev1.PersistentVolu
 			return nil, fmt.Errorf("instance group '%s': persistent_disks names '%s' and '%s' both make the claim name '%s': rename one", g.Name, other, d.Name, volume)
 		}
 		byVolume[volume] = d.Name
+	}
+	var claims []corev1.PersistentVolumeClaim
+	for _, d := range g.PersistentDisks {
 		size, ok := b.opts.DiskSizes[d.Type]
 		if !ok {
 			return nil, fmt.Errorf("instance group '%s': persistent_disks '%s' has type '%s', which the cloud config sizes and bosh-injector does not read: give its size with --disk-size %s=10Gi", g.Name, d.Name, d.Type, d.Type)
 		}
-		claim := b.claim(g, volume, "persistent_disks '"+d.Name+"' type", d.Type, size)
+		claim := b.claim(g, names.NamedDiskVolume(d.Name), "persistent_disks '"+d.Name+"' type", d.Type, size)
 		claim.Annotations = map[string]string{names.AnnotationDiskName: d.Name}
 		claims = append(claims, *claim)
 	}
