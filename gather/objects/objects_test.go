@@ -77,6 +77,11 @@ func TestGolden(t *testing.T) {
 		if c.name == "shop" {
 			c.opts.Namespace = "shop"
 		}
+		// Its disk types are the cloud config's, sized as the e2e test
+		// (TestNamedDisks) sizes them.
+		if c.name == "named-disks" {
+			c.opts.DiskSizes = map[string]resource.Quantity{"small": resource.MustParse("64Mi"), "large": resource.MustParse("128Mi")}
+		}
 		cases = append(cases, c)
 	}
 	opsFiles, err := filepath.Glob(filepath.Join(deployments, "ops", "*.yml"))
