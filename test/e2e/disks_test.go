@@ -50,20 +50,7 @@ func TestPersistentDisks(t *testing.T) {
 	if err != nil || status.State != runner.ReasonGathered {
 		t.Fatalf("gathering: %+v %v", status, err)
 	}
-	var manifest corev1.Secret
-	if err := w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fixtures.ManifestSecret}, &manifest); err != nil {
-		t.Fatal(err)
-	}
-	res, err := objects.Build(manifest.Data[names.ManifestKey], deployment.OpsFilesOf(manifest.Data), objects.Options{Namespace: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sts *appsv1.StatefulSet
-	for _, o := range res.Objects {
-		if s, ok := o.(*appsv1.StatefulSet); ok && s.Spec.Template.Labels[names.LabelInstanceGroup] == "db" {
-			sts = s
-		}
-	}
+	manifest, sts := statefulSetOf(ctx, t, w.Client, ns, fixtures.ManifestSecret, "db", objects.Options{Namespace: ns})
 	if sts == nil || sts.Spec.PersistentVolumeClaimRetentionPolicy == nil {
 		t.Fatalf("objects printed no db StatefulSet retaining its claims: %+v", sts)
 	}
@@ -374,6 +361,26 @@ func TestPersistentDisks(t *testing.T) {
 	t.Logf("persistent disk checks took %s", time.Since(began).Round(time.Second))
 }
 
+// statefulSetOf is the manifest Secret secret of namespace ns and the
+// StatefulSet `objects` prints for its group (nil without one).
+func statefulSetOf(ctx context.Context, t *testing.T, c client.Client, ns, secret, group string, opts objects.Options) (corev1.Secret, *appsv1.StatefulSet) {
+	t.Helper()
+	var manifest corev1.Secret
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: secret}, &manifest); err != nil {
+		t.Fatal(err)
+	}
+	res, err := objects.Build(manifest.Data[names.ManifestKey], deployment.OpsFilesOf(manifest.Data), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range res.Objects {
+		if s, ok := o.(*appsv1.StatefulSet); ok && s.Spec.Template.Labels[names.LabelInstanceGroup] == group {
+			return manifest, s
+		}
+	}
+	return manifest, nil
+}
+
 // deployed waits until the deploy controller deployed the manifest.
 func deployed(ctx context.Context, t *testing.T, c client.Client, manifest *corev1.Secret) {
 	t.Helper()
@@ -434,21 +441,8 @@ func TestNamedDisks(t *testing.T) {
 	if err != nil || status.State != runner.ReasonGathered {
 		t.Fatalf("gathering: %+v %v", status, err)
 	}
-	var manifest corev1.Secret
-	if err := w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "named-disks-manifest"}, &manifest); err != nil {
-		t.Fatal(err)
-	}
-	res, err := objects.Build(manifest.Data[names.ManifestKey], nil, objects.Options{Namespace: ns,
+	manifest, sts := statefulSetOf(ctx, t, w.Client, ns, "named-disks-manifest", "archive", objects.Options{Namespace: ns,
 		DiskSizes: map[string]resource.Quantity{"small": resource.MustParse("64Mi"), "large": resource.MustParse("128Mi")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sts *appsv1.StatefulSet
-	for _, o := range res.Objects {
-		if s, ok := o.(*appsv1.StatefulSet); ok {
-			sts = s
-		}
-	}
 	if sts == nil || len(sts.Spec.VolumeClaimTemplates) != 2 {
 		t.Fatalf("objects printed no StatefulSet with two claims: %+v", sts)
 	}
