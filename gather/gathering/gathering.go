@@ -341,8 +341,12 @@ func bpmInfo(m *manifest.Manifest, g *deployment.Group, instances []bpm.Instance
 		PersistentDiskMB: g.Manifest.PersistentDisk,
 		BPM:              instances,
 	}
+	// An errand's Job has no claims: objects warns its named disks are
+	// not mapped, and its pods are not denied for lacking them.
 	for _, d := range g.Manifest.PersistentDisks {
-		info.NamedDisks = append(info.NamedDisks, d.Name)
+		if g.Manifest.Lifecycle != "errand" {
+			info.NamedDisks = append(info.NamedDisks, d.Name)
+		}
 	}
 	seen := map[string]bool{}
 	for _, j := range g.Jobs {
