@@ -188,9 +188,8 @@ func MutateFrom(pod *corev1.Pod, plan Plan, build func(Plan) *Parts) (Added, err
 		plan.Settings.ReleaseJobs = ReleaseJobs(v)
 	}
 	parts := build(plan)
-	store := hasVolume(pod, VolumeStore)
 	for _, d := range parts.denials {
-		if !d.withoutStore || !store {
+		if d.without == "" || !hasVolume(pod, d.without) {
 			return Added{}, d.Denial
 		}
 	}
@@ -283,11 +282,11 @@ func (p *Parts) Size() int {
 	return len(p.inits) + len(p.setup) + len(p.containers) + len(p.volumes)
 }
 
-// partDenial is a denial of every pod, or withoutStore of a pod without
-// the store volume only.
+// partDenial is a denial of every pod, or, with without set, of a pod
+// without that volume (the store, a named disk) only.
 type partDenial struct {
 	*Denial
-	withoutStore bool
+	without string
 }
 
 // Added names what an injection added as Build built it: its init
@@ -311,7 +310,7 @@ func Build(plan Plan) *Parts {
 			return parts
 		}
 		if j.PersistentDisk {
-			parts.denials = append(parts.denials, partDenial{withoutStore: true, Denial: deny(ReasonNoPersistentDisk, "job '%s' of instance group '%s' needs a persistent disk: add a volumeClaimTemplate named '%s' to the StatefulSet", j.Name, info.InstanceGroup, VolumeStore)})
+			parts.denials = append(parts.denials, partDenial{without: VolumeStore, Denial: deny(ReasonNoPersistentDisk, "job '%s' of instance group '%s' needs a persistent disk: add a volumeClaimTemplate named '%s' to the StatefulSet", j.Name, info.InstanceGroup, VolumeStore)})
 		}
 	}
 
@@ -334,7 +333,7 @@ func Build(plan Plan) *Parts {
 
 	containers, extraVolumes, instance, denials := processContainers(plan, images)
 	parts.denials = append(parts.denials, denials...)
-	if len(denials) > 0 && !denials[len(denials)-1].withoutStore {
+	if len(denials) > 0 && denials[len(denials)-1].without == "" {
 		return parts
 	}
 	setupInits, setup := setupContainers(plan, images, instance)
@@ -358,6 +357,7 @@ func Build(plan Plan) *Parts {
 	for _, v := range volumes {
 		parts.volumeNames = append(parts.volumeNames, v.Name)
 	}
+	parts.denials = append(parts.denials, mountNamedDisks(info, inits, setup, containers)...)
 	parts.inits, parts.setup, parts.containers, parts.volumes = inits, setup, containers, volumes
 	parts.gracePeriod = gracePeriod(plan)
 	parts.hostPID = hostPID(configs)

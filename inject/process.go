@@ -98,7 +98,7 @@ func processContainers(plan Plan, images map[string]string) ([]corev1.Container,
 		} else {
 			var ds []partDenial
 			c, vols, ds = processContainer(info.InstanceGroup, pr, images[pr.job.Release], plan.Settings)
-			if denials = append(denials, ds...); len(ds) > 0 && !ds[len(ds)-1].withoutStore {
+			if denials = append(denials, ds...); len(ds) > 0 && ds[len(ds)-1].without == "" {
 				return nil, nil, contract.Instance{}, denials
 			}
 		}
@@ -227,7 +227,7 @@ func processContainer(group string, pr process, image string, settings Settings)
 			continue
 		}
 		if m.Name == VolumeStore {
-			denials = append(denials, partDenial{withoutStore: true, Denial: deny(ReasonNoPersistentDisk, "job '%s' of instance group '%s' mounts %s: add a volumeClaimTemplate named '%s' to the StatefulSet", j.Name, group, v.Path, VolumeStore)})
+			denials = append(denials, partDenial{without: VolumeStore, Denial: deny(ReasonNoPersistentDisk, "job '%s' of instance group '%s' mounts %s: add a volumeClaimTemplate named '%s' to the StatefulSet", j.Name, group, v.Path, VolumeStore)})
 		}
 		c.VolumeMounts = append(c.VolumeMounts, m)
 	}

@@ -20,6 +20,7 @@ const (
 	ReasonIndexBeyond           Reason = "instance index beyond the manifest's instances"
 	ReasonBadAZIndex            Reason = "invalid az-index label"
 	ReasonNoPersistentDisk      Reason = "persistent disk required but no store volume"
+	ReasonNoNamedDisk           Reason = "named disk without its volume"
 	ReasonReleaseImageUnknown   Reason = "release image unknown"
 	ReasonInvalidPod            Reason = "pod cannot be decoded"
 	ReasonScriptsWithoutProcess Reason = "lifecycle scripts without a process to run them in"
@@ -59,6 +60,7 @@ var codes = map[Reason]string{
 	ReasonIndexBeyond:           "IndexBeyond",
 	ReasonBadAZIndex:            "BadAZIndex",
 	ReasonNoPersistentDisk:      "NoPersistentDisk",
+	ReasonNoNamedDisk:           "NoNamedDisk",
 	ReasonReleaseImageUnknown:   "ReleaseImageUnknown",
 	ReasonInvalidPod:            "InvalidPod",
 	ReasonScriptsWithoutProcess: "ScriptsWithoutProcess",

@@ -20,6 +20,9 @@ type Info struct {
 	Lifecycle string `json:"lifecycle"`
 	// PersistentDiskMB is the group's persistent disk size, 0 for none.
 	PersistentDiskMB int `json:"persistent_disk_mb,omitempty"`
+	// NamedDisks are the names of the group's `persistent_disks`, which
+	// the webhook mounts at names.NamedDisksDir.
+	NamedDisks []string `json:"named_disks,omitempty"`
 	// ResolvedSecret names the ig-resolved Secret written with this Info: the
 	// render init container mounts it.
 	ResolvedSecret string    `json:"resolved_secret"`

@@ -341,6 +341,13 @@ func bpmInfo(m *manifest.Manifest, g *deployment.Group, instances []bpm.Instance
 		PersistentDiskMB: g.Manifest.PersistentDisk,
 		BPM:              instances,
 	}
+	// An errand's Job has no claims: objects warns its named disks are
+	// not mapped, and its pods are not denied for lacking them.
+	for _, d := range g.Manifest.PersistentDisks {
+		if g.Manifest.Lifecycle != "errand" {
+			info.NamedDisks = append(info.NamedDisks, d.Name)
+		}
+	}
 	seen := map[string]bool{}
 	for _, j := range g.Jobs {
 		job := bpm.Job{Name: j.Name, Release: j.Release}

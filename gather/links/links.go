@@ -67,6 +67,7 @@ func Resolve(d Deployment) ([][]*yamlvalue.Map, error) {
 		for ji := range d.Groups[gi].Jobs {
 			r.providers(gi, ji)
 		}
+		r.diskProviders(gi)
 	}
 	for gi := range d.Groups {
 		for ji := range d.Groups[gi].Jobs {
@@ -107,6 +108,8 @@ type provider struct {
 	consumable     bool
 	shared         bool
 	properties     *yamlvalue.Map
+	// disk is a provider of a group's named disk (job is -1).
+	disk bool
 }
 
 type consumer struct {
@@ -327,6 +330,9 @@ func (r *resolver) resolve(c consumer) (*yamlvalue.Map, string) {
 	}
 	p := cands[0]
 	pg := r.d.Groups[p.group]
+	if c.network != "" && p.disk {
+		return nil, head + " Details below:\n    - " + r.describe(p) + " does not contain any networks"
+	}
 	if c.network != "" && !hasNetwork(pg.Manifest, c.network) {
 		return nil, head + " Details below:\n    - " + r.describe(p) + fmt.Sprintf(" does not belong to network '%s'", c.network)
 	}
@@ -413,6 +419,9 @@ func hasNetwork(g *manifest.InstanceGroup, name string) bool {
 }
 
 func (r *resolver) describe(p provider) string {
+	if p.disk {
+		return fmt.Sprintf("Disk link provider '%s' from instance group '%s'", p.original, r.d.Groups[p.group].Manifest.Name)
+	}
 	job, group := r.where(p.group, p.job)
 	s := fmt.Sprintf("Link provider '%s'", p.original)
 	if p.name != p.original {
@@ -427,6 +436,9 @@ const network = "default"
 // content is the link content of a job provider, plus the
 // group Service address under `address` for `link(x).address`.
 func (r *resolver) content(p provider) (*yamlvalue.Map, error) {
+	if p.disk {
+		return diskContent(r.d.Name, p.original), nil
+	}
 	g := r.d.Groups[p.group]
 	addr, err := r.d.Network.GroupAddress(r.d.Name, g.Manifest.Name)
 	if err != nil {

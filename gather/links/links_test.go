@@ -37,6 +37,13 @@ provides:
 properties:
   port: {default: 5432}
 `,
+	// The director's multidisk test job (disk_using_job).
+	"disk-user": `
+name: disk-user
+consumes:
+- {name: slow, type: disk}
+- {name: fast, type: disk, optional: true}
+`,
 	"nats": `
 name: nats
 provides:
@@ -157,6 +164,12 @@ func TestLinks(t *testing.T) {
 			`"azs":{"z1":{"all":"dep-` + group + `-az-z1.ns.svc.cluster.local","healthy":"dep-` + group + `-az-z1-healthy.ns.svc.cluster.local"},` +
 			`"z2":{"all":"dep-` + group + `-az-z2.ns.svc.cluster.local","healthy":"dep-` + group + `-az-z2-healthy.ns.svc.cluster.local"}}}}`
 	}
+	disks := func(disks, consumes string) string {
+		return "- {name: db, instances: 1, persistent_disks: [" + disks + "], jobs: [{name: disk-user, release: pg" + consumes + "}]}\n"
+	}
+	disk := func(name string) string {
+		return `{"deployment_name":"dep","properties":{"name":"` + name + `"},"networks":[],"instances":[]}`
+	}
 	noProvider := "  - Failed to resolve link 'primary_db' with type 'db' from job 'web' in instance group 'app'. Details below:\n    - No link providers found"
 	tests := []struct {
 		name, groups string
@@ -215,6 +228,20 @@ func TestLinks(t *testing.T) {
 			map[string]string{"nats/nats": `"instance_group":"nats","properties":{"nats":{"port":4222}}`}, ""},
 		{"custom provider", "- {name: nats, instances: 1, jobs: [{name: nats, release: pg, properties: {nats: {port: 1}}, custom_provider_definitions: [{name: extra, type: db, properties: [nats.port]}]}]}\n" + app(", consumes: {backup_db: nil}"),
 			map[string]string{"app/web": `"properties":{"nats":{"port":1}},"use_short_dns_addresses":false,"use_dns_addresses":true,"use_link_dns_names":false,"group_name":"extra-db"`}, ""},
+		// Disk links: each of a group's persistent_disks provides a link of
+		// type disk named like the disk, whose content is the director's
+		// DiskLink spec, resolved by `from` or implicitly by type.
+		{"disk links from", disks("{name: low-iops, type: gp2}, {name: high_iops, type: io1}", ", consumes: {slow: {from: low-iops}, fast: {from: high_iops}}"),
+			map[string]string{"db/disk-user": `{"slow":` + disk("low-iops") + `,"fast":` + disk("high_iops") + `}`}, ""},
+		{"disk link by type", disks("{name: data, type: gp2}", ""),
+			map[string]string{"db/disk-user": `{"slow":` + disk("data") + `,"fast":` + disk("data") + `}`}, ""},
+		{"disk links, two disks", disks("{name: a, type: gp2}, {name: b, type: gp2}", ", consumes: {fast: nil}"), nil, wrapper +
+			"  - Failed to resolve link 'slow' with type 'disk' from job 'disk-user' in instance group 'db'. Multiple link providers found:\n" +
+			"    - Disk link provider 'a' from instance group 'db'\n" +
+			"    - Disk link provider 'b' from instance group 'db'"},
+		{"disk link network", disks("{name: a, type: gp2}", ", consumes: {slow: {from: a, network: default}, fast: nil}"), nil, wrapper +
+			"  - Failed to resolve link 'slow' with alias 'a' and type 'disk' from job 'disk-user' in instance group 'db'. Details below:\n" +
+			"    - Disk link provider 'a' from instance group 'db' does not contain any networks"},
 		{"custom provider clash", "- {name: nats, instances: 1, jobs: [{name: nats, release: pg, custom_provider_definitions: [{name: nats, type: db}]}]}\n", nil,
 			"Custom provider 'nats' in job 'nats' in instance group 'nats' is already defined in release 'pg'"},
 	}

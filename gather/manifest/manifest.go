@@ -66,10 +66,12 @@ type InstanceGroup struct {
 	Properties *yamlvalue.Map
 	// PersistentDisk is the disk size in MiB, 0 for none.
 	PersistentDisk int
-	Networks       []Network
-	Env            *yamlvalue.Map
-	Update         *yamlvalue.Map
-	Raw            *yamlvalue.Map
+	// PersistentDisks are the named disks of `persistent_disks`.
+	PersistentDisks []NamedDisk
+	Networks        []Network
+	Env             *yamlvalue.Map
+	Update          *yamlvalue.Map
+	Raw             *yamlvalue.Map
 }
 
 // Network is an entry of an instance group's `networks`.
@@ -462,6 +464,9 @@ func instanceGroup(e *yamlvalue.Map, p string) (InstanceGroup, error) {
 	}
 	if g.PersistentDisk > MaxMiB {
 		return g, fmt.Errorf("Instance group '%s' references an invalid persistent disk size '%d': more MiB than a Kubernetes quantity holds (%d)", g.Name, g.PersistentDisk, MaxMiB)
+	}
+	if g.PersistentDisks, err = namedDisks(e, p, g.Name); err != nil {
+		return g, err
 	}
 	if g.Env, err = optMap(e, p, "env"); err != nil {
 		return g, err

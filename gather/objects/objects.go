@@ -171,6 +171,10 @@ func (b *builder) group(g *manifest.InstanceGroup) error {
 	if err != nil {
 		return err
 	}
+	named, err := b.namedDisks(g)
+	if err != nil {
+		return err
+	}
 	strategy := b.updateStrategy(g)
 	replicas := instance.Replicas(g.Instances, len(g.AZs))
 	for a, n := range replicas {
@@ -207,6 +211,9 @@ func (b *builder) group(g *manifest.InstanceGroup) error {
 		}
 		if claim != nil {
 			sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{*claim}
+		}
+		sts.Spec.VolumeClaimTemplates = append(sts.Spec.VolumeClaimTemplates, named...)
+		if len(sts.Spec.VolumeClaimTemplates) > 0 {
 			retainClaims(sts)
 		}
 		b.res.Objects = append(b.res.Objects, sts)
@@ -321,9 +328,6 @@ func (b *builder) resources(g *manifest.InstanceGroup) (*corev1.ResourceRequirem
 // store is the volumeClaimTemplate of a group's persistent disk, nil
 // without one.
 func (b *builder) store(g *manifest.InstanceGroup) (*corev1.PersistentVolumeClaim, error) {
-	if g.Raw.Has("persistent_disks") {
-		b.warn("instance group '%s': persistent_disks (named disks) is not mapped: bosh-injector mounts one disk, from persistent_disk or persistent_disk_type", g.Name)
-	}
 	diskType, err := stringField(g.Raw, "persistent_disk_type")
 	if err == nil && diskType == "" {
 		diskType, err = stringField(g.Raw, "persistent_disk_pool")
@@ -348,27 +352,7 @@ func (b *builder) store(g *manifest.InstanceGroup) (*corev1.PersistentVolumeClai
 		b.warn("instance group '%s': the errand's persistent disk is not mapped: a Job has no volumeClaimTemplates", g.Name)
 		return nil, nil
 	}
-	// As the API server stores it (type, volume mode, phase): the list is
-	// atomic to kubectl apply, which would otherwise send it at every apply.
-	claim := &corev1.PersistentVolumeClaim{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
-		ObjectMeta: metav1.ObjectMeta{Name: VolumeStore},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
-			VolumeMode:  ptr.To(corev1.PersistentVolumeFilesystem),
-		},
-		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending},
-	}
-	if diskType != "" {
-		class, ok := b.opts.StorageClasses[diskType]
-		if ok {
-			claim.Spec.StorageClassName = ptr.To(class)
-		} else {
-			b.warn("instance group '%s': persistent_disk_type '%s' has no --storage-class-map entry: the cluster's default StorageClass is used", g.Name, diskType)
-		}
-	}
-	return claim, nil
+	return b.claim(g, VolumeStore, "persistent_disk_type", diskType, size), nil
 }
 
 // unhonoured are the update keys bosh-injector has no equivalent for, and

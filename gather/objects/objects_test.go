@@ -77,6 +77,11 @@ func TestGolden(t *testing.T) {
 		if c.name == "shop" {
 			c.opts.Namespace = "shop"
 		}
+		// Its disk types are the cloud config's, sized as the e2e test
+		// (TestNamedDisks) sizes them.
+		if c.name == "named-disks" {
+			c.opts.DiskSizes = map[string]resource.Quantity{"small": resource.MustParse("64Mi"), "large": resource.MustParse("128Mi")}
+		}
 		cases = append(cases, c)
 	}
 	opsFiles, err := filepath.Glob(filepath.Join(deployments, "ops", "*.yml"))
@@ -226,6 +231,10 @@ func TestErrors(t *testing.T) {
 		{"typo", "name: d\ninstance_group: []\n", "is the key spelled 'instance_groups'?"},
 		{"disk type without size", "name: d\nreleases: [{name: r, version: '1', image: i}]\n" + updateBlock + "instance_groups:\n- {name: g, instances: 1, persistent_disk_type: big, jobs: [{name: j, release: r}]}\n",
 			"instance group 'g': persistent_disk_type 'big' is sized by the cloud config, which bosh-injector does not read: give its size with --disk-size big=10Gi"},
+		{"named disk type without size", "name: d\nreleases: [{name: r, version: '1', image: i}]\n" + updateBlock + "instance_groups:\n- {name: g, instances: 1, persistent_disks: [{name: data, type: big}], jobs: [{name: j, release: r}]}\n",
+			"instance group 'g': persistent_disks 'data' has type 'big', which the cloud config sizes and bosh-injector does not read: give its size with --disk-size big=10Gi"},
+		{"named disks of one claim name", "name: d\nreleases: [{name: r, version: '1', image: i}]\n" + updateBlock + "instance_groups:\n- {name: g, instances: 1, persistent_disks: [{name: a_b, type: big}, {name: a-b, type: big}], jobs: [{name: j, release: r}]}\n",
+			"instance group 'g': persistent_disks names 'a_b' and 'a-b' both make the claim name 'disk-a-b': rename one"},
 		{"no image", "name: d\nreleases: [{name: r, version: '1'}]\n" + updateBlock + "instance_groups:\n- {name: g, instances: 1, jobs: [{name: j, release: r}]}\n",
 			"instance group 'g', job 'j': cannot derive the image of release 'r'"},
 	} {

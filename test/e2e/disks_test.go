@@ -50,20 +50,7 @@ func TestPersistentDisks(t *testing.T) {
 	if err != nil || status.State != runner.ReasonGathered {
 		t.Fatalf("gathering: %+v %v", status, err)
 	}
-	var manifest corev1.Secret
-	if err := w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fixtures.ManifestSecret}, &manifest); err != nil {
-		t.Fatal(err)
-	}
-	res, err := objects.Build(manifest.Data[names.ManifestKey], deployment.OpsFilesOf(manifest.Data), objects.Options{Namespace: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sts *appsv1.StatefulSet
-	for _, o := range res.Objects {
-		if s, ok := o.(*appsv1.StatefulSet); ok && s.Spec.Template.Labels[names.LabelInstanceGroup] == "db" {
-			sts = s
-		}
-	}
+	manifest, sts := statefulSetOf(ctx, t, w.Client, ns, fixtures.ManifestSecret, "db", objects.Options{Namespace: ns})
 	if sts == nil || sts.Spec.PersistentVolumeClaimRetentionPolicy == nil {
 		t.Fatalf("objects printed no db StatefulSet retaining its claims: %+v", sts)
 	}
@@ -120,16 +107,7 @@ func TestPersistentDisks(t *testing.T) {
 
 	// The deploy controller rolls the new StatefulSet to the accepted
 	// version first: the bytes are written after that.
-	deadline := time.Now().Add(3 * time.Minute)
-	for manifest.Labels[names.LabelDeployState] != deploy.PhaseDeployed {
-		if time.Now().After(deadline) {
-			t.Fatalf("deploy: %s", manifest.Annotations[names.AnnotationDeploy])
-		}
-		time.Sleep(time.Second)
-		if err := w.Client.Get(ctx, client.ObjectKeyFromObject(&manifest), &manifest); err != nil {
-			t.Fatal(err)
-		}
-	}
+	deployed(ctx, t, w.Client, &manifest)
 	ready(3, "created")
 	for i := range 3 {
 		written[i] = fmt.Sprintf("instance %d, %d\n", i, time.Now().UnixNano())
@@ -250,7 +228,7 @@ func TestPersistentDisks(t *testing.T) {
 	// The operator restarts in the middle: once the first instance is
 	// drained, its pod is deleted; the new one resumes from the claims.
 	restarted := false
-	deadline = time.Now().Add(4 * time.Minute)
+	deadline := time.Now().Add(4 * time.Minute)
 	for len(grown) < 3 {
 		if time.Now().After(deadline) {
 			t.Fatalf("resize: claims grown %v\n%s", grown, w.OperatorLogs(ctx))
@@ -383,6 +361,41 @@ func TestPersistentDisks(t *testing.T) {
 	t.Logf("persistent disk checks took %s", time.Since(began).Round(time.Second))
 }
 
+// statefulSetOf is the manifest Secret secret of namespace ns and the
+// StatefulSet `objects` prints for its group (nil without one).
+func statefulSetOf(ctx context.Context, t *testing.T, c client.Client, ns, secret, group string, opts objects.Options) (corev1.Secret, *appsv1.StatefulSet) {
+	t.Helper()
+	var manifest corev1.Secret
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: secret}, &manifest); err != nil {
+		t.Fatal(err)
+	}
+	res, err := objects.Build(manifest.Data[names.ManifestKey], deployment.OpsFilesOf(manifest.Data), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range res.Objects {
+		if s, ok := o.(*appsv1.StatefulSet); ok && s.Spec.Template.Labels[names.LabelInstanceGroup] == group {
+			return manifest, s
+		}
+	}
+	return manifest, nil
+}
+
+// deployed waits until the deploy controller deployed the manifest.
+func deployed(ctx context.Context, t *testing.T, c client.Client, manifest *corev1.Secret) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for manifest.Labels[names.LabelDeployState] != deploy.PhaseDeployed {
+		if time.Now().After(deadline) {
+			t.Fatalf("deploy: %s", manifest.Annotations[names.AnnotationDeploy])
+		}
+		time.Sleep(time.Second)
+		if err := c.Get(ctx, client.ObjectKeyFromObject(manifest), manifest); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func podMeta(ns, name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
 
 func scale(ctx context.Context, t *testing.T, c client.Client, key client.ObjectKey, n int32) {
@@ -412,4 +425,81 @@ func waitClaim(ctx context.Context, t *testing.T, c client.Client, key client.Ob
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// TestNamedDisks runs the named-disks fixture (persistent_disks: index and
+// blob_store) as `objects` prints it: each disk is a claim of its own,
+// mounted at /var/vcap/instance/disks/<name> in the job's container; bytes
+// written to both are there after the pod is deleted and made again.
+func TestNamedDisks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w, releaseURL, _ := startWalkthrough(t)
+	began := time.Now()
+	const ns = "named-disks"
+	status, err := w.Deploy(ctx, ns, fixtures.Deployment("named-disks", releaseURL))
+	if err != nil || status.State != runner.ReasonGathered {
+		t.Fatalf("gathering: %+v %v", status, err)
+	}
+	manifest, sts := statefulSetOf(ctx, t, w.Client, ns, "named-disks-manifest", "archive", objects.Options{Namespace: ns,
+		DiskSizes: map[string]resource.Quantity{"small": resource.MustParse("64Mi"), "large": resource.MustParse("128Mi")}})
+	if sts == nil || len(sts.Spec.VolumeClaimTemplates) != 2 {
+		t.Fatalf("objects printed no StatefulSet with two claims: %+v", sts)
+	}
+	if err := w.Client.Create(ctx, sts); err != nil {
+		t.Fatal(err)
+	}
+	pod := sts.Name + "-0"
+	disks := map[string]string{"index": names.NamedDiskVolume("index"), "blob_store": names.NamedDiskVolume("blob_store")}
+	// running waits for the instance's pod, other than the one of UID
+	// old, to be Ready.
+	running := func(old types.UID, what string) types.UID {
+		t.Helper()
+		deadline := time.Now().Add(3 * time.Minute)
+		for {
+			var p corev1.Pod
+			if w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: pod}, &p) == nil && p.UID != old && p.DeletionTimestamp == nil && podReady(&p) {
+				t.Logf("%s: Ready after %s", what, time.Since(began).Round(time.Second))
+				return p.UID
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %s not Ready\n%s", what, pod, w.OperatorLogs(ctx))
+			}
+			time.Sleep(time.Second)
+		}
+	}
+	exec := func(script string) string {
+		t.Helper()
+		out, err := w.Kubectl(ctx, "exec", "-n", ns, pod, "-c", "lifecycled-lifecycled", "--", "sh", "-c", script)
+		if err != nil {
+			t.Fatalf("exec in %s: %v\n%s", pod, err, out)
+		}
+		return out
+	}
+	deployed(ctx, t, w.Client, &manifest)
+	uid := running("", "created")
+	written := map[string]string{}
+	for disk := range disks {
+		dir := names.NamedDisksDir + disk
+		// Each disk is a mount of its own, not a directory of another.
+		if out := exec("grep -c ' " + dir + " ' /proc/mounts"); strings.TrimSpace(out) != "1" {
+			t.Errorf("%s is not a mount: %q", dir, out)
+		}
+		written[disk] = fmt.Sprintf("%s %d\n", disk, time.Now().UnixNano())
+		exec(fmt.Sprintf("printf '%%s' '%s' > %s/marker && sync", written[disk], dir))
+	}
+	if err := w.Client.Delete(ctx, &corev1.Pod{ObjectMeta: podMeta(ns, pod)}); err != nil {
+		t.Fatal(err)
+	}
+	running(uid, "pod deleted")
+	for disk, volume := range disks {
+		if got := exec("cat " + names.NamedDisksDir + disk + "/marker"); got != written[disk] {
+			t.Errorf("disk %s holds %q after the pod's deletion, want %q", disk, got, written[disk])
+		}
+		var c corev1.PersistentVolumeClaim
+		if err := w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: volume + "-" + pod}, &c); err != nil || c.Annotations[names.AnnotationDiskName] != disk {
+			t.Errorf("claim of disk %s: %v %v", disk, c.Annotations, err)
+		}
+	}
+	t.Logf("named disks: %s", time.Since(began).Round(time.Second))
 }

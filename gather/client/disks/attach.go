@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,7 +45,8 @@ type Attach struct {
 }
 
 // instanceClaim is the claim of the pod that holds its persistent disk:
-// its only claim, or the one of the `store` template.
+// its only claim, or the one of template, which the StatefulSet names
+// "<template>-<pod>".
 func instanceClaim(pod *corev1.Pod, template string) (string, error) {
 	var claims []string
 	for _, v := range pod.Spec.Volumes {
@@ -55,7 +55,7 @@ func instanceClaim(pod *corev1.Pod, template string) (string, error) {
 		}
 	}
 	for _, c := range claims {
-		if len(claims) == 1 || strings.HasPrefix(c, template+"-") {
+		if len(claims) == 1 || c == template+"-"+pod.Name {
 			return c, nil
 		}
 	}
@@ -95,6 +95,10 @@ func (a *Attach) Run(ctx context.Context, template string) error {
 	}
 	if orphan.Spec.VolumeName == "" {
 		return fmt.Errorf("disk '%s' has no volume", a.Orphan)
+	}
+	if disk := orphan.Annotations[names.AnnotationDiskName]; disk != "" {
+		// A named disk's orphan replaces the instance's disk of that name.
+		template = names.NamedDiskVolume(disk)
 	}
 	name, err := instanceClaim(a.Pod, template)
 	if err != nil {

@@ -28,6 +28,10 @@ func TestInstanceClaim(t *testing.T) {
 	if got, err := instanceClaim(pod("logs-db-0", "store-db-0"), "store"); got != "store-db-0" || err != nil {
 		t.Errorf("two claims: %q %v", got, err)
 	}
+	// Named disks "a" and "a-b": the claim of template disk-a only.
+	if got, err := instanceClaim(pod("disk-a-b-db-0", "disk-a-db-0"), "disk-a"); got != "disk-a-db-0" || err != nil {
+		t.Errorf("named disks: %q %v", got, err)
+	}
 	if _, err := instanceClaim(pod(), "store"); err == nil || !strings.Contains(err.Error(), "pod db-0 has no persistent disk") {
 		t.Errorf("no claim: %v", err)
 	}

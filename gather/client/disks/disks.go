@@ -18,9 +18,10 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/names"
 )
 
-// Disk is an orphaned claim.
+// Disk is an orphaned claim. DiskName is a named disk's name in
+// `persistent_disks`, "-" for the managed disk.
 type Disk struct {
-	Namespace, Name, Size, Deployment, Instance, OrphanedAt string
+	Namespace, Name, DiskName, Size, Deployment, Instance, OrphanedAt string
 }
 
 // Orphaned lists the orphaned claims of namespace ("" for all), oldest
@@ -36,8 +37,12 @@ func Orphaned(ctx context.Context, c client.Reader, namespace string) ([]Disk, e
 		if size.IsZero() {
 			size = p.Spec.Resources.Requests[corev1.ResourceStorage]
 		}
+		diskName := p.Annotations[names.AnnotationDiskName]
+		if diskName == "" {
+			diskName = "-"
+		}
 		out = append(out, Disk{
-			Namespace: p.Namespace, Name: p.Name, Size: size.String(),
+			Namespace: p.Namespace, Name: p.Name, DiskName: diskName, Size: size.String(),
 			Deployment: p.Labels[names.LabelDeployment],
 			Instance:   p.Annotations[names.AnnotationOrphanedInstance],
 			OrphanedAt: p.Annotations[names.AnnotationOrphanedAt],
@@ -50,16 +55,17 @@ func Orphaned(ctx context.Context, c client.Reader, namespace string) ([]Disk, e
 }
 
 // Print writes disks as the director's table: disk, size, deployment,
-// instance, orphaned at.
+// instance, orphaned at; and, after the disk, its name in
+// `persistent_disks`.
 func Print(w io.Writer, disks []Disk, allNamespaces bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	head := "DISK\tSIZE\tDEPLOYMENT\tINSTANCE\tORPHANED AT"
+	head := "DISK\tNAME\tSIZE\tDEPLOYMENT\tINSTANCE\tORPHANED AT"
 	if allNamespaces {
 		head = "NAMESPACE\t" + head
 	}
 	fmt.Fprintln(tw, head)
 	for _, d := range disks {
-		row := strings.Join([]string{d.Name, d.Size, d.Deployment, d.Instance, d.OrphanedAt}, "\t")
+		row := strings.Join([]string{d.Name, d.DiskName, d.Size, d.Deployment, d.Instance, d.OrphanedAt}, "\t")
 		if allNamespaces {
 			row = d.Namespace + "\t" + row
 		}

@@ -16,6 +16,12 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/names"
 )
 
+// named makes p a named disk's claim, annotated as its template is.
+func named(p *corev1.PersistentVolumeClaim, disk string) *corev1.PersistentVolumeClaim {
+	p.Annotations[names.AnnotationDiskName] = disk
+	return p
+}
+
 func claim(name string, orphaned bool, at string) *corev1.PersistentVolumeClaim {
 	p := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: map[string]string{names.LabelDeployment: "d"}},
@@ -34,6 +40,7 @@ func TestOrphanedAndDelete(t *testing.T) {
 		claim("store-d-db-2", true, "2026-11-26T10:00:00Z"),
 		claim("store-d-db-3", true, "2026-11-25T10:00:00Z"),
 		claim("store-d-db-0", false, ""),
+		named(claim("disk-blob-store-d-db-1", true, "2026-11-26T11:00:00Z"), "blob_store"),
 	).Build()
 	list, err := disks.Orphaned(ctx, c, "ns")
 	if err != nil {
@@ -43,11 +50,12 @@ func TestOrphanedAndDelete(t *testing.T) {
 	if err := disks.Print(&out, list, false); err != nil {
 		t.Fatal(err)
 	}
-	want := `DISK          SIZE  DEPLOYMENT  INSTANCE             ORPHANED AT
-store-d-db-3  1Gi   d           db/store-d-db-3 (2)  2026-11-25T10:00:00Z
-store-d-db-2  1Gi   d           db/store-d-db-2 (2)  2026-11-26T10:00:00Z
+	want := `DISK                    NAME        SIZE  DEPLOYMENT  INSTANCE                       ORPHANED AT
+store-d-db-3            -           1Gi   d           db/store-d-db-3 (2)            2026-11-25T10:00:00Z
+store-d-db-2            -           1Gi   d           db/store-d-db-2 (2)            2026-11-26T10:00:00Z
+disk-blob-store-d-db-1  blob_store  1Gi   d           db/disk-blob-store-d-db-1 (2)  2026-11-26T11:00:00Z
 
-2 disks
+3 disks
 `
 	if out.String() != want {
 		t.Errorf("table:\n%s\nwant:\n%s", out.String(), want)
