@@ -8,9 +8,12 @@ package update
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"time"
+
+	"k8s.io/utils/ptr"
 
 	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
 )
@@ -37,6 +40,13 @@ type Watch struct {
 type Group struct {
 	Name   string `json:"name"`
 	Update Config `json:"update"`
+	// Instances and AZs are the group's `instances` and how many `azs` it
+	// has: a deploy removes instances beyond them before updating the
+	// rest, as the director deletes unneeded instances first. Nil where
+	// the manifest's instances is not a number (gathering refuses it) or
+	// the plan was recorded before it was kept.
+	Instances *int `json:"instances,omitempty"`
+	AZs       int  `json:"azs,omitempty"`
 }
 
 // Plan is the service instance groups of a deployment in manifest order.
@@ -94,7 +104,17 @@ func PlanOf(root *yamlvalue.Map) (Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		plan = append(plan, Group{Name: n, Update: c})
+		group := Group{Name: n, Update: c}
+		if v, _ := g.Get("instances"); v != nil {
+			if count, ok := v.(int64); ok && count >= 0 && count <= math.MaxInt32 {
+				group.Instances = ptr.To(int(count))
+			}
+		}
+		if v, _ := g.Get("azs"); v != nil {
+			azs, _ := v.([]any)
+			group.AZs = len(azs)
+		}
+		plan = append(plan, group)
 	}
 	return plan, nil
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
 )
 
@@ -23,7 +25,10 @@ func TestPlanOf(t *testing.T) {
 update: {canaries: 2, max_in_flight: "50%", canary_watch_time: 1000-30000, update_watch_time: 5000}
 instance_groups:
 - name: db
+  instances: 3
+  azs: [z1, z2]
 - name: api
+  instances: 0
   update: {canaries: 1, max_in_flight: 1, serial: false}
 - name: worker
   update: {serial: false, update_watch_time: "2000 - 4000"}
@@ -36,8 +41,8 @@ instance_groups:
 		t.Fatal(err)
 	}
 	want := Plan{
-		{Name: "db", Update: Config{Canaries: "2", MaxInFlight: "50%", CanaryWatch: Watch{time.Second, 30 * time.Second}, UpdateWatch: Watch{5 * time.Second, 5 * time.Second}, Serial: true}},
-		{Name: "api", Update: Config{Canaries: "1", MaxInFlight: "1", CanaryWatch: Watch{time.Second, 30 * time.Second}, UpdateWatch: Watch{5 * time.Second, 5 * time.Second}}},
+		{Name: "db", Update: Config{Canaries: "2", MaxInFlight: "50%", CanaryWatch: Watch{time.Second, 30 * time.Second}, UpdateWatch: Watch{5 * time.Second, 5 * time.Second}, Serial: true}, Instances: ptr.To(3), AZs: 2},
+		{Name: "api", Update: Config{Canaries: "1", MaxInFlight: "1", CanaryWatch: Watch{time.Second, 30 * time.Second}, UpdateWatch: Watch{5 * time.Second, 5 * time.Second}}, Instances: ptr.To(0)},
 		{Name: "worker", Update: Config{Canaries: "2", MaxInFlight: "50%", CanaryWatch: Watch{time.Second, 30 * time.Second}, UpdateWatch: Watch{2 * time.Second, 4 * time.Second}}},
 		{Name: "router", Update: Config{Canaries: "2", MaxInFlight: "50%", CanaryWatch: Watch{time.Second, 30 * time.Second}, UpdateWatch: Watch{5 * time.Second, 5 * time.Second}, Serial: true}},
 	}

@@ -506,7 +506,10 @@ var _ = Describe("the deploy controller", func() {
 		}
 	})
 
-	It("scaled down with a new version, deletes the highest indexes max_in_flight at a time, each gone before the next, then updates the rest", func() {
+	// scaledDown: 6 instances over two AZs become 3 with a new version,
+	// the scale-down recorded from the user's apply of the objects or,
+	// byManifest, from the accepted manifest's instances alone.
+	scaledDown := func(byManifest bool) {
 		// Two AZs of 3: z1 holds indexes 0, 2, 4 and z2 1, 3, 5.
 		azSet("lc-z1", "lc", 1, 3, false)
 		azSet("lc-z2", "lc", 2, 3, false)
@@ -566,15 +569,21 @@ var _ = Describe("the deploy controller", func() {
 			}
 		}()
 
-		// What the webhook records of `kubectl apply` of objects for 3
-		// instances (replicas 2 and 1), with a new version accepted.
-		// kubectl apply sends them one after another.
-		for _, name := range []string{"lc-z2", "lc-z1"} {
-			to := map[string]string{"lc-z1": "2", "lc-z2": "1"}[name]
-			s := get(name)
-			patch := client.MergeFrom(s.DeepCopy())
-			s.Annotations = map[string]string{names.AnnotationScaleDown: to}
-			Expect(cp.Client.Patch(ctx, s, patch)).To(Succeed())
+		if byManifest {
+			// The manifest of 3 instances accepted before its objects are
+			// applied (or without them): its plan has the instances.
+			plan[0].Instances, plan[0].AZs = ptr.To(3), 2
+		} else {
+			// What the webhook records of `kubectl apply` of objects for
+			// 3 instances (replicas 2 and 1), with a new version
+			// accepted. kubectl apply sends them one after another.
+			for _, name := range []string{"lc-z2", "lc-z1"} {
+				to := map[string]string{"lc-z1": "2", "lc-z2": "1"}[name]
+				s := get(name)
+				patch := client.MergeFrom(s.DeepCopy())
+				s.Annotations = map[string]string{names.AnnotationScaleDown: to}
+				Expect(cp.Client.Patch(ctx, s, patch)).To(Succeed())
+			}
 		}
 		accept(map[string]int{"lc": 2}, plan)
 		Eventually(status).WithTimeout(30 * time.Second).Should(HaveField("Phase", deploy.PhaseDeployed))
@@ -605,6 +614,12 @@ var _ = Describe("the deploy controller", func() {
 			HavePrefix("instance group 'lc': deleting unneeded instances lc-z2-2 ("),
 			"instance group 'lc': deleting unneeded instances lc-z1-2 (1 more to delete)",
 			"instance group 'lc': deleting unneeded instances lc-z2-1 (0 more to delete)"))
+	}
+	It("scaled down with a new version, deletes the highest indexes max_in_flight at a time, each gone before the next, then updates the rest", func() {
+		scaledDown(false)
+	})
+	It("with a manifest of fewer instances than the replicas, deletes the unneeded instances first the same way, before the StatefulSets are applied", func() {
+		scaledDown(true)
 	})
 
 	It("refuses a StatefulSet that updates on delete, naming it", func() {

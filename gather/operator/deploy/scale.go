@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/bosh-injector/bosh-injector/gather/instance"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/update"
 )
@@ -43,6 +44,41 @@ func KeepReplicas(old, update *appsv1.StatefulSet) bool {
 	return false
 }
 
+// manifestReplicas is how many replicas a StatefulSet of group g keeps
+// under the manifest's instances (the ordinals whose instance index, as
+// the webhook numbers them, is below it), and whether it has more.
+func manifestReplicas(g update.Group, s *appsv1.StatefulSet) (int, bool) {
+	if g.Instances == nil {
+		return 0, false
+	}
+	per := instance.Replicas(*g.Instances, g.AZs)
+	az := 1
+	if v, has := s.Spec.Template.Labels[names.LabelAZIndex]; has {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > len(per) {
+			// The webhook denies its pods, naming the label.
+			return 0, false
+		}
+		az = n
+	}
+	return per[az-1], int(ptr.Deref(s.Spec.Replicas, 1)) > per[az-1]
+}
+
+// recordScaleDown records on s a scale-down to keep replicas.
+func (d *run) recordScaleDown(ctx context.Context, s *appsv1.StatefulSet, keep int) (string, error) {
+	p := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if s.Annotations == nil {
+		s.Annotations = map[string]string{}
+	}
+	s.Annotations[names.AnnotationScaleDown] = strconv.Itoa(keep)
+	if err := d.Client.Patch(ctx, s, p); err != nil {
+		return "", fmt.Errorf("recording the scale-down of StatefulSet %s: %w", s.Name, err)
+	}
+	d.Log.Info("the manifest has fewer instances than the StatefulSet's replicas: the unneeded ones go first",
+		"namespace", s.Namespace, "statefulset", s.Name, "replicas", ptr.Deref(s.Spec.Replicas, 1), "to", keep)
+	return s.Annotations[names.AnnotationScaleDown], nil
+}
+
 // shrinking is a StatefulSet with a recorded scale-down.
 type shrinking struct {
 	s                 *appsv1.StatefulSet
@@ -72,6 +108,18 @@ func (d *run) shrink(ctx context.Context, g update.Group, sets []*appsv1.Statefu
 		}
 		_, cachedRecord := cached.Annotations[names.AnnotationScaleDown]
 		v, ok := s.Annotations[names.AnnotationScaleDown]
+		if keep, beyond := manifestReplicas(g, s); !ok && beyond {
+			// The manifest's instances are fewer than the replicas (its
+			// StatefulSets not applied yet, or never): recorded as the
+			// webhook records a user's scale-down, so the removal is paced
+			// and comes before any update step, whenever the user's apply
+			// follows.
+			var err error
+			if v, err = d.recordScaleDown(ctx, s, keep); err != nil {
+				return outcome{}, false, err
+			}
+			ok = true
+		}
 		recorded = recorded || ok || cachedRecord
 		if !ok {
 			continue
