@@ -1,11 +1,13 @@
 package e2e_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -26,6 +28,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/objects"
 	operatordeploy "github.com/bosh-injector/bosh-injector/gather/operator/deploy"
 	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
+	"github.com/bosh-injector/bosh-injector/test/controlplane"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 )
@@ -221,7 +224,7 @@ func TestZones(t *testing.T) {
 		if len(evicted) < 2 {
 			t.Fatalf("%s holds %v, want two instances or more", z1, evicted)
 		}
-		logs := drainLogs(ctx, w, tr, evicted)
+		logs := drainLogs(t, w, evicted)
 		tr.expect(6)
 		start := time.Now()
 		kubectl(t, "drain", z1, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=4m")
@@ -252,7 +255,7 @@ func TestZones(t *testing.T) {
 
 	step("scaled 6 to 3: the highest indexes go one at a time (max_in_flight), each drained", func(t *testing.T) {
 		removed := []string{"zones-lc-z1-2", "zones-lc-z2-1", "zones-lc-z2-2"}
-		logs := drainLogs(ctx, w, tr, removed)
+		logs := drainLogs(t, w, removed)
 		tr.expectRemoved(removed)
 		pods := deploy(t, 3)
 		if most := tr.mostRemovedAtOnce(); most != 1 {
@@ -348,40 +351,54 @@ func applyObject(ctx context.Context, c client.Client, o client.Object) error {
 	})
 }
 
-// drainLogs reads, for each pod named, its lifecycle log once the pod is
-// being deleted and its drain has run, while its container still runs
-// (the log is on the pod's own volume); each channel gets what it read
-// last.
-func drainLogs(ctx context.Context, w *walkthrough.Walkthrough, tr *tracker, pods []string) map[string]chan string {
+// drainLogs follows, for each pod named, its lifecycle log from now until
+// its container stops (`tail -F` in an exec its container's end closes), so
+// what its drain writes while it stops is read however late the pod's
+// deletion is seen; each channel gets all it read. It returns once every
+// log is followed.
+func drainLogs(t *testing.T, w *walkthrough.Walkthrough, pods []string) map[string]chan string {
+	t.Helper()
+	bin, err := controlplane.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
 	out := map[string]chan string{}
 	for _, name := range pods {
-		ch := make(chan string, 1)
+		cmd := exec.CommandContext(ctx, filepath.Join(bin, "kubectl"), "exec", "-n", zonesNS, name, "-c", zonesContainer, "--",
+			"tail", "-n", "+1", "-F", lifecycleLog)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+w.Kubeconfig)
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		following, ended, ch := make(chan struct{}), make(chan struct{}), make(chan string, 1)
 		out[name] = ch
 		go func() {
-			last := ""
-			defer func() { ch <- last }()
-			deadline := time.Now().Add(5 * time.Minute)
-			for time.Now().Before(deadline) {
-				tr.mu.Lock()
-				p := tr.pods[name]
-				tr.mu.Unlock()
-				if p == nil || p.DeletionTimestamp == nil {
-					time.Sleep(100 * time.Millisecond)
-					continue
+			defer close(ended)
+			var all strings.Builder
+			lines := bufio.NewScanner(stdout)
+			for first := true; lines.Scan(); first = false {
+				if first {
+					close(following)
 				}
-				for range 100 {
-					l, err := w.Kubectl(ctx, "exec", "-n", zonesNS, name, "-c", zonesContainer, "--", "cat", lifecycleLog)
-					if err == nil {
-						last = l
-					}
-					if strings.Contains(last, "drain job_shutdown") {
-						return
-					}
-					time.Sleep(100 * time.Millisecond)
-				}
-				return
+				all.WriteString(lines.Text() + "\n")
 			}
+			_ = cmd.Wait()
+			ch <- all.String()
 		}()
+		// The log has post-start's line already.
+		select {
+		case <-following:
+		case <-ended:
+			t.Fatalf("following %s's lifecycle log: %s ended at once", name, strings.Join(cmd.Args, " "))
+		case <-time.After(time.Minute):
+			t.Fatalf("following %s's lifecycle log: nothing in a minute", name)
+		}
 	}
 	return out
 }
