@@ -13,8 +13,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -30,37 +28,44 @@ import (
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 )
 
-// The verdicts deployment's changes, as ops files on deployments/verdicts.yml.
+// The verdicts deployment's changes, as ops files on deployments/verdicts.yml
+// (update_watch_time 1000-60000).
 const (
-	// Each new process exits once; monit starts it again 10 s later.
+	// Each new process exits once, and monit starts it again 10 s later;
+	// both instances at once.
 	verdictsFailOnce = `- type: replace
   path: /instance_groups/name=app/jobs/name=flaky/properties/flaky/failures
   value: 1
 - type: replace
   path: /update/canaries
   value: 2
+- type: replace
+  path: /update/max_in_flight
+  value: 2
 `
-	// The process exits while the Service verdicts-gate does not exist,
-	// and the canary is watched for at most 5 s.
-	verdictsNeedsGate = `- type: replace
-  path: /instance_groups/name=app/jobs/name=flaky/properties/flaky/needs?
-  value: verdicts-gate.verdicts.svc.cluster.local
+	// The same, the canary watched for at most 10 s: it runs too late.
+	verdictsSlowCanary = `- type: replace
+  path: /instance_groups/name=app/jobs/name=flaky/properties/flaky/failures
+  value: 1
 - type: replace
   path: /update/canary_watch_time
-  value: 1000-5000
+  value: 1000-10000
 `
-	// A name no Service has.
-	verdictsNeedsNothing = `- type: replace
-  path: /instance_groups/name=app/jobs/name=flaky/properties/flaky/needs?
-  value: verdicts-none.verdicts.svc.cluster.local
+	// A process that never runs.
+	verdictsBroken = `- type: replace
+  path: /instance_groups/name=app/jobs/name=flaky/properties/flaky/failures
+  value: 1000000
 - type: replace
   path: /update/canary_watch_time
-  value: 1000-5000
+  value: 1000-10000
 `
-	// The fix: the name of the Service that exists.
+	// The fix: a process that runs at once, a change from what runs.
 	verdictsFixed = `- type: replace
-  path: /instance_groups/name=app/jobs/name=flaky/properties/flaky/needs?
-  value: verdicts-gate.verdicts.svc.cluster.local
+  path: /instance_groups/name=app/jobs/name=flaky/properties/flaky/failures
+  value: 0
+- type: replace
+  path: /update/max_in_flight
+  value: 2
 `
 )
 
@@ -192,6 +197,11 @@ func TestVerdicts(t *testing.T) {
 				}
 			}
 		}
+		// The deploy of the gathered version ended before the objects
+		// existed: it starts their instances when they appear.
+		tr.waitFor(t, 2*time.Minute, "both instances Ready", func(pods map[string]*corev1.Pod) bool {
+			return len(pods) == 2 && podReady(pods[other]) && podReady(pods[canary])
+		})
 		deployed(t, operatordeploy.PhaseDeployed)
 	})
 
@@ -216,9 +226,9 @@ func TestVerdicts(t *testing.T) {
 		}
 	})
 
-	step("a canary not running by canary_watch_time's maximum fails the deploy; the other instance keeps its version; a retry finishes it", func(t *testing.T) {
+	step("a canary not running by canary_watch_time's maximum fails the deploy; the other instance keeps its version; a retry once it runs finishes it", func(t *testing.T) {
 		before := getPod(t, w, ns, other)
-		apply(t, opsOf(first, verdictsNeedsGate))
+		apply(t, opsOf(first, verdictsSlowCanary))
 		st := deployed(t, operatordeploy.PhaseFailed)
 		t.Logf("failed: %s", st.Message)
 		for _, want := range []string{"'app/1 (" + canary + ")' is not running after update.", "flaky-flaky"} {
@@ -228,22 +238,16 @@ func TestVerdicts(t *testing.T) {
 		}
 		failedEvent(t, w, ns, manifestName)
 		held(t, w, statefulSet(t), before)
-
-		// The dependency appears: the canary's process, started again by
-		// monit, runs; the retry sees it and updates the other.
-		gate := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "verdicts-gate"},
-			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(80)}}}}
-		if err := w.Client.Create(ctx, gate); err != nil {
-			t.Fatal(err)
-		}
+		// Started again by monit, the canary's process runs: the retry
+		// sees it and updates the other.
 		tr.waitFor(t, time.Minute, canary+" Ready", func(pods map[string]*corev1.Pod) bool { return pods[canary] != nil && podReady(pods[canary]) })
 		retryDeploy(t, w, ns, manifestName, "1")
 		deployed(t, operatordeploy.PhaseDeployed)
 	})
 
-	step("a failed canary again; a fixed manifest finishes the deploy", func(t *testing.T) {
+	step("a canary that never runs fails the deploy; a fixed manifest finishes it", func(t *testing.T) {
 		before := getPod(t, w, ns, other)
-		apply(t, opsOf(first, verdictsNeedsNothing))
+		apply(t, opsOf(first, verdictsBroken))
 		st := deployed(t, operatordeploy.PhaseFailed)
 		if !strings.Contains(st.Message, "'app/1 ("+canary+")' is not running after update.") {
 			t.Errorf("the deploy's message: %s", st.Message)
@@ -428,5 +432,14 @@ func retryDeploy(t *testing.T, w *walkthrough.Walkthrough, ns, manifest, value s
 	s.Annotations[names.AnnotationRetryDeploy] = value
 	if err := w.Client.Patch(context.Background(), &s, patch); err != nil {
 		t.Fatal(err)
+	}
+	// The failed deploy's status stays until the controller takes the retry.
+	for deadline := time.Now().Add(time.Minute); operatordeploy.StatusOf(&s).Retry != value; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the retry was not taken after 1m: %+v", operatordeploy.StatusOf(&s))
+		}
+		if err := w.Client.Get(context.Background(), client.ObjectKeyFromObject(&s), &s); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
