@@ -31,11 +31,11 @@ import (
 // The verdicts deployment's changes, as ops files on deployments/verdicts.yml
 // (update_watch_time 1000-60000).
 const (
-	// Each new process exits once, and monit starts it again 10 s later;
-	// both instances at once.
-	verdictsFailOnce = `- type: replace
+	// Each new process exits twice, monit starting it again 10 s later
+	// each time; both instances at once.
+	verdictsFailTwice = `- type: replace
   path: /instance_groups/name=app/jobs/name=flaky/properties/flaky/failures
-  value: 1
+  value: 2
 - type: replace
   path: /update/canaries
   value: 2
@@ -43,7 +43,8 @@ const (
   path: /update/max_in_flight
   value: 2
 `
-	// The same, the canary watched for at most 10 s: it runs too late.
+	// Each new process exits once, the canary watched for at most 10 s:
+	// it runs too late.
 	verdictsSlowCanary = `- type: replace
   path: /instance_groups/name=app/jobs/name=flaky/properties/flaky/failures
   value: 1
@@ -72,7 +73,7 @@ const (
 // TestVerdicts deploys two instances of release flaky, whose process exits
 // as told, from the objects `objects` prints, and checks the deploy's
 // verdicts on the node as a director gives them: a change whose processes
-// exit once and are started again in their containers is Deployed; a
+// exit twice and are started again in their containers is Deployed; a
 // canary whose process exits for longer than canary_watch_time fails the
 // deploy with the director's error, the other instance keeps its version
 // and runs, and the deploy is finished, nothing left at a partition, by a
@@ -205,8 +206,8 @@ func TestVerdicts(t *testing.T) {
 		deployed(t, operatordeploy.PhaseDeployed)
 	})
 
-	step("processes exiting once before they run within update_watch_time: Deployed", func(t *testing.T) {
-		apply(t, opsOf(first, verdictsFailOnce))
+	step("processes exiting twice before they run within update_watch_time: Deployed", func(t *testing.T) {
+		apply(t, opsOf(first, verdictsFailTwice))
 		st := deployed(t, operatordeploy.PhaseDeployed)
 		if st.Updated != 2 || st.Total != 2 {
 			t.Errorf("updated %d of %d, want 2 of 2", st.Updated, st.Total)
@@ -219,7 +220,7 @@ func TestVerdicts(t *testing.T) {
 				t.Fatal(err)
 			}
 			if i := slices.IndexFunc(status.Processes, func(p contract.ProcessStatus) bool { return p.Container == "flaky-flaky" }); i < 0 ||
-				status.Processes[i].Restarts < 1 || status.Processes[i].LastExit == nil || !strings.Contains(status.Processes[i].LastExit.Tail, "failing start 1 of 1") {
+				status.Processes[i].Restarts < 2 || status.Processes[i].LastExit == nil || !strings.Contains(status.Processes[i].LastExit.Tail, "failing start 2 of 2") {
 				data, _ := json.Marshal(status)
 				t.Errorf("%s: the process did not exit before it ran: %s", name, data)
 			}
