@@ -29,7 +29,7 @@ import (
 )
 
 // The verdicts deployment's changes, as ops files on deployments/verdicts.yml
-// (update_watch_time 1000-60000).
+// (watch times 1000-90000: a loaded node starts a pod in seconds).
 const (
 	// Each new process exits twice, monit starting it again 10 s later
 	// each time; both instances at once.
@@ -206,7 +206,7 @@ func TestVerdicts(t *testing.T) {
 		deployed(t, operatordeploy.PhaseDeployed)
 	})
 
-	step("processes exiting twice before they run within update_watch_time: Deployed", func(t *testing.T) {
+	step("processes exiting twice before they run within the watch time: Deployed", func(t *testing.T) {
 		apply(t, opsOf(first, verdictsFailTwice))
 		st := deployed(t, operatordeploy.PhaseDeployed)
 		if st.Updated != 2 || st.Total != 2 {
