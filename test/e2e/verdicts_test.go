@@ -175,14 +175,7 @@ func TestVerdicts(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	step := func(name string, f func(t *testing.T)) {
-		if t.Failed() {
-			return
-		}
-		start := time.Now()
-		t.Run(name, f)
-		t.Logf("%s: %s", name, time.Since(start).Round(100*time.Millisecond))
-	}
+	step := func(name string, f func(t *testing.T)) { timedStep(t, name, f) }
 
 	step("the first deploy", func(t *testing.T) {
 		ops := opsOf(first, "")
@@ -321,6 +314,17 @@ func TestVerdicts(t *testing.T) {
 		}
 	})
 	t.Logf("all in %s", time.Since(began).Round(100*time.Millisecond))
+}
+
+// timedStep runs step name as a subtest of t, unless t failed already (a
+// step builds on the ones before), and logs how long it took.
+func timedStep(t *testing.T, name string, f func(t *testing.T)) {
+	if t.Failed() {
+		return
+	}
+	start := time.Now()
+	t.Run(name, f)
+	t.Logf("%s: %s", name, time.Since(start).Round(100*time.Millisecond))
 }
 
 // buildFlaky builds release flaky's image from dir, a copy of its source,

@@ -173,14 +173,7 @@ func TestZones(t *testing.T) {
 		}
 		return out
 	}
-	step := func(name string, f func(t *testing.T)) {
-		if t.Failed() {
-			return
-		}
-		start := time.Now()
-		t.Run(name, f)
-		t.Logf("%s: %s", name, time.Since(start).Round(100*time.Millisecond))
-	}
+	step := func(name string, f func(t *testing.T)) { timedStep(t, name, f) }
 
 	step("each AZ's instances in its zone, z1's on different nodes", func(t *testing.T) {
 		pods := deploy(t, 4)
