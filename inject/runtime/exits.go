@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 
@@ -15,6 +17,28 @@ type exitRecord struct {
 }
 
 func exitedFile(container string) string { return container + ".exited" }
+
+// lastExit says how the container's process last exited, for a readiness
+// probe's answer, which the deploy's verdict quotes: the container itself
+// does not end, so it has no termination message.
+func (in Instance) lastExit() string {
+	var rec exitRecord
+	if data, ok := in.State.Read(exitedFile(in.Plan.Container)); !ok || json.Unmarshal([]byte(data), &rec) != nil {
+		return ""
+	}
+	how := fmt.Sprintf("exited %d", rec.LastExit.Code)
+	if rec.LastExit.Signal != "" {
+		how = "killed by " + rec.LastExit.Signal
+	}
+	out := ": it " + how
+	if rec.Restarts > 0 {
+		out += fmt.Sprintf(" (started again in its container %d times, as monit does)", rec.Restarts)
+	}
+	if last := lastLines(rec.LastExit.Tail, 1); last != "" {
+		out += ": " + last
+	}
+	return out
+}
 
 // exitTail bounds what a process's exit record keeps of its stderr.
 const (

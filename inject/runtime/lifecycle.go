@@ -101,7 +101,7 @@ func (in Instance) Alive() error {
 func (in Instance) running() error {
 	raw, ok := in.State.Read(pidFile(in.Plan.Container))
 	if !ok {
-		return fmt.Errorf("process '%s' of job '%s' is not running", in.Plan.Process, in.Plan.Job)
+		return fmt.Errorf("process '%s' of job '%s' is not running%s", in.Plan.Process, in.Plan.Job, in.lastExit())
 	}
 	pid, err := strconv.Atoi(raw)
 	if err != nil {

@@ -439,8 +439,13 @@ func TestLauncherStartsAnExitedProcessAgain(t *testing.T) {
 	now, cancelNow := context.WithCancel(context.Background())
 	cancelNow()
 	var failing bool
+	var probe string
 	waitFor(t, "the third start", func() bool {
-		failing = failing || in.Status(true).Processes[0].State == contract.StateFailing && in.Ready(now) != nil
+		if in.Status(true).Processes[0].State == contract.StateFailing {
+			if err := in.Ready(now); err != nil {
+				failing, probe = true, err.Error()
+			}
+		}
 		return strings.Count(out.String(), "started") >= 3
 	})
 	select {
@@ -453,6 +458,9 @@ func TestLauncherStartsAnExitedProcessAgain(t *testing.T) {
 	}
 	if !failing {
 		t.Errorf("never failing and not ready between starts")
+	} else if want := "process 'server' of job 'web' is not running: it exited 3 (started again in its container "; !strings.HasPrefix(probe, want) || !strings.HasSuffix(probe, "as monit does): nats is not listening") {
+		// The deploy's verdict quotes the probe's answer.
+		t.Errorf("the readiness probe said %q, want %q… with its last stderr line", probe, want)
 	}
 	ps := in.Status(true).Processes[0]
 	if ps.Restarts < 2 || ps.LastExit == nil || ps.LastExit.Code != 3 || ps.LastExit.Signal != "" || ps.LastExit.Tail != "nats is not listening" {
