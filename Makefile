@@ -63,17 +63,21 @@ $(COREDNS): | test/tools/coredns/go.mod test/tools/coredns/main.go
 	@mkdir -p $(@D)
 	cd test/tools/coredns && CGO_ENABLED=0 $(GO) build -ldflags '-s -w' -o $@ .
 
+# Every tool is built static (CGO_ENABLED=0), as Kubernetes releases its
+# binaries: one cgo setting for all lets the tools share their compiled
+# packages (with cgo, `net` and all that imports it build apart; the kube
+# binaries share 1,500 packages with the kubelet).
 $(TESTBIN)/etcd: | test/tools/etcd/go.mod test/tools/etcd/main.go
 	@mkdir -p $(@D)
-	cd test/tools/etcd && $(GO) build -ldflags '-s -w' -o $@ .
+	cd test/tools/etcd && CGO_ENABLED=0 $(GO) build -ldflags '-s -w' -o $@ .
 
 $(TESTBIN)/kube-%: | test/tools/kube/go.mod
 	@mkdir -p $(@D)
-	cd test/tools/kube && $(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kube-$*
+	cd test/tools/kube && CGO_ENABLED=0 $(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kube-$*
 
 $(TESTBIN)/kubectl: | test/tools/kube/go.mod
 	@mkdir -p $(@D)
-	cd test/tools/kube && $(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kubectl
+	cd test/tools/kube && CGO_ENABLED=0 $(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kubectl
 
 $(TESTBIN)/kubelet: | test/tools/kube/go.mod
 	@mkdir -p $(@D)
@@ -94,7 +98,7 @@ HELM_K8S_VERSION = $(shell cd test/tools/helm && $(GO) list -m -f '{{.Version}}'
 $(TESTBIN)/helm: | test/tools/helm/go.mod
 	@mkdir -p $(@D)
 	cd test/tools/helm && minor=$$(echo $(HELM_K8S_VERSION) | cut -d. -f2) && \
-	$(GO) build -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
+	CGO_ENABLED=0 $(GO) build -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
 		-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$$minor \
 		-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$$minor" \
 		-o $@ helm.sh/helm/v3/cmd/helm
@@ -104,7 +108,7 @@ $(TESTBIN)/helm: | test/tools/helm/go.mod
 # $KUBEBUILDER_ASSETS/registry.
 $(TESTBIN)/registry-$(REGISTRY_VERSION): | test/tools/registry/go.mod
 	@mkdir -p $(@D)
-	cd test/tools/registry && $(GO) build -ldflags '-s -w' -o $@ github.com/distribution/distribution/v3/cmd/registry
+	cd test/tools/registry && CGO_ENABLED=0 $(GO) build -ldflags '-s -w' -o $@ github.com/distribution/distribution/v3/cmd/registry
 
 $(TESTBIN)/registry: $(TESTBIN)/registry-$(REGISTRY_VERSION)
 	ln -sf $(<F) $@
