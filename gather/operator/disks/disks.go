@@ -14,9 +14,9 @@
 //     them), then drains each instance in the deploy's order so that its
 //     pod mounts the new set of disks;
 //   - orphaned disks: a claim no instance mounts any more (scaled down, its
-//     disk removed, the StatefulSet deleted) is labelled orphaned with its instance and time,
-//     and deleted after the retention, as the director orphans disks and
-//     cleans them up after days.
+//     disk removed, the StatefulSet deleted) is labelled orphaned with its
+//     instance and time, and deleted after the retention, as the director
+//     orphans disks and cleans them up after days.
 //
 // Its state is the claims' and StatefulSets' own fields and annotations, so
 // an operator restarted in the middle of a resize resumes where it was.
@@ -153,11 +153,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		if slices.ContainsFunc(gs, func(s *appsv1.StatefulSet) bool { return s.Annotations[names.AnnotationDiskRemount] != "" }) {
 			// Each instance mounts its changed disks before any grows.
-			again, err := r.remountGroup(ctx, deployment, group, gs)
+			more, err := r.remountGroup(ctx, deployment, group, gs)
 			if err != nil {
 				return reconcile.Result{}, err
 			}
-			if again {
+			if more {
 				wait = soonest(wait, poll)
 			}
 			continue
