@@ -22,7 +22,7 @@ const StatefulSetPath = "/resize-disks"
 // StatefulSets lets users change an instance group's persistent disk size
 // and instances with `objects` and `kubectl apply` as with any other
 // field: it keeps the immutable volumeClaimTemplates and records the new
-// sizes for the disk controller (disks.KeepTemplates), and keeps lowered
+// sizes and set of disks for the disk controller (disks.KeepTemplates), and keeps lowered
 // replicas, recording the count for the deploy controller to remove the
 // instances max_in_flight at a time (deploy.KeepReplicas).
 type StatefulSets struct {
@@ -59,7 +59,7 @@ func (h *StatefulSets) Handle(_ context.Context, req admission.Request) admissio
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	if changed {
-		log.Info("persistent disk sizes recorded for the disk controller", "sizes", update.Annotations[names.AnnotationDiskSizes])
+		log.Info("persistent disk changes recorded for the disk controller", "sizes", update.Annotations[names.AnnotationDiskSizes], "disks", disks.DiskNames(&update))
 	}
 	if req.UserInfo.Username != h.Operator && deploy.KeepReplicas(&old, &update) {
 		changed = true

@@ -58,6 +58,27 @@ var _ = Describe("a persistent disk size applied to a StatefulSet", func() {
 		Expect(resize(s, "512Mi")).To(MatchError(ContainSubstring("persistent disk 'store' of 2Gi cannot shrink to 512Mi")))
 	})
 
+	It("records a disk added for the disk controller, the templates kept, also across an update leaving it out", func() {
+		ns := newNamespace()
+		s := statefulSet(ns, map[string]string{names.LabelDeployment: "d", names.LabelInstanceGroup: "db"})
+		Expect(cp.Client.Create(ctx, s)).To(Succeed())
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			Expect(cp.Client.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
+			index := *s.Spec.VolumeClaimTemplates[0].DeepCopy()
+			index.Name = names.NamedDiskVolume("index")
+			s.Spec.VolumeClaimTemplates = append(s.Spec.VolumeClaimTemplates, index)
+			return cp.Client.Update(ctx, s)
+		})).To(Succeed())
+		Expect(s.Spec.VolumeClaimTemplates).To(HaveLen(1))
+		Expect(s.Annotations).To(HaveKeyWithValue(names.AnnotationDiskTemplates, And(ContainSubstring(`"name":"store"`), ContainSubstring(`"name":"disk-index"`))))
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			Expect(cp.Client.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
+			s.Annotations = nil
+			return cp.Client.Update(ctx, s)
+		})).To(Succeed())
+		Expect(s.Annotations).To(HaveKey(names.AnnotationDiskTemplates))
+	})
+
 	It("leaves other StatefulSets to the apiserver", func() {
 		s := statefulSet(newNamespace(), map[string]string{"app": "db"})
 		Expect(cp.Client.Create(ctx, s)).To(Succeed())

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -501,5 +502,45 @@ func TestNamedDisks(t *testing.T) {
 			t.Errorf("claim of disk %s: %v %v", disk, c.Annotations, err)
 		}
 	}
+
+	// blob_store removed from the manifest and applied as `objects` prints
+	// it: the operator replaces the StatefulSet (its templates cannot
+	// change), drains the instance so that its pod mounts index alone,
+	// and orphans blob_store's claim; index keeps its bytes.
+	removed := time.Now()
+	if status, err := w.Deploy(ctx, ns, fixtures.Deployment("named-disks", releaseURL, "named-disks-remove-blob-store.yml")); err != nil || status.State != runner.ReasonGathered {
+		t.Fatalf("gathering without blob_store: %+v %v", status, err)
+	}
+	_, without := statefulSetOf(ctx, t, w.Client, ns, "named-disks-manifest", "archive", objects.Options{Namespace: ns,
+		DiskSizes: map[string]resource.Quantity{"small": resource.MustParse("64Mi"), "large": resource.MustParse("128Mi")}})
+	var live appsv1.StatefulSet
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := w.Client.Get(ctx, client.ObjectKeyFromObject(sts), &live); err != nil {
+			return err
+		}
+		live.Spec = without.Spec
+		return w.Client.Update(ctx, &live)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	blob := names.NamedDiskVolume("blob_store") + "-" + pod
+	waitClaim(ctx, t, w.Client, client.ObjectKey{Namespace: ns, Name: blob}, func(c *corev1.PersistentVolumeClaim) bool {
+		return c.Labels[names.LabelOrphaned] == "true" && c.Annotations[names.AnnotationOrphanedInstance] != ""
+	})
+	for {
+		var p corev1.Pod
+		err := w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: pod}, &p)
+		if err == nil && p.DeletionTimestamp == nil && podReady(&p) && !slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == disks["blob_store"] }) {
+			break
+		}
+		if time.Since(removed) > 3*time.Minute {
+			t.Fatalf("%s still mounts blob_store or is not Ready\n%s", pod, w.OperatorLogs(ctx))
+		}
+		time.Sleep(time.Second)
+	}
+	if got := exec("cat " + names.NamedDisksDir + "index/marker"); got != written["index"] {
+		t.Errorf("disk index holds %q after blob_store's removal, want %q", got, written["index"])
+	}
+	t.Logf("blob_store removed: %s", time.Since(removed).Round(time.Second))
 	t.Logf("named disks: %s", time.Since(began).Round(time.Second))
 }

@@ -8,10 +8,15 @@
 //     deploy's order (canaries, then max_in_flight at a time, AZ by AZ),
 //     each instance drained first (its pod deleted, which runs its jobs'
 //     drain) as the director stops an instance before touching its disk;
-//   - orphaned disks: a claim no instance mounts any more (scaled down, the
-//     StatefulSet deleted) is labelled orphaned with its instance and time,
-//     and deleted after the retention, as the director orphans disks and
-//     cleans them up after days.
+//   - a disk added or removed: the webhook records the templates applied
+//     (names.AnnotationDiskTemplates); this controller replaces the
+//     StatefulSet (deleted leaving its pods and claims, created again with
+//     them), then drains each instance in the deploy's order so that its
+//     pod mounts the new set of disks;
+//   - orphaned disks: a claim no instance mounts any more (scaled down, its
+//     disk removed, the StatefulSet deleted) is labelled orphaned with its
+//     instance and time, and deleted after the retention, as the director
+//     orphans disks and cleans them up after days.
 //
 // Its state is the claims' and StatefulSets' own fields and annotations, so
 // an operator restarted in the middle of a resize resumes where it was.
@@ -115,16 +120,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.List(ctx, &setList, client.InNamespace(req.Namespace)); err != nil {
 		return reconcile.Result{}, err
 	}
-	groups := map[string][]*appsv1.StatefulSet{}
 	var sets []*appsv1.StatefulSet
 	for i := range setList.Items {
 		s := &setList.Items[i]
-		l := s.Spec.Template.Labels
-		if names.LabelValue(l[names.LabelDeployment]) != deployment {
-			continue
+		if names.LabelValue(s.Spec.Template.Labels[names.LabelDeployment]) == deployment {
+			sets = append(sets, s)
 		}
-		sets = append(sets, s)
-		groups[l[names.LabelInstanceGroup]] = append(groups[l[names.LabelInstanceGroup]], s)
+	}
+	sets, replacing, again, err := r.changeDisks(ctx, req.Namespace, deployment, sets)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	groups := map[string][]*appsv1.StatefulSet{}
+	for _, s := range sets {
+		g := s.Spec.Template.Labels[names.LabelInstanceGroup]
+		groups[g] = append(groups[g], s)
 	}
 	var claims corev1.PersistentVolumeClaimList
 	if err := r.Client.List(ctx, &claims, client.InNamespace(req.Namespace), client.MatchingLabels{names.LabelDeployment: deployment}); err != nil {
@@ -134,7 +144,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	if again {
+		wait = soonest(wait, poll)
+	}
 	for group, gs := range groups {
+		if replacing[group] {
+			continue // its StatefulSets are not all there yet
+		}
+		if slices.ContainsFunc(gs, func(s *appsv1.StatefulSet) bool { return s.Annotations[names.AnnotationDiskRemount] != "" }) {
+			// Each instance mounts its changed disks before any grows.
+			more, err := r.remountGroup(ctx, deployment, group, gs)
+			if err != nil {
+				return reconcile.Result{}, err
+			}
+			if more {
+				wait = soonest(wait, poll)
+			}
+			continue
+		}
 		w, err := r.resizeGroup(ctx, deployment, group, gs)
 		if err != nil {
 			return reconcile.Result{}, err
@@ -236,35 +263,20 @@ func (r *Reconciler) resizeGroup(ctx context.Context, deployment, group string, 
 	if !wanted {
 		return 0, nil
 	}
-	slices.SortFunc(sets, func(a, b *appsv1.StatefulSet) int {
-		ai, _ := strconv.Atoi(a.Spec.Template.Labels[names.LabelAZIndex])
-		bi, _ := strconv.Atoi(b.Spec.Template.Labels[names.LabelAZIndex])
-		return ai - bi
+	var at *appsv1.StatefulSet
+	again, err := r.inOrder(ctx, deployment, group, sets, func(sl slot) (bool, error) {
+		at = sl.set
+		return r.resizeInstance(ctx, group, sl)
 	})
-	cfg, err := r.groupConfig(ctx, sets[0].Namespace, deployment, group, sets[0])
+	var stop stopped
+	if asStopped(err, &stop) {
+		return 0, r.stop(ctx, at, stop)
+	}
 	if err != nil {
 		return 0, err
 	}
-	order, err := batches(sets, cfg)
-	if err != nil {
-		return 0, fmt.Errorf("instance group '%s': %w", group, err)
-	}
-	for _, b := range order {
-		busy := false
-		for _, sl := range b {
-			done, err := r.resizeInstance(ctx, group, sl)
-			if err != nil {
-				var stop stopped
-				if asStopped(err, &stop) {
-					return 0, r.stop(ctx, sl.set, stop)
-				}
-				return 0, err
-			}
-			busy = busy || !done
-		}
-		if busy {
-			return poll, nil
-		}
+	if again {
+		return poll, nil
 	}
 	for _, s := range sets {
 		if err := r.stop(ctx, s, ""); err != nil {
@@ -272,6 +284,38 @@ func (r *Reconciler) resizeGroup(ctx context.Context, deployment, group string, 
 		}
 	}
 	return 0, nil
+}
+
+// inOrder moves each instance of a group on by step, a batch at a time in
+// the deploy's order; it returns whether an instance is not done yet.
+func (r *Reconciler) inOrder(ctx context.Context, deployment, group string, sets []*appsv1.StatefulSet, step func(slot) (bool, error)) (bool, error) {
+	slices.SortFunc(sets, func(a, b *appsv1.StatefulSet) int {
+		ai, _ := strconv.Atoi(a.Spec.Template.Labels[names.LabelAZIndex])
+		bi, _ := strconv.Atoi(b.Spec.Template.Labels[names.LabelAZIndex])
+		return ai - bi
+	})
+	cfg, err := r.groupConfig(ctx, sets[0].Namespace, deployment, group, sets[0])
+	if err != nil {
+		return false, err
+	}
+	order, err := batches(sets, cfg)
+	if err != nil {
+		return false, fmt.Errorf("instance group '%s': %w", group, err)
+	}
+	for _, b := range order {
+		busy := false
+		for _, sl := range b {
+			done, err := step(sl)
+			if err != nil {
+				return false, err
+			}
+			busy = busy || !done
+		}
+		if busy {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // stopped is why a resize cannot go on, the StatefulSet's resize status.

@@ -2,6 +2,7 @@ package disks_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -12,8 +13,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -290,5 +294,78 @@ var _ = Describe("the disk controller", func() {
 		var now corev1.Pod
 		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "d-db-0"}, &now)).To(Succeed())
 		Expect(now.UID).To(Equal(pod.UID), "the instance was not drained")
+	})
+
+	It("replaces the StatefulSet to add and remove a disk, keeping pods and claims, then drains each instance so that it mounts them, across an operator restart", func() {
+		s := statefulSet(ns, "any", 2)
+		Expect(cp.Client.Create(ctx, s)).To(Succeed())
+		pods := map[string]types.UID{}
+		for i := range 2 {
+			Eventually(claim(fmt.Sprintf("store-d-db-%d", i))).Should(HaveField("Status.Phase", corev1.ClaimBound))
+			var pod corev1.Pod
+			Eventually(func() error {
+				return cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("d-db-%d", i)}, &pod)
+			}).Should(Succeed())
+			pods[pod.Name] = pod.UID
+		}
+		Expect(cp.Client.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
+		old := s.UID
+
+		// What the webhook records for an apply that replaces the
+		// persistent_disk with a named disk.
+		index := *s.Spec.VolumeClaimTemplates[0].DeepCopy()
+		index.Name = names.NamedDiskVolume("index")
+		raw, err := json.Marshal([]corev1.PersistentVolumeClaim{index})
+		Expect(err).NotTo(HaveOccurred())
+		patch := client.MergeFrom(s.DeepCopy())
+		s.Annotations = map[string]string{names.AnnotationDiskTemplates: string(raw)}
+		Expect(cp.Client.Patch(ctx, s, patch)).To(Succeed())
+
+		// Deleted leaving its pods; the operator restarts before the
+		// garbage collector (which this control plane does not run, so
+		// the spec plays it) has let the StatefulSet go.
+		Eventually(func(g Gomega) *metav1.Time {
+			g.Expect(cp.Client.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
+			return s.DeletionTimestamp
+		}).ShouldNot(BeNil())
+		Expect(s.Finalizers).To(ContainElement(metav1.FinalizerOrphanDependents))
+		stopOperator()
+		stopOperator = startOperator()
+		for _, list := range []client.ObjectList{&corev1.PodList{}, &appsv1.ControllerRevisionList{}} {
+			Expect(cp.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+			Expect(meta.EachListItem(list, func(o runtime.Object) error {
+				obj := o.(client.Object)
+				patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+				obj.SetOwnerReferences(nil)
+				return cp.Client.Patch(ctx, obj, patch)
+			})).To(Succeed())
+		}
+		patch = client.MergeFrom(s.DeepCopy())
+		s.Finalizers = nil
+		Expect(cp.Client.Patch(ctx, s, patch)).To(Succeed())
+
+		// Created again with the new disk; each instance drained and its
+		// new pod mounting it; the removed disk's claims orphaned.
+		Eventually(func(g Gomega) {
+			var now appsv1.StatefulSet
+			g.Expect(cp.Client.Get(ctx, client.ObjectKeyFromObject(s), &now)).To(Succeed())
+			g.Expect(now.UID).NotTo(Equal(old))
+			g.Expect(now.Spec.VolumeClaimTemplates).To(ConsistOf(HaveField("Name", "disk-index")))
+			g.Expect(now.Annotations).NotTo(HaveKey(names.AnnotationDiskTemplates))
+			g.Expect(now.Annotations).NotTo(HaveKey(names.AnnotationDiskRemount))
+		}, "20s").Should(Succeed())
+		for i := range 2 {
+			var pod corev1.Pod
+			Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("d-db-%d", i)}, &pod)).To(Succeed())
+			Expect(pod.UID).NotTo(Equal(pods[pod.Name]), "instance %d drained", i)
+			Expect(pod.Spec.Volumes).To(ContainElement(HaveField("PersistentVolumeClaim.ClaimName", fmt.Sprintf("disk-index-d-db-%d", i))))
+			Expect(pod.Spec.Volumes).NotTo(ContainElement(HaveField("Name", "store")))
+			Eventually(claim(fmt.Sprintf("store-d-db-%d", i))).Should(And(orphaned,
+				HaveField("Annotations", HaveKeyWithValue(names.AnnotationOrphanedInstance, fmt.Sprintf("db/%s (%d)", instance.ID("d", "db", i), i)))))
+			Consistently(claim(fmt.Sprintf("disk-index-d-db-%d", i)), "200ms").ShouldNot(orphaned)
+		}
+		var records corev1.ConfigMapList
+		Expect(cp.Client.List(ctx, &records, client.InNamespace(ns), client.HasLabels{names.LabelDiskChange})).To(Succeed())
+		Expect(records.Items).To(BeEmpty())
 	})
 })

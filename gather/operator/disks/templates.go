@@ -30,15 +30,16 @@ type Refusal struct {
 
 func (r *Refusal) Error() string { return r.Reason + ": " + r.Message }
 
-// KeepTemplates lets a StatefulSet update change its claims' sizes, which
-// Kubernetes refuses (volumeClaimTemplates are immutable, with no feature
-// gate in 1.37): it puts the old templates back into update and records
-// the sizes asked for in names.AnnotationDiskSizes, which the operator
-// grows the claims to. It reports whether it changed update. A smaller
-// size is refused, as a claim cannot shrink (the director would migrate
-// the data to a new, smaller disk); so is any other change to a template
-// (class, access modes, a disk added or removed), which would need that
-// migration too.
+// KeepTemplates lets a StatefulSet update change its claims' sizes and add
+// or remove claims, which Kubernetes refuses (volumeClaimTemplates are
+// immutable, with no feature gate in 1.37): it puts the old templates back
+// into update and records the sizes asked for in names.AnnotationDiskSizes,
+// which the operator grows the claims to, and a changed set of disks in
+// names.AnnotationDiskTemplates, for which the operator replaces the
+// StatefulSet (ReplaceSet). It reports whether it changed update. A
+// smaller size is refused, as a claim cannot shrink (the director would
+// migrate the data to a new, smaller disk); so is any other change to a
+// kept template (class, access modes), which would need that migration too.
 func KeepTemplates(old, update *appsv1.StatefulSet) (bool, error) {
 	if equality.Semantic.DeepEqual(old.Spec.VolumeClaimTemplates, update.Spec.VolumeClaimTemplates) {
 		return carryWanted(old, update), nil
@@ -51,11 +52,17 @@ func KeepTemplates(old, update *appsv1.StatefulSet) (bool, error) {
 		wanted = map[string]resource.Quantity{}
 	}
 	group := update.Spec.Template.Labels[names.LabelInstanceGroup]
-	if !slices.EqualFunc(old.Spec.VolumeClaimTemplates, update.Spec.VolumeClaimTemplates, func(a, b corev1.PersistentVolumeClaim) bool { return a.Name == b.Name }) {
-		return false, &Refusal{Reason: ReasonDiskChanged, Message: fmt.Sprintf("instance group '%s' (StatefulSet %s): adding or removing a persistent disk of a running group is not supported: delete the StatefulSet (its claims are kept, as orphaned disks) and apply it again", group, update.Name)}
-	}
-	for i, t := range update.Spec.VolumeClaimTemplates {
+	// templates is the set of disks applied, a kept one as it is now: its
+	// new size goes through wanted.
+	templates := []corev1.PersistentVolumeClaim{}
+	for _, t := range update.Spec.VolumeClaimTemplates {
+		i := slices.IndexFunc(old.Spec.VolumeClaimTemplates, func(o corev1.PersistentVolumeClaim) bool { return o.Name == t.Name })
+		if i < 0 {
+			templates = append(templates, t)
+			continue
+		}
 		o := old.Spec.VolumeClaimTemplates[i]
+		templates = append(templates, o)
 		size := t.Spec.Resources.Requests[corev1.ResourceStorage]
 		current, ok := wanted[t.Name]
 		if !ok {
@@ -73,34 +80,91 @@ func KeepTemplates(old, update *appsv1.StatefulSet) (bool, error) {
 			wanted[t.Name] = size
 		}
 	}
-	update.Spec.VolumeClaimTemplates = old.Spec.VolumeClaimTemplates
-	raw, err := json.Marshal(wanted)
-	if err != nil {
-		return false, err
+	// A removed disk's size is no longer wanted.
+	for name := range wanted {
+		if !slices.ContainsFunc(templates, func(t corev1.PersistentVolumeClaim) bool { return t.Name == name }) {
+			delete(wanted, name)
+		}
 	}
+	update.Spec.VolumeClaimTemplates = old.Spec.VolumeClaimTemplates
+	if update.Annotations == nil {
+		update.Annotations = map[string]string{}
+	}
+	delete(update.Annotations, names.AnnotationDiskSizes)
 	if len(wanted) > 0 {
-		if update.Annotations == nil {
-			update.Annotations = map[string]string{}
+		raw, err := json.Marshal(wanted)
+		if err != nil {
+			return false, err
 		}
 		update.Annotations[names.AnnotationDiskSizes] = string(raw)
+	}
+	// The same disks in another order are the same disks.
+	delete(update.Annotations, names.AnnotationDiskTemplates)
+	if !sameDisks(old.Spec.VolumeClaimTemplates, templates) {
+		raw, err := json.Marshal(templates)
+		if err != nil {
+			return false, err
+		}
+		update.Annotations[names.AnnotationDiskTemplates] = string(raw)
 	}
 	return true, nil
 }
 
-// carryWanted keeps the old wanted sizes on an update that left them out
-// (`kubectl replace`, an apply whose manager never set them), so that the
-// claims are not left half grown.
-func carryWanted(old, update *appsv1.StatefulSet) bool {
-	v, ok := old.Annotations[names.AnnotationDiskSizes]
+func sameDisks(a, b []corev1.PersistentVolumeClaim) bool {
+	key := func(v []corev1.PersistentVolumeClaim) []string {
+		out := make([]string, 0, len(v))
+		for _, t := range v {
+			out = append(out, t.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	return slices.Equal(key(a), key(b))
+}
+
+// WantedTemplates reads the volumeClaimTemplates a StatefulSet is to be
+// replaced with, nil when its set of disks stays.
+func WantedTemplates(s *appsv1.StatefulSet) ([]corev1.PersistentVolumeClaim, bool, error) {
+	raw, ok := s.Annotations[names.AnnotationDiskTemplates]
 	if !ok {
-		return false
+		return nil, false, nil
 	}
-	if _, has := update.Annotations[names.AnnotationDiskSizes]; has {
-		return false
+	var templates []corev1.PersistentVolumeClaim
+	if err := json.Unmarshal([]byte(raw), &templates); err != nil {
+		return nil, false, fmt.Errorf("StatefulSet %s: annotation %s: %w", s.Name, names.AnnotationDiskTemplates, err)
 	}
-	if update.Annotations == nil {
-		update.Annotations = map[string]string{}
+	return templates, true, nil
+}
+
+// carryWanted keeps the old wanted sizes and disks on an update that left
+// them out (`kubectl replace`, an apply whose manager never set them), so
+// that the claims are not left half grown nor the disks half changed.
+func carryWanted(old, update *appsv1.StatefulSet) bool {
+	changed := false
+	for _, k := range []string{names.AnnotationDiskSizes, names.AnnotationDiskTemplates} {
+		v, ok := old.Annotations[k]
+		if !ok {
+			continue
+		}
+		if _, has := update.Annotations[k]; has {
+			continue
+		}
+		if update.Annotations == nil {
+			update.Annotations = map[string]string{}
+		}
+		update.Annotations[k] = v
+		changed = true
 	}
-	update.Annotations[names.AnnotationDiskSizes] = v
-	return true
+	return changed
+}
+
+// DiskNames names the templates a StatefulSet is to be replaced with, for
+// logs (the templates' JSON is long), or nil when its disks stay.
+func DiskNames(s *appsv1.StatefulSet) []string {
+	templates, _, _ := WantedTemplates(s)
+	var out []string
+	for _, t := range templates {
+		out = append(out, t.Name)
+	}
+	return out
 }

@@ -52,7 +52,6 @@ func TestKeepTemplates(t *testing.T) {
 		"smaller than wanted":   {sized("1536Mi", "grows"), disks.ReasonDiskShrink},
 		"smaller than template": {sized("512Mi", "grows"), disks.ReasonDiskShrink},
 		"another class":         {sized("2Gi", "other"), disks.ReasonDiskChanged},
-		"a disk removed":        {func() *appsv1.StatefulSet { s := sized("1Gi", "grows"); s.Spec.VolumeClaimTemplates = nil; return s }(), disks.ReasonDiskChanged},
 	} {
 		_, err := disks.KeepTemplates(old, c.update)
 		var r *disks.Refusal
@@ -65,5 +64,56 @@ func TestKeepTemplates(t *testing.T) {
 	plain.Spec.Replicas = ptr.To(int32(5))
 	if changed, err := disks.KeepTemplates(sized("1Gi", "grows"), plain); changed || err != nil {
 		t.Errorf("plain update: %v, %v", changed, err)
+	}
+}
+
+// A disk added or removed is recorded for the disk controller to replace
+// the StatefulSet, a kept disk's new size as a resize; the templates stay.
+func TestKeepTemplatesDiskSet(t *testing.T) {
+	old := sized("1Gi", "grows")
+	update := sized("2Gi", "grows")
+	index := *update.Spec.VolumeClaimTemplates[0].DeepCopy()
+	index.Name = names.NamedDiskVolume("index")
+	update.Spec.VolumeClaimTemplates = append(update.Spec.VolumeClaimTemplates, index)
+	changed, err := disks.KeepTemplates(old, update)
+	if err != nil || !changed {
+		t.Fatalf("KeepTemplates = %v, %v; want a change", changed, err)
+	}
+	if len(update.Spec.VolumeClaimTemplates) != 1 {
+		t.Errorf("templates = %d, want the old one kept", len(update.Spec.VolumeClaimTemplates))
+	}
+	if got := update.Annotations[names.AnnotationDiskSizes]; got != `{"store":"2Gi"}` {
+		t.Errorf("wanted sizes = %s", got)
+	}
+	wanted, ok, err := disks.WantedTemplates(update)
+	if err != nil || !ok || len(wanted) != 2 || wanted[0].Name != "store" || wanted[1].Name != "disk-index" {
+		t.Fatalf("wanted templates = %v, %v, %v", wanted, ok, err)
+	}
+	if got := wanted[0].Spec.Resources.Requests[corev1.ResourceStorage]; got.String() != "1Gi" {
+		t.Errorf("kept disk's wanted template = %s, want 1Gi (grown by the resize)", got.String())
+	}
+
+	// The next apply leaves the annotations out: they are kept.
+	same := update.DeepCopy()
+	same.Annotations = nil
+	if changed, err := disks.KeepTemplates(update, same); err != nil || !changed || same.Annotations[names.AnnotationDiskTemplates] != update.Annotations[names.AnnotationDiskTemplates] {
+		t.Errorf("annotation dropped: %v, %v, %v", changed, err, same.Annotations)
+	}
+
+	// Removing the only disk, with a resize of it waiting: its size is
+	// no longer wanted.
+	none := sized("2Gi", "grows")
+	none.Spec.VolumeClaimTemplates = nil
+	if changed, err := disks.KeepTemplates(update, none); err != nil || !changed {
+		t.Fatalf("remove: %v, %v", changed, err)
+	}
+	if got := none.Annotations[names.AnnotationDiskTemplates]; got != "[]" {
+		t.Errorf("wanted templates = %s, want []", got)
+	}
+	if _, ok := none.Annotations[names.AnnotationDiskSizes]; ok {
+		t.Errorf("a removed disk's size is still wanted: %v", none.Annotations)
+	}
+	if len(none.Spec.VolumeClaimTemplates) != 1 {
+		t.Errorf("templates = %d, want the old one kept", len(none.Spec.VolumeClaimTemplates))
 	}
 }
