@@ -93,10 +93,15 @@ func TestGolden(t *testing.T) {
 	for _, op := range opsFiles {
 		name := strings.TrimSuffix(filepath.Base(op), ".yml")
 		target := "shop"
-		if d, _, ok := strings.Cut(name, "-"); ok && slices.Contains(manifests, filepath.Join(deployments, d+".yml")) {
-			target = d
+		for _, m := range manifests {
+			// The longest deployment name the ops file's name starts with.
+			if d := strings.TrimSuffix(filepath.Base(m), ".yml"); strings.HasPrefix(name, d+"-") && len(d) > len(target) {
+				target = d
+			}
 		}
-		cases = append(cases, tc{name: target + "+" + name, manifest: filepath.Join(deployments, target+".yml"), ops: []string{op}})
+		// With its deployment's options.
+		opts := cases[slices.IndexFunc(cases, func(c tc) bool { return c.name == target })].opts
+		cases = append(cases, tc{name: target + "+" + name, manifest: filepath.Join(deployments, target+".yml"), ops: []string{op}, opts: opts})
 	}
 	cases = append(cases, tc{name: "features", manifest: filepath.Join("testdata", "features.yml"), opts: objects.Options{
 		StorageClasses: map[string]string{"fast": "ssd"},
