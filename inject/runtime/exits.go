@@ -18,12 +18,19 @@ type exitRecord struct {
 
 func exitedFile(container string) string { return container + ".exited" }
 
+// exitOf reads a container's exit record, if its process exited.
+func (in Instance) exitOf(container string) (exitRecord, bool) {
+	var rec exitRecord
+	data, ok := in.State.Read(exitedFile(container))
+	return rec, ok && json.Unmarshal([]byte(data), &rec) == nil
+}
+
 // lastExit says how the container's process last exited, for a readiness
 // probe's answer, which the deploy's verdict quotes: the container itself
 // does not end, so it has no termination message.
 func (in Instance) lastExit() string {
-	var rec exitRecord
-	if data, ok := in.State.Read(exitedFile(in.Plan.Container)); !ok || json.Unmarshal([]byte(data), &rec) != nil {
+	rec, ok := in.exitOf(in.Plan.Container)
+	if !ok {
 		return ""
 	}
 	how := fmt.Sprintf("exited %d", rec.LastExit.Code)

@@ -1,8 +1,6 @@
 package runtime
 
 import (
-	"encoding/json"
-
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
 
@@ -16,8 +14,7 @@ func (in Instance) Status(setup bool) contract.Status {
 	st := contract.Status{Setup: setup}
 	for _, c := range in.Plan.Containers {
 		ps := contract.ProcessStatus{Container: c, State: in.processState(c, setup)}
-		var rec exitRecord
-		if data, ok := in.State.Read(exitedFile(c)); ok && json.Unmarshal([]byte(data), &rec) == nil {
+		if rec, ok := in.exitOf(c); ok {
 			ps.Restarts, ps.LastExit = rec.Restarts, &rec.LastExit
 		}
 		st.Processes = append(st.Processes, ps)
