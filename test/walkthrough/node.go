@@ -77,5 +77,34 @@ func (p *Pod) WaitForLog(ctx context.Context, container, text string, timeout ti
 		logs, err = p.Logs(ctx, container)
 		return err == nil && strings.Contains(logs, text), nil
 	})
+	if err != nil {
+		err = fmt.Errorf("%w\n%s", err, p.diagnosis(ctx))
+	}
 	return logs, err
+}
+
+// diagnosis says why a pod may not have got on: its phase, the conditions
+// it has not met, and its events (a pod never scheduled or whose sandbox
+// never started has no container state to show).
+func (p *Pod) diagnosis(ctx context.Context) string {
+	var pod corev1.Pod
+	if err := p.w.Client.Get(ctx, p.key, &pod); err != nil {
+		return "pod: " + err.Error()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "pod %s: phase %s on node %q", p.key, pod.Status.Phase, pod.Spec.NodeName)
+	for _, c := range pod.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			fmt.Fprintf(&b, "\n  condition %s: %s %s", c.Type, c.Reason, c.Message)
+		}
+	}
+	var events corev1.EventList
+	if err := p.w.Client.List(ctx, &events, client.InNamespace(p.key.Namespace)); err == nil {
+		for _, e := range events.Items {
+			if e.InvolvedObject.Kind == "Pod" && e.InvolvedObject.Name == p.key.Name {
+				fmt.Fprintf(&b, "\n  event %s %s (x%d): %s", e.Type, e.Reason, e.Count, e.Message)
+			}
+		}
+	}
+	return b.String()
 }
