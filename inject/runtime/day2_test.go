@@ -24,26 +24,32 @@ import (
 func TestStatusFromTheStateDirectory(t *testing.T) {
 	st := runtime.State{Dir: t.TempDir()}
 	in := runtime.Instance{State: st, Plan: contract.Plan{Instance: contract.Instance{
-		Containers: []string{"run", "start", "stop", "dead"},
+		Containers: []string{"run", "young", "start", "stop", "dead"},
 		Jobs:       []contract.Job{{Name: "web", Scripts: []string{contract.PostStart}, Host: "run"}, {Name: "ok", Scripts: []string{contract.PostStart}, Host: "run"}},
 	}}}
-	for name, content := range map[string]string{"run.pid": "1", "start.starting": "", "stop.stopped": "", "post-start-web.failed": "post-start of job 'web' failed: exit status 1"} {
+	for name, content := range map[string]string{"run.pid": "1", "young.pid": "2", "start.starting": "", "stop.stopped": "", "post-start-web.failed": "post-start of job 'web' failed: exit status 1"} {
 		if err := st.Mark(name, content); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// A process started StartCheck ago or more runs; a younger one is
+	// starting, as monit's "initializing" is to the agent.
+	old := time.Now().Add(-runtime.StartCheck)
+	if err := os.Chtimes(filepath.Join(st.Dir, "run.pid"), old, old); err != nil {
+		t.Fatal(err)
 	}
 	got := in.Status(true)
 	var states []string
 	for _, p := range got.Processes {
 		states = append(states, p.Container+"="+p.State)
 	}
-	if strings.Join(states, " ") != "run=running start=starting stop=stopped dead=failing" {
+	if strings.Join(states, " ") != "run=running young=starting start=starting stop=stopped dead=failing" {
 		t.Errorf("processes: %v", states)
 	}
 	if len(got.Failed) != 1 || got.Failed[0].Job != "web" || !strings.Contains(got.Failed[0].Message, "exit status 1") {
 		t.Errorf("failed: %+v", got.Failed)
 	}
-	if p := in.Status(false).Processes[3]; p.State != contract.StateStarting {
+	if p := in.Status(false).Processes[4]; p.State != contract.StateStarting {
 		t.Errorf("before the setup ended, a process without marks is %s, want starting", p.State)
 	}
 }

@@ -113,6 +113,24 @@ func (in Instance) running() error {
 	return nil
 }
 
+// StartCheck is how long a started process must live before it counts as
+// running. Monit reports a service it started "initializing" (the agent:
+// "starting") until a later cycle finds its process; a process that exits
+// at once, failing, is never running, so no deploy takes it for running.
+var StartCheck = 2 * time.Second
+
+// confirmed says whether the container's process runs and has lived
+// through StartCheck.
+func (in Instance) confirmed() error {
+	if err := in.running(); err != nil {
+		return err
+	}
+	if age, ok := in.State.Age(pidFile(in.Plan.Container)); ok && age < StartCheck {
+		return fmt.Errorf("process '%s' of job '%s' started %s ago: it counts as running once it lived %s", in.Plan.Process, in.Plan.Job, age.Round(time.Millisecond), StartCheck)
+	}
+	return nil
+}
+
 // readyWait is how long a readiness probe waits for a process being
 // started or a post-start being run, within the probe's timeout: the
 // kubelet probes a container as soon as it sees it running, and a probe
@@ -152,11 +170,11 @@ func (in Instance) Ready(ctx context.Context) error {
 // readyPoll is how often Ready looks again at what is starting.
 const readyPoll = 50 * time.Millisecond
 
-// started says whether the process runs and every job's post-start
+// started says whether the process runs (confirmed) and every job's post-start
 // succeeded; final when the answer cannot change by waiting (a post-start
 // failed).
 func (in Instance) started() (final bool, err error) {
-	if err := in.running(); err != nil {
+	if err := in.confirmed(); err != nil {
 		return false, err
 	}
 	for _, j := range in.Plan.Jobs {

@@ -31,6 +31,8 @@ func TestMain(m *testing.M) {
 		child()
 		return
 	}
+	// Tests of other things than the start's check do not wait for it.
+	runtime.StartCheck = 50 * time.Millisecond
 	os.Exit(m.Run())
 }
 
@@ -414,6 +416,57 @@ func TestReadyWaitsForTheProcess(t *testing.T) {
 	}
 	if waited := time.Since(start); waited < 300*time.Millisecond {
 		t.Errorf("ready after %s, before the process started", waited)
+	}
+}
+
+// A process that exits at once is never running, however its starts and
+// the probes fall: a start counts once the process lived StartCheck (the
+// agent's "starting" until monit's next cycle finds it). One that lives is
+// ready after StartCheck, not before.
+func TestAStartCountsOnceTheProcessLived(t *testing.T) {
+	needRoot(t)
+	defer func(c, s time.Duration) { runtime.MonitCycle, runtime.StartCheck = c, s }(runtime.MonitCycle, runtime.StartCheck)
+	runtime.MonitCycle, runtime.StartCheck = 20*time.Millisecond, 2*time.Second
+	run := func(script string) (runtime.Instance, *syncBuffer, func()) {
+		vcap, _ := instanceDir(t, "web", "processes:\n- name: server\n  executable: JOBDIR/bin/run\n  workdir: JOBDIR\n",
+			map[string]string{"run": script})
+		var out syncBuffer
+		plan := contract.Plan{Job: "web", Process: "server", Container: "web-server", Instance: contract.Instance{Containers: []string{"web-server"}}}
+		l := launcher(vcap, plan, &out)
+		ctx, stop := context.WithCancel(context.Background())
+		done := runInBackground(t, ctx, l)
+		return runtime.Instance{Plan: plan, State: l.State}, &out, func() { stop(); <-done }
+	}
+	now, cancelNow := context.WithCancel(context.Background())
+	cancelNow()
+
+	in, out, stop := run("echo started; exit 1\n")
+	for strings.Count(out.String(), "started") < 20 {
+		if err := in.Ready(now); err == nil {
+			t.Fatalf("ready after %d starts of a process that exits at once", strings.Count(out.String(), "started"))
+		}
+		if st := in.Status(true).Processes[0].State; st == contract.StateRunning {
+			t.Fatalf("status %s for a process that exits at once", st)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	stop()
+
+	in, out, stop = run("echo started; exec sleep 60\n")
+	defer stop()
+	waitFor(t, "the start", func() bool { return strings.Contains(out.String(), "started") })
+	if err := in.Ready(now); err == nil || !strings.Contains(err.Error(), "counts as running once it lived 2s") {
+		t.Errorf("just started, the probe said %v", err)
+	}
+	if st := in.Status(true).Processes[0].State; st != contract.StateStarting {
+		t.Errorf("just started, the status is %s, want starting", st)
+	}
+	start := time.Now()
+	if err := in.Ready(context.Background()); err != nil {
+		t.Errorf("not ready within the probe's wait: %v", err)
+	}
+	if st := in.Status(true).Processes[0].State; st != contract.StateRunning {
+		t.Errorf("after StartCheck (waited %s), the status is %s, want running", time.Since(start), st)
 	}
 }
 

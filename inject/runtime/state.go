@@ -39,6 +39,15 @@ func (s State) Read(name string) (string, bool) {
 	return string(data), err == nil
 }
 
+// Age is how long ago name was last written, and whether it exists.
+func (s State) Age(name string) (time.Duration, bool) {
+	fi, err := os.Stat(filepath.Join(s.Dir, name))
+	if err != nil {
+		return 0, false
+	}
+	return time.Since(fi.ModTime()), true
+}
+
 // Remove removes name.
 func (s State) Remove(name string) error {
 	err := os.Remove(filepath.Join(s.Dir, name))

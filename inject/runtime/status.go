@@ -33,10 +33,13 @@ func (in Instance) Status(setup bool) contract.Status {
 }
 
 // processState is a container's process state from its launcher's files:
-// a pid runs, a starting mark is a start in progress (also before the
+// a pid runs once it lived StartCheck, a starting mark is a start in progress (also before the
 // setup ended), a stopped mark a stop; none is a process that exited.
 func (in Instance) processState(container string, setup bool) string {
-	if _, ok := in.State.Read(pidFile(container)); ok {
+	if age, ok := in.State.Age(pidFile(container)); ok {
+		if age < StartCheck {
+			return contract.StateStarting
+		}
 		return contract.StateRunning
 	}
 	if _, ok := in.State.Read(startingFile(container)); ok || !setup {

@@ -106,6 +106,11 @@ func (c *clusterOnce) start(tb testing.TB) (*walkthrough.Walkthrough, string, *f
 			if c.w != nil && c.w.Cluster != nil {
 				c.w.Cluster.Logs(os.Stderr, 40)
 				tb.Logf("operator logs:\n%s", c.w.OperatorLogs(ctx))
+				// A pod that never started has no logs: where it is and
+				// what the scheduler and kubelet said of it.
+				pods, _ := c.w.Kubectl(ctx, "get", "pods", "-A", "-o", "wide")
+				warnings, _ := c.w.Kubectl(ctx, "get", "events", "-A", "--field-selector", "type=Warning", "--sort-by", ".lastTimestamp")
+				tb.Logf("pods:\n%s\nwarning events:\n%s", pods, warnings)
 			}
 		}
 	})
