@@ -121,7 +121,9 @@ func TestDay2Commands(t *testing.T) {
 	}
 	// instances --ps: a row per instance (then per process), as the pods
 	// are; broken's post-start fails, and only broken is failing.
-	until("broken failing", time.Minute, func() bool {
+	// broken is started once db is Ready, as the deploy orders the groups:
+	// on a loaded node its pod takes a while yet.
+	until("broken failing", 3*time.Minute, func() bool {
 		return slices.ContainsFunc(instances(), func(r row) bool {
 			return strings.HasPrefix(r["instance"], "broken/") && r["process_state"] == "failing"
 		})
