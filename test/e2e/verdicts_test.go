@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -81,25 +82,22 @@ const (
 // rebuilt at the same release version (new digests) are rolled out to
 // every instance, every process container on the new image. Whenever the
 // deploy says Deployed, every instance runs the accepted version, all its
-// containers ready.
+// containers ready. The restarts and rebuilt images, and the canaries, are
+// two chains of steps, each on a deployment of its own, run at once.
 func TestVerdicts(t *testing.T) {
 	t.Parallel()
+	// The chains run after this function returned: the rebuild's context
+	// ends with the test.
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	began := time.Now()
 	w, releaseURL, _ := startWalkthrough(t)
-	const ns, manifestName, set = "verdicts", "verdicts-manifest", "verdicts-app-z1"
-	canary, other := set+"-1", set+"-0"
 
 	// The release images as `release-image --manifest` pins them, built
 	// again meanwhile from a copy whose job differs, at the same version.
 	first, err := buildFlaky(ctx, releaseURL, fixtures.ReleaseDir("flaky"))
 	if err != nil {
 		t.Fatal(err)
-	}
-	type built struct {
-		results []releaseimage.Result
-		err     error
 	}
 	rebuilt := make(chan built, 1)
 	go func() {
@@ -112,10 +110,45 @@ func TestVerdicts(t *testing.T) {
 		rebuilt <- built{res, err}
 	}()
 
-	manifest, err := os.ReadFile(filepath.Join(fixtures.Dir(), "deployments", "verdicts.yml"))
+	source, err := os.ReadFile(filepath.Join(fixtures.Dir(), "deployments", "verdicts.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Two deployments of the manifest, each in a namespace of its own,
+	// take the steps in two chains at once: each step builds on the
+	// deploys before it in its chain.
+	t.Run("restarts, rebuilt images", func(t *testing.T) {
+		t.Parallel()
+		verdictsChain(t, w, source, "verdicts", first, rebuilt, stepFailTwice, stepRebuilt)
+	})
+	t.Run("canaries", func(t *testing.T) {
+		t.Parallel()
+		verdictsChain(t, w, source, "verdicts-canaries", first, nil, stepSlowCanary, stepBrokenCanary)
+	})
+	t.Cleanup(func() { t.Logf("all in %s", time.Since(began).Round(100*time.Millisecond)) })
+}
+
+// The steps of TestVerdicts after each chain's first deploy.
+const (
+	stepFailTwice = iota
+	stepSlowCanary
+	stepBrokenCanary
+	stepRebuilt
+)
+
+// built is a build of release flaky's images.
+type built struct {
+	results []releaseimage.Result
+	err     error
+}
+
+// verdictsChain deploys the verdicts manifest as deployment dep, in
+// namespace dep, with release images first, then takes steps.
+func verdictsChain(t *testing.T, w *walkthrough.Walkthrough, source []byte, dep string, first []releaseimage.Result, rebuilt <-chan built, steps ...int) {
+	ctx := context.Background()
+	ns, manifestName, set := dep, dep+"-manifest", dep+"-app-z1"
+	canary, other := set+"-1", set+"-0"
+	manifest := bytes.Replace(source, []byte("\nname: verdicts\n"), []byte("\nname: "+dep+"\n"), 1)
 	opsOf := func(images []releaseimage.Result, change string) []deployment.OpsFile {
 		t.Helper()
 		pin, err := releaseimage.OpsFile(images)
@@ -131,13 +164,13 @@ func TestVerdicts(t *testing.T) {
 	apply := func(t *testing.T, ops []deployment.OpsFile) {
 		t.Helper()
 		status, err := w.Deploy(ctx, ns, func(ctx context.Context, c client.Client, ns string) (*corev1.Secret, error) {
-			return fixtures.Apply(ctx, c, ns, "verdicts", manifestName, manifest, ops...)
+			return fixtures.Apply(ctx, c, ns, dep, manifestName, manifest, ops...)
 		})
 		if err != nil || status.State != runner.ReasonGathered {
 			t.Fatalf("gathering: %v %+v", err, status)
 		}
 	}
-	tr := track(ctx, w.UserCluster.Kube, ns, names.LabelDeployment+"=verdicts,"+names.LabelInstanceGroup+"=app")
+	tr := track(ctx, w.UserCluster.Kube, ns, names.LabelDeployment+"="+dep+","+names.LabelInstanceGroup+"=app")
 	statefulSet := func(t *testing.T) *appsv1.StatefulSet {
 		t.Helper()
 		var s appsv1.StatefulSet
@@ -175,9 +208,13 @@ func TestVerdicts(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	step := func(name string, f func(t *testing.T)) { timedStep(t, name, f) }
+	step := func(key int, name string, f func(t *testing.T)) {
+		if key < 0 || slices.Contains(steps, key) {
+			timedStep(t, name, f)
+		}
+	}
 
-	step("the first deploy", func(t *testing.T) {
+	step(-1, "the first deploy", func(t *testing.T) {
 		ops := opsOf(first, "")
 		apply(t, ops)
 		res, err := objects.Build(manifest, ops, objects.Options{Namespace: ns})
@@ -199,7 +236,7 @@ func TestVerdicts(t *testing.T) {
 		deployed(t, operatordeploy.PhaseDeployed)
 	})
 
-	step("processes exiting twice before they run within the watch time: Deployed", func(t *testing.T) {
+	step(stepFailTwice, "processes exiting twice before they run within the watch time: Deployed", func(t *testing.T) {
 		// A failing start ends at once: the probes, however they fall,
 		// never take it for running (it counts once it lived
 		// runtime.StartCheck), so Deployed comes only after the third.
@@ -223,7 +260,7 @@ func TestVerdicts(t *testing.T) {
 		}
 	})
 
-	step("a canary not running by canary_watch_time's maximum fails the deploy; the other instance keeps its version; a retry once it runs finishes it", func(t *testing.T) {
+	step(stepSlowCanary, "a canary not running by canary_watch_time's maximum fails the deploy; the other instance keeps its version; a retry once it runs finishes it", func(t *testing.T) {
 		before := getPod(t, w, ns, other)
 		apply(t, opsOf(first, verdictsSlowCanary))
 		st := deployed(t, operatordeploy.PhaseFailed)
@@ -242,7 +279,7 @@ func TestVerdicts(t *testing.T) {
 		deployed(t, operatordeploy.PhaseDeployed)
 	})
 
-	step("a canary that never runs fails the deploy; a fixed manifest finishes it", func(t *testing.T) {
+	step(stepBrokenCanary, "a canary that never runs fails the deploy; a fixed manifest finishes it", func(t *testing.T) {
 		before := getPod(t, w, ns, other)
 		apply(t, opsOf(first, verdictsBroken))
 		st := deployed(t, operatordeploy.PhaseFailed)
@@ -257,7 +294,7 @@ func TestVerdicts(t *testing.T) {
 		}
 	})
 
-	step("release images rebuilt at the same version: every instance and process container on the new images", func(t *testing.T) {
+	step(stepRebuilt, "release images rebuilt at the same version: every instance and process container on the new images", func(t *testing.T) {
 		b := <-rebuilt
 		if b.err != nil {
 			t.Fatal(b.err)
@@ -316,7 +353,6 @@ func TestVerdicts(t *testing.T) {
 			}
 		}
 	})
-	t.Logf("all in %s", time.Since(began).Round(100*time.Millisecond))
 }
 
 // timedStep runs step name as a subtest of t, unless t failed already (a
