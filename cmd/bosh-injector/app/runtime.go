@@ -215,8 +215,7 @@ type setupStep struct {
 	// stopped once the step ended, and a restart in the same sandbox finds
 	// it done.
 	hold bool
-	// serve: the container answers the pod's readiness probe, and its
-	// process containers' from the launchers' files.
+	// serve: the container answers the pod's readiness probe.
 	serve bool
 }
 
@@ -231,7 +230,7 @@ func (s *setupStep) run(cmd *cobra.Command, work func(context.Context) error) er
 	ctx := cmd.Context()
 	served := make(chan error, 1)
 	if s.serve {
-		go func() { served <- runtime.ServeSetup(ctx, s.planDir, contract.SetupStateDir) }()
+		go func() { served <- runtime.ServeSetup(ctx, s.planDir) }()
 	}
 	if !s.hold || !contract.Done(s.planDir, s.name) {
 		if err := work(ctx); err != nil {
