@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	operatordeploy "github.com/bosh-injector/bosh-injector/gather/operator/deploy"
 	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
 	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
@@ -137,9 +138,25 @@ func startPod(ctx context.Context, c client.Client, ns, name, group string, jobs
 		return podStart{}, err
 	}
 	defer func() {
+		if group != "" {
+			// The deploy watches the instance it released for its watch
+			// time: a StatefulSet deleted meanwhile fails the deploy, which
+			// then holds the next pods of its groups.
+			_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+				var s corev1.Secret
+				if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "starter-manifest"}, &s); err != nil {
+					return false, nil
+				}
+				st, current := operatordeploy.Of(&s)
+				return current && st.Phase != operatordeploy.PhaseDeploying, nil
+			})
+		}
 		_ = c.Delete(ctx, sts, client.PropagationPolicy(metav1.DeletePropagationForeground))
 		_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-0"}, &corev1.Pod{})), nil
+			// The StatefulSet too: two of one group and AZ at once are more
+			// replicas than the manifest's instances, a scale-down.
+			return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-0"}, &corev1.Pod{})) &&
+				apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(sts), &appsv1.StatefulSet{})), nil
 		})
 	}()
 	var s podStart
