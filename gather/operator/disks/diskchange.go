@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
@@ -191,11 +192,7 @@ func (r *Reconciler) remountGroup(ctx context.Context, deployment, group string,
 		if sl.set.Annotations[names.AnnotationDiskRemount] == "" {
 			return true, nil
 		}
-		replicas := 1
-		if sl.set.Spec.Replicas != nil {
-			replicas = int(*sl.set.Spec.Replicas)
-		}
-		sl.ordinal = replicas - 1 - sl.ordinal
+		sl.ordinal = int(ptr.Deref(sl.set.Spec.Replicas, 1)) - 1 - sl.ordinal
 		return r.remountInstance(ctx, group, sl)
 	})
 	if err != nil || again {
