@@ -338,6 +338,9 @@ func Build(plan Plan) *Parts {
 	}
 	setupInits, setup := setupContainers(plan, images, instance)
 	inits = append(inits, setupInits...)
+	if len(setup) > 0 {
+		probeThroughSetup(containers, instance)
+	}
 	configs := info.ForIndex(plan.Instance.Index)
 	volumes = append(volumes, extraVolumes...)
 	for _, j := range info.Jobs {
@@ -390,9 +393,11 @@ func setupContainers(plan Plan, images map[string]string, instance contract.Inst
 		inits = append(inits, preStarts...)
 	}
 	if len(beside) > 0 {
-		// The pod is not ready before its setup ended.
+		// The pod is not ready before its setup ended. The gate answers
+		// the process containers' probes too, from the launchers' files.
 		gate := &beside[len(beside)-1]
 		gate.ReadinessProbe = setupProbe()
+		gate.VolumeMounts = append(gate.VolumeMounts, corev1.VolumeMount{Name: contract.StateVolume, MountPath: contract.SetupStateDir, ReadOnly: true})
 		if len(gate.Command) > 0 {
 			gate.Command = append(gate.Command, "--serve-setup")
 		} else {

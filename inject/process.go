@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/bosh-injector/bosh-injector/gather/bpm"
@@ -159,6 +160,34 @@ func launcherContainer(pr process, image string, settings Settings) corev1.Conta
 func readiness() *corev1.Probe {
 	return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: launcher("probe", "ready")}},
 		PeriodSeconds: 5, TimeoutSeconds: 10}
+}
+
+// probeThroughSetup moves the readiness probe of each BPM process container
+// to the setup server (the last setup container, runtime.ServeSetup): the
+// kubelet's HTTP request replaces a process exec'd in the container every
+// period, the costliest part of a node's work for an idle instance. A
+// container hosting a job's bin/dns/healthy keeps its exec probe, which
+// runs the script there, and so does a monit process's, whose daemon only
+// its container sees.
+func probeThroughSetup(containers []corev1.Container, instance contract.Instance) {
+	for i := range containers {
+		c := &containers[i]
+		if c.ReadinessProbe == nil || c.ReadinessProbe.Exec == nil || slices.ContainsFunc(instance.Jobs, func(j contract.Job) bool {
+			return j.Host == c.Name && j.Has(contract.DNSHealthy)
+		}) {
+			continue
+		}
+		i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == contract.EnvPlan })
+		if i < 0 {
+			continue
+		}
+		plan, err := contract.DecodePlan(c.Env[i].Value)
+		if err != nil || plan.Monit {
+			continue
+		}
+		c.ReadinessProbe.Exec = nil
+		c.ReadinessProbe.HTTPGet = &corev1.HTTPGetAction{Path: contract.ReadyURL(plan), Port: intstr.FromInt32(contract.SetupPort)}
+	}
 }
 
 // needsReadiness says whether a process container's readiness is more than

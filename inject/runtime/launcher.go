@@ -75,6 +75,9 @@ func LoadProcess(vcap, job, process string) (bpm.Process, error) {
 // to stop), and returns the exit code for the container.
 func (l *Launcher) Run(ctx context.Context) (int, error) {
 	plan := l.Plan
+	// A pid file left by the container's previous run names no process:
+	// the setup server's probe would take it for running.
+	_ = l.State.Remove(pidFile(plan.Container))
 	p, err := LoadProcess(l.VCAP, plan.Job, plan.Process)
 	if err != nil {
 		return 1, err

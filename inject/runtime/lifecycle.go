@@ -24,6 +24,11 @@ type Instance struct {
 	// SkipDrain: a stop without the drain scripts (`bosh stop
 	// --skip-drain`); they count as done.
 	SkipDrain bool
+	// Outside: the caller is not in the container (the setup server
+	// answering its probe), so it cannot signal the process's pid: the pid
+	// file, which the launcher removes when the process exits, is the
+	// launcher's word.
+	Outside bool
 }
 
 // PreStop is every process container's preStop hook. Before any process is
@@ -103,6 +108,9 @@ func (in Instance) running() error {
 	if !ok {
 		return fmt.Errorf("process '%s' of job '%s' is not running%s", in.Plan.Process, in.Plan.Job, in.lastExit())
 	}
+	if in.Outside {
+		return nil
+	}
 	pid, err := strconv.Atoi(raw)
 	if err != nil {
 		return fmt.Errorf("pid file of %s: %w", in.Plan.Container, err)
@@ -126,7 +134,7 @@ func (in Instance) confirmed() error {
 		return err
 	}
 	if age, ok := in.State.Age(pidFile(in.Plan.Container)); ok && age < StartCheck {
-		return fmt.Errorf("process '%s' of job '%s' started %s ago: it counts as running once it lived %s", in.Plan.Process, in.Plan.Job, age.Round(time.Millisecond), StartCheck)
+		return fmt.Errorf("process '%s' of job '%s' started %s ago: it counts as running once it lived %s%s", in.Plan.Process, in.Plan.Job, age.Round(time.Millisecond), StartCheck, in.lastExit())
 	}
 	return nil
 }

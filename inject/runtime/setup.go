@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -19,17 +20,27 @@ const setupWait = contract.SetupProbeTimeout*time.Second - 5*time.Second
 // ServeSetup answers the pod's readiness probe at contract.SetupPath on
 // contract.SetupPort until ctx ends: 200 once the instance's setup in
 // planDir ended, else, after waiting for it, 503 with what it still waits
-// for.
-func ServeSetup(ctx context.Context, planDir string) error {
+// for. At contract.ReadyPath it answers the process containers' readiness
+// probes from the launchers' files in stateDir, as their Ready does.
+func ServeSetup(ctx context.Context, planDir, stateDir string) error {
 	l, err := net.Listen("tcp", ":"+strconv.Itoa(contract.SetupPort))
 	if err != nil {
 		return fmt.Errorf("serving the setup probe: %w", err)
 	}
-	return serveSetup(ctx, l, planDir, setupWait)
+	return serveSetup(ctx, l, planDir, stateDir, setupWait)
 }
 
-func serveSetup(ctx context.Context, l net.Listener, planDir string, wait time.Duration) error {
+func serveSetup(ctx context.Context, l net.Listener, planDir, stateDir string, wait time.Duration) error {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+contract.ReadyPath, func(w http.ResponseWriter, r *http.Request) {
+		if err := readyOf(r.Context(), planDir, stateDir, r.URL.Query()); err != nil {
+			// The kubelet's Event of a failed HTTP probe shows only the
+			// status; the deploy's verdict asks for this body.
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "running")
+	})
 	mux.HandleFunc("GET "+contract.SetupPath, func(w http.ResponseWriter, r *http.Request) {
 		waitCtx, cancel := context.WithTimeout(r.Context(), wait)
 		defer cancel()
@@ -48,4 +59,21 @@ func serveSetup(ctx context.Context, l net.Listener, planDir string, wait time.D
 		return err
 	}
 	return nil
+}
+
+// readyOf is a process container's readiness, as its `probe ready` answers
+// it, from outside the container: its launcher removes the pid file when
+// the process exits, and a container not running is never ready.
+func readyOf(ctx context.Context, planDir, stateDir string, query url.Values) error {
+	waitCtx, cancel := context.WithTimeout(ctx, readyWait)
+	err := contract.WaitSetup(waitCtx, planDir)
+	cancel()
+	if err != nil {
+		return err
+	}
+	plan, err := contract.ReadyPlan(planDir, query)
+	if err != nil {
+		return err
+	}
+	return Instance{Plan: plan, State: State{Dir: stateDir}, Outside: true}.Ready(ctx)
 }

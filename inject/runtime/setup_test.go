@@ -5,6 +5,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,10 +24,11 @@ func TestServeSetup(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- serveSetup(ctx, l, dir, 200*time.Millisecond) }()
-	get := func() (int, string) {
+	state := t.TempDir()
+	go func() { served <- serveSetup(ctx, l, dir, state, 200*time.Millisecond) }()
+	get := func(path ...string) (int, string) {
 		t.Helper()
-		resp, err := http.Get("http://" + l.Addr().String() + contract.SetupPath)
+		resp, err := http.Get("http://" + l.Addr().String() + append(path, contract.SetupPath)[0])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,6 +58,36 @@ func TestServeSetup(t *testing.T) {
 	time.AfterFunc(50*time.Millisecond, func() { _ = contract.MarkDone(dir, contract.Addressed) })
 	if code, body := get(); code != http.StatusOK {
 		t.Errorf("after the setup: %d %s", code, body)
+	}
+
+	// A process container's readiness, from its launcher's files: its
+	// pid file once it lived StartCheck, and the post-starts done.
+	if err := contract.WriteInstance(dir, contract.Instance{PreStarts: []string{"pre-start"}, Containers: []string{"web-server"},
+		Jobs: []contract.Job{{Name: "web", Scripts: []string{contract.PostStart}, Host: "web-server"}}}.Encode()); err != nil {
+		t.Fatal(err)
+	}
+	web := contract.ReadyURL(contract.Plan{Job: "web", Process: "server", Container: "web-server"})
+	if code, body := get(contract.ReadyURL(contract.Plan{Job: "db", Process: "db", Container: "db-db"})); code != http.StatusServiceUnavailable || !strings.Contains(body, `no process container "db-db"`) {
+		t.Errorf("another pod's container: %d %s", code, body)
+	}
+	st := State{Dir: state}
+	// The pid is not this process's: from outside the container, the
+	// file is the launcher's word.
+	if err := st.Mark(pidFile("web-server"), "999999"); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-StartCheck)
+	_ = os.Chtimes(filepath.Join(state, pidFile("web-server")), old, old)
+	if err := st.Mark(failedFile(contract.PostStart, "web"), "post-start of job 'web' failed: exit status 1"); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := get(web); code != http.StatusServiceUnavailable || !strings.Contains(body, "exit status 1") {
+		t.Errorf("post-start failed: %d %s", code, body)
+	}
+	_ = st.Remove(failedFile(contract.PostStart, "web"))
+	_ = st.Mark(okFile(contract.PostStart, "web"), "")
+	if code, body := get(web); code != http.StatusOK {
+		t.Errorf("running, post-start done: %d %s", code, body)
 	}
 	cancel()
 	if err := <-served; err != nil {

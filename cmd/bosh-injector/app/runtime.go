@@ -215,7 +215,8 @@ type setupStep struct {
 	// stopped once the step ended, and a restart in the same sandbox finds
 	// it done.
 	hold bool
-	// serve: the container answers the pod's readiness probe.
+	// serve: the container answers the pod's readiness probe, and its
+	// process containers' from the launchers' files.
 	serve bool
 }
 
@@ -230,7 +231,7 @@ func (s *setupStep) run(cmd *cobra.Command, work func(context.Context) error) er
 	ctx := cmd.Context()
 	served := make(chan error, 1)
 	if s.serve {
-		go func() { served <- runtime.ServeSetup(ctx, s.planDir) }()
+		go func() { served <- runtime.ServeSetup(ctx, s.planDir, contract.SetupStateDir) }()
 	}
 	if !s.hold || !contract.Done(s.planDir, s.name) {
 		if err := work(ctx); err != nil {

@@ -46,6 +46,7 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
+	"github.com/bosh-injector/bosh-injector/gather/podstate"
 	"github.com/bosh-injector/bosh-injector/gather/update"
 )
 
@@ -388,9 +389,9 @@ func instanceName(group string, pod *corev1.Pod) string {
 // notRunning is the director's error for an instance not running after its
 // update, with why: the containers not ready, their last output (the
 // termination message, which is the end of the log for injected
-// containers), else the pod's last warning (a failing readiness probe
-// says which post-start failed and its output), else the StatefulSet's
-// (a pod the webhook denied).
+// containers), else what their readiness probes answer (which post-start
+// failed and its output, how a process exited), else the pod's last
+// warning, else the StatefulSet's (a pod the webhook denied).
 func (d *run) notRunning(ctx context.Context, group, podName, instance string, s *appsv1.StatefulSet, pod *corev1.Pod, watch update.Watch) string {
 	if instance == "" {
 		instance = group
@@ -418,6 +419,11 @@ func (d *run) notRunning(ctx context.Context, group, podName, instance string, s
 	}
 	if len(failing) > 0 {
 		msg += " Review logs for failed jobs: " + strings.Join(failing, ", ")
+	}
+	if len(output) == 0 {
+		// A process container's probe answer says why, which its Event
+		// does not (an HTTP probe's names only the status code).
+		output = podstate.ProbeAnswers(ctx, pod, failing)
 	}
 	if len(output) > 0 {
 		msg += ". " + strings.Join(output, "; ")

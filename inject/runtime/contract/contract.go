@@ -43,6 +43,11 @@ const (
 	// every container, one container after another, at pod start.
 	StateVolume = "bosh-injector-state"
 	StateDir    = "/var/vcap/sys/run/bosh-injector"
+	// SetupStateDir is where the last setup container, which answers the
+	// process containers' probes, reads StateVolume: outside
+	// /var/vcap/sys, where a mount point's directories would be root's
+	// and the setup (as vcap) could not create the jobs' own.
+	SetupStateDir = "/var/vcap/bosh-injector/state"
 
 	// EnvPlan holds a process container's own part of its Plan (not its
 	// Instance); preStop hooks and exec probes inherit it.
@@ -186,17 +191,26 @@ func WriteInstance(dir, encoded string) error {
 // Load reads this container's Plan from EnvPlan and the instance's part
 // from InstanceFile in dir (PlanDir).
 func Load(dir string) (Plan, error) {
-	var p Plan
 	raw := os.Getenv(EnvPlan)
 	if raw == "" {
-		return p, fmt.Errorf("%s is not set: this command runs in a process container bosh-injector injected", EnvPlan)
+		return Plan{}, fmt.Errorf("%s is not set: this command runs in a process container bosh-injector injected", EnvPlan)
 	}
-	if err := json.Unmarshal([]byte(raw), &p); err != nil {
-		return p, fmt.Errorf("%s: %w", EnvPlan, err)
+	p, err := DecodePlan(raw)
+	if err != nil {
+		return p, err
 	}
 	in, err := loadInstance(dir)
 	p.Instance = in
 	return p, err
+}
+
+// DecodePlan reads EnvPlan's value, without the instance's part.
+func DecodePlan(encoded string) (Plan, error) {
+	var p Plan
+	if err := json.Unmarshal([]byte(encoded), &p); err != nil {
+		return p, fmt.Errorf("%s: %w", EnvPlan, err)
+	}
+	return p, nil
 }
 
 // loadInstance reads InstanceFile in dir.

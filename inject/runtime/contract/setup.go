@@ -3,8 +3,10 @@ package contract
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +41,32 @@ const (
 	SetupPath         = "/setup"
 	SetupProbeTimeout = 60
 )
+
+// ReadyPath, on SetupPort too, answers a BPM process container's
+// readiness probe from the same server: ReadyURL names the container, its
+// job and process. The launcher's files in StateDir say how its process
+// does, so nothing has to run in the process container each period.
+const ReadyPath = "/ready"
+
+// ReadyURL is the probe's path and query for a process container.
+func ReadyURL(p Plan) string {
+	return ReadyPath + "?" + url.Values{"container": {p.Container}, "job": {p.Job}, "process": {p.Process}}.Encode()
+}
+
+// ReadyPlan is the Plan a ReadyURL's query names, with the instance's part
+// read from dir (PlanDir).
+func ReadyPlan(dir string, query url.Values) (Plan, error) {
+	p := Plan{Container: query.Get("container"), Job: query.Get("job"), Process: query.Get("process")}
+	if p.Container == "" || p.Job == "" || p.Process == "" {
+		return p, fmt.Errorf("the query names no container, job and process: %q", query.Encode())
+	}
+	in, err := loadInstance(dir)
+	if err == nil && !slices.Contains(in.Containers, p.Container) {
+		err = fmt.Errorf("the instance has no process container %q", p.Container)
+	}
+	p.Instance = in
+	return p, err
+}
 
 // stepPoll is how often a waiter looks for a step's mark.
 const stepPoll = 20 * time.Millisecond
