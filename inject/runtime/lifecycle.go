@@ -139,18 +139,35 @@ func (in Instance) confirmed() error {
 	return nil
 }
 
-// readyWait is how long a readiness probe waits for a process being
-// started or a post-start being run, within the probe's timeout: the
-// kubelet probes a container as soon as it sees it running, and a probe
-// failing then is next run a whole period (5 s) later.
-const readyWait = 4 * time.Second
+// ReadyBudget is how long a readiness answer waits, within the probe's
+// 10 s timeout, for what is still starting: the setup, the process's start
+// check, post-starts. The kubelet probes a container as soon as it sees it
+// running, and a probe failing then runs again only a period (5 s) later.
+const ReadyBudget = 8 * time.Second
+
+// WaitReady answers a readiness probe: it waits, within ReadyBudget, for
+// the instance's setup in planDir, then for the readiness of the container
+// load returns once the setup ended (its plan may not be there before).
+func WaitReady(ctx context.Context, planDir string, load func() (Instance, error)) error {
+	deadline := time.Now().Add(ReadyBudget)
+	setupCtx, cancel := context.WithDeadline(ctx, deadline)
+	err := contract.WaitSetup(setupCtx, planDir)
+	cancel()
+	if err != nil {
+		return err
+	}
+	in, err := load()
+	if err != nil {
+		return err
+	}
+	return in.Ready(ctx, deadline)
+}
 
 // Ready is the agent's view of a healthy instance, for this container: its
 // process runs, every job's post-start succeeded, and the bin/dns/healthy
-// of the jobs it hosts succeeds. What is still starting is waited for up
-// to readyWait.
-func (in Instance) Ready(ctx context.Context) error {
-	deadline := time.Now().Add(readyWait)
+// of the jobs it hosts succeeds. What is still starting is waited for
+// until deadline.
+func (in Instance) Ready(ctx context.Context, deadline time.Time) error {
 	for {
 		final, err := in.started()
 		if err == nil {

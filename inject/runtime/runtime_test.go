@@ -183,7 +183,7 @@ processes:
 	if err := in.Alive(); err != nil {
 		t.Error(err)
 	}
-	if err := in.Ready(context.Background()); err != nil {
+	if err := in.Ready(context.Background(), time.Now().Add(runtime.ReadyBudget)); err != nil {
 		t.Error(err)
 	}
 	stop()
@@ -295,7 +295,7 @@ if [ "$n" -lt 2 ]; then echo -1; else echo 0; fi
 	// A failing post-start keeps both containers not ready, naming the job
 	// and showing its output.
 	waitFor(t, "post-start to fail", func() bool {
-		err := instances[1].Ready(context.Background())
+		err := instances[1].Ready(context.Background(), time.Now().Add(runtime.ReadyBudget))
 		return err != nil && strings.Contains(err.Error(), "post-start of job 'web' failed: exit status 1: cannot reach the database")
 	})
 	stop()
@@ -314,7 +314,7 @@ if [ "$n" -lt 2 ]; then echo -1; else echo 0; fi
 		})
 	}
 	waitFor(t, "readiness", func() bool {
-		return instances[0].Ready(context.Background()) == nil && instances[1].Ready(context.Background()) == nil
+		return instances[0].Ready(context.Background(), time.Now().Add(runtime.ReadyBudget)) == nil && instances[1].Ready(context.Background(), time.Now().Add(runtime.ReadyBudget)) == nil
 	})
 	// Both containers' preStop hooks: scripts run once.
 	var hooks sync.WaitGroup
@@ -411,7 +411,7 @@ func TestReadyWaitsForTheProcess(t *testing.T) {
 		_ = state.Mark("web-web.pid", fmt.Sprint(os.Getpid()))
 	}()
 	start := time.Now()
-	if err := in.Ready(context.Background()); err != nil {
+	if err := in.Ready(context.Background(), time.Now().Add(runtime.ReadyBudget)); err != nil {
 		t.Fatal(err)
 	}
 	if waited := time.Since(start); waited < 300*time.Millisecond {
@@ -437,12 +437,9 @@ func TestAStartCountsOnceTheProcessLived(t *testing.T) {
 		done := runInBackground(t, ctx, l)
 		return runtime.Instance{Plan: plan, State: l.State}, &out, func() { stop(); <-done }
 	}
-	now, cancelNow := context.WithCancel(context.Background())
-	cancelNow()
-
 	in, out, stop := run("echo started; exit 1\n")
 	for strings.Count(out.String(), "started") < 20 {
-		if err := in.Ready(now); err == nil {
+		if err := in.Ready(context.Background(), time.Now()); err == nil {
 			t.Fatalf("ready after %d starts of a process that exits at once", strings.Count(out.String(), "started"))
 		}
 		if st := in.Status(true).Processes[0].State; st == contract.StateRunning {
@@ -455,14 +452,14 @@ func TestAStartCountsOnceTheProcessLived(t *testing.T) {
 	in, out, stop = run("echo started; exec sleep 60\n")
 	defer stop()
 	waitFor(t, "the start", func() bool { return strings.Contains(out.String(), "started") })
-	if err := in.Ready(now); err == nil || !strings.Contains(err.Error(), "counts as running once it lived 2s") {
+	if err := in.Ready(context.Background(), time.Now()); err == nil || !strings.Contains(err.Error(), "counts as running once it lived 2s") {
 		t.Errorf("just started, the probe said %v", err)
 	}
 	if st := in.Status(true).Processes[0].State; st != contract.StateStarting {
 		t.Errorf("just started, the status is %s, want starting", st)
 	}
 	start := time.Now()
-	if err := in.Ready(context.Background()); err != nil {
+	if err := in.Ready(context.Background(), time.Now().Add(runtime.ReadyBudget)); err != nil {
 		t.Errorf("not ready within the probe's wait: %v", err)
 	}
 	if st := in.Status(true).Processes[0].State; st != contract.StateRunning {
@@ -488,14 +485,12 @@ func TestLauncherStartsAnExitedProcessAgain(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	done := runInBackground(t, ctx, l)
 	in := runtime.Instance{Plan: plan, State: l.State}
-	// The probe's answer now, not after its wait for a start.
-	now, cancelNow := context.WithCancel(context.Background())
-	cancelNow()
+	// The probe's answer now (deadline now), not after its wait for a start.
 	var failing bool
 	var probe string
 	waitFor(t, "the third start", func() bool {
 		if in.Status(true).Processes[0].State == contract.StateFailing {
-			if err := in.Ready(now); err != nil {
+			if err := in.Ready(context.Background(), time.Now()); err != nil {
 				failing, probe = true, err.Error()
 			}
 		}

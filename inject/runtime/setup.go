@@ -65,15 +65,8 @@ func serveSetup(ctx context.Context, l net.Listener, planDir, stateDir string, w
 // it, from outside the container: its launcher removes the pid file when
 // the process exits, and a container not running is never ready.
 func readyOf(ctx context.Context, planDir, stateDir string, query url.Values) error {
-	waitCtx, cancel := context.WithTimeout(ctx, readyWait)
-	err := contract.WaitSetup(waitCtx, planDir)
-	cancel()
-	if err != nil {
-		return err
-	}
-	plan, err := contract.ReadyPlan(planDir, query)
-	if err != nil {
-		return err
-	}
-	return Instance{Plan: plan, State: State{Dir: stateDir}, Outside: true}.Ready(ctx)
+	return WaitReady(ctx, planDir, func() (Instance, error) {
+		plan, err := contract.ReadyPlan(planDir, query)
+		return Instance{Plan: plan, State: State{Dir: stateDir}, Outside: true}, err
+	})
 }

@@ -178,20 +178,13 @@ the processes), and a restart in the same sandbox runs nothing again.`,
 			Args:      cobra.MatchAll(cobra.ExactArgs(1), cobra.OnlyValidArgs),
 			ValidArgs: []string{"ready", "alive"},
 			RunE: func(cmd *cobra.Command, args []string) error {
+				load := func() (runtime.Instance, error) { return o.instance(cmd, g) }
 				var err error
 				if args[0] == "ready" {
-					// Before the setup ended the plan may not be there.
-					ctx, cancel := context.WithTimeout(cmd.Context(), setupReadyWait)
-					err = contract.WaitSetup(ctx, o.planDir)
-					cancel()
-				}
-				var in runtime.Instance
-				if err == nil {
-					in, err = o.instance(cmd, g)
-				}
-				if err == nil && args[0] == "ready" {
-					err = in.Ready(cmd.Context())
-				} else if err == nil {
+					err = runtime.WaitReady(cmd.Context(), o.planDir, load)
+				} else if in, lerr := load(); lerr != nil {
+					err = lerr
+				} else {
 					err = in.Alive()
 				}
 				if err != nil {
@@ -253,10 +246,6 @@ func (s *setupStep) run(cmd *cobra.Command, work func(context.Context) error) er
 	}
 	return nil
 }
-
-// setupReadyWait is how long a readiness probe waits for the instance's
-// setup before it answers not ready.
-const setupReadyWait = 4 * time.Second
 
 // installLauncher copies this binary to dir, for the process containers:
 // dir is read-only there.
