@@ -161,6 +161,9 @@ func static(path string) error {
 	return nil
 }
 
+// corefile is kubeadm's default since v1.32 (kubernetes#128359): answers
+// of the cluster domain are not cached, so a pod's own name resolves as
+// soon as its endpoint exists, not a denial's TTL (5 s) later.
 const corefile = `.:53 {
     errors
     health :8080
@@ -169,7 +172,10 @@ const corefile = `.:53 {
         pods insecure
         fallthrough in-addr.arpa ip6.arpa
     }
-    cache 30
+    cache 30 {
+        disable success cluster.local
+        disable denial cluster.local
+    }
     loop
     reload
 }
