@@ -171,10 +171,8 @@ func TestWalkthrough(t *testing.T) {
 		if err != nil || rerr != nil {
 			t.Fatalf("%v %v\n%s\ncontainers: %+v", err, rerr, logs, results)
 		}
-		// Its own address resolves to its IP, which render checks and
-		// logs; beside the processes it holds nothing up, and a lookup
-		// made before the kubelet reported the pod's IP stays cached as
-		// missing for the cluster DNS's negative TTL.
+		// Its own address resolves to its IP before its processes start,
+		// as on a VM: render waits for it and logs it.
 		if said, err := run.WaitForLog(ctx, inject.RenderContainer, rendering.AddressResolved, 30*time.Second); err != nil {
 			t.Errorf("render did not say %q: %v\n%s", rendering.AddressResolved, err, said)
 		}
