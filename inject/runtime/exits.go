@@ -41,7 +41,7 @@ func (in Instance) lastExit() string {
 	if rec.Restarts > 0 {
 		out += fmt.Sprintf(" (started again in its container %d times, as monit does)", rec.Restarts)
 	}
-	if last := lastLines(rec.LastExit.Tail, 1); last != "" {
+	if last := lastLines(rec.LastExit.Tail, 1); last != "" && !in.Outside {
 		out += ": " + last
 	}
 	return out

@@ -422,12 +422,8 @@ func (l *Launcher) postStart(ctx context.Context, scripts Scripts) {
 		_ = l.State.Remove(failedFile(contract.PostStart, job))
 		tail, err := scripts.PostStart(ctx, job)
 		if err != nil {
-			msg := err.Error()
-			if tail != "" {
-				msg += ": " + tail
-			}
 			l.Log.Info("post-start failed", "job", job, "output", tail)
-			_ = l.State.Mark(failedFile(contract.PostStart, job), msg)
+			_ = l.State.Mark(failedFile(contract.PostStart, job), failureRecord(err, tail))
 			continue
 		}
 		l.Log.Info("post-start succeeded", "job", job)

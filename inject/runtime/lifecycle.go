@@ -27,7 +27,9 @@ type Instance struct {
 	// Outside: the caller is not in the container (the setup server
 	// answering its probe), so it cannot signal the process's pid: the pid
 	// file, which the launcher removes when the process exits, is the
-	// launcher's word.
+	// launcher's word. Its answer leaves the pod over the pod network, so
+	// it never quotes what a process or script printed, which may be
+	// anything (kubectl logs has it).
 	Outside bool
 }
 
@@ -72,7 +74,7 @@ func (in Instance) PreStop(ctx context.Context) error {
 				}
 				if err != nil {
 					in.Log.Info(script+" failed", "job", j.Name, "error", err.Error())
-					_ = in.State.Mark(failedFile(script, j.Name), err.Error())
+					_ = in.State.Mark(failedFile(script, j.Name), failureRecord(err, ""))
 				}
 				// Waiters look for the ok file: a failure does not hold the
 				// instance's stop back (the pod is going).
@@ -206,12 +208,22 @@ func (in Instance) started() (final bool, err error) {
 		if !j.Has(contract.PostStart) {
 			continue
 		}
-		if msg, failed := in.State.Read(failedFile(contract.PostStart, j.Name)); failed {
-			return true, fmt.Errorf("%s", msg)
+		if record, failed := in.State.Read(failedFile(contract.PostStart, j.Name)); failed {
+			return true, fmt.Errorf("%s", in.failure(record))
 		}
 		if _, ok := in.State.Read(okFile(contract.PostStart, j.Name)); !ok {
 			return false, fmt.Errorf("post-start of job '%s' has not finished", j.Name)
 		}
 	}
 	return false, nil
+}
+
+// failure is what a failure record says: the script's error, and inside
+// the pod the end of its output too.
+func (in Instance) failure(record string) string {
+	msg, output, _ := strings.Cut(record, "\n")
+	if output == "" || in.Outside {
+		return msg
+	}
+	return msg + ": " + output
 }

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -78,11 +79,17 @@ func TestServeSetup(t *testing.T) {
 	}
 	old := time.Now().Add(-StartCheck)
 	_ = os.Chtimes(filepath.Join(state, pidFile("web-server")), old, old)
-	if err := st.Mark(failedFile(contract.PostStart, "web"), "post-start of job 'web' failed: exit status 1"); err != nil {
+	if err := st.Mark(failedFile(contract.PostStart, "web"), failureRecord(errors.New("post-start of job 'web' failed: exit status 1"), "password=hunter2 refused")); err != nil {
 		t.Fatal(err)
 	}
-	if code, body := get(web); code != http.StatusServiceUnavailable || !strings.Contains(body, "exit status 1") {
+	// The answer leaves the pod: it names the failure, never the output.
+	if code, body := get(web); code != http.StatusServiceUnavailable || !strings.Contains(body, "exit status 1") || strings.Contains(body, "hunter2") {
 		t.Errorf("post-start failed: %d %s", code, body)
+	}
+	plan := contract.Plan{Job: "web", Process: "server", Container: "web-server", Instance: contract.Instance{Containers: []string{"web-server"},
+		Jobs: []contract.Job{{Name: "web", Scripts: []string{contract.PostStart}, Host: "web-server"}}}}
+	if f := (Instance{Plan: plan, State: st}).Status(true).Failed; len(f) != 1 || f[0].Message != "post-start of job 'web' failed: exit status 1: password=hunter2 refused" {
+		t.Errorf("inside the pod the status quotes the output: %+v", f)
 	}
 	_ = st.Remove(failedFile(contract.PostStart, "web"))
 	_ = st.Mark(okFile(contract.PostStart, "web"), "")

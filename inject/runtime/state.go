@@ -107,6 +107,11 @@ func okFile(script, job string) string {
 func failedFile(script, job string) string {
 	return strings.ReplaceAll(script, "/", "-") + "-" + job + ".failed"
 }
+
+// failureRecord is a failed script's file: its error, then on the next
+// line its output's end.
+func failureRecord(err error, output string) string { return err.Error() + "\n" + output }
+
 func claimFile(script, job string) string {
 	return strings.ReplaceAll(script, "/", "-") + "-" + job + ".started"
 }

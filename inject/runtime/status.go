@@ -23,8 +23,8 @@ func (in Instance) Status(setup bool) contract.Status {
 		if !j.Has(contract.PostStart) {
 			continue
 		}
-		if msg, failed := in.State.Read(failedFile(contract.PostStart, j.Name)); failed {
-			st.Failed = append(st.Failed, contract.ScriptFailure{Job: j.Name, Script: contract.PostStart, Message: msg})
+		if record, failed := in.State.Read(failedFile(contract.PostStart, j.Name)); failed {
+			st.Failed = append(st.Failed, contract.ScriptFailure{Job: j.Name, Script: contract.PostStart, Message: in.failure(record)})
 		} else if _, ok := in.State.Read(okFile(contract.PostStart, j.Name)); !ok {
 			st.Pending = append(st.Pending, j.Name)
 		}

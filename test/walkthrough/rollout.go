@@ -143,7 +143,7 @@ func (w *Walkthrough) Rollout(ctx context.Context, ns, releaseURL string) error 
 	w.Say("%s: %s", names.AnnotationDeploy, st.Message)
 	replaced := rec.replaced(before)
 	if !slices.Equal(replaced, RolloutPods[1:2]) || !strings.Contains(st.Message, "'api/2 (rollout-api-z1-1)' is not running after update.") ||
-		!strings.Contains(st.Message, "cannot reach the database") {
+		!strings.Contains(st.Message, "post-start of job 'echo-server' failed: exit status 1") {
 		return fmt.Errorf("the failing change replaced %v, want only api's canary; the deploy says %q\n%s", replaced, st.Message, rec.log())
 	}
 	serving := slices.DeleteFunc(slices.Clone(RolloutPods), func(p string) bool { return p == RolloutPods[1] })
