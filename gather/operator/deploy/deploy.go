@@ -104,6 +104,10 @@ type Status struct {
 	// the others with a scheduling gate until the deploy starts them. It
 	// is carried from deploy to deploy.
 	Instances map[string]int `json:"instances,omitempty"`
+	// Unplaced are the instance groups with instances that no StatefulSet
+	// places when the deploy ends: nothing runs them, where the director
+	// would have created their VMs.
+	Unplaced []string `json:"unplaced,omitempty"`
 }
 
 // Group is an instance group's update in a deploy.
@@ -372,10 +376,25 @@ func (d *run) deploy(ctx context.Context, plan update.Plan) (time.Duration, erro
 		}
 	}
 	d.status.Phase, d.status.Finished = PhaseDeployed, stamp(d.now)
-	d.Log.Info("deployed", "namespace", d.manifest.Namespace, "deployment", d.manifest.Labels[names.LabelDeployment])
-	d.Recorder.Eventf(d.manifest, nil, corev1.EventTypeNormal, ReasonDeployed, "Deploy", "every instance group is on its accepted version")
+	msg := "every instance group is on its accepted version"
+	if d.status.Unplaced = d.unplaced(plan); len(d.status.Unplaced) > 0 {
+		msg += fmt.Sprintf("; no StatefulSet runs instance groups %s: apply what `bosh-injector objects` prints for them", strings.Join(d.status.Unplaced, ", "))
+	}
+	d.Log.Info("deployed", "namespace", d.manifest.Namespace, "deployment", d.manifest.Labels[names.LabelDeployment], "unplaced", d.status.Unplaced)
+	d.Recorder.Eventf(d.manifest, nil, corev1.EventTypeNormal, ReasonDeployed, "Deploy", msg)
 	deploys.WithLabelValues(ReasonDeployed).Inc()
 	return 0, nil
+}
+
+// unplaced are the plan's groups with instances and no StatefulSet, quoted.
+func (d *run) unplaced(plan update.Plan) []string {
+	var out []string
+	for _, g := range plan {
+		if ptr.Deref(g.Instances, 1) > 0 && len(d.sets[names.LabelValue(g.Name)]) == 0 {
+			out = append(out, "'"+g.Name+"'")
+		}
+	}
+	return out
 }
 
 // instanceName is the director's name of an instance: group/index.

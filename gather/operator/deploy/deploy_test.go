@@ -380,6 +380,18 @@ var _ = Describe("the deploy controller", func() {
 		Eventually(status).WithTimeout(20 * time.Second).Should(HaveField("Phase", deploy.PhaseDeployed))
 	})
 
+	It("names the groups no StatefulSet runs when Deployed, and deploys them once applied", func() {
+		statefulSet("a", 1)
+		plan := update.Plan{{Name: "a", Update: config(true, "0-30000"), Instances: ptr.To(1)}, {Name: "b", Update: config(true, "0-30000"), Instances: ptr.To(1)},
+			{Name: "none", Update: config(true, "0-30000"), Instances: ptr.To(0)}}
+		accept(map[string]int{"a": 1, "b": 1, "none": 1}, plan)
+		Eventually(status).Should(And(HaveField("Phase", deploy.PhaseDeployed), HaveField("Unplaced", []string{"'b'"})))
+		// Applied later, its pod is held as the webhook holds it.
+		azSet("b", "b", 1, 1, true)
+		Eventually(status).WithTimeout(20 * time.Second).Should(And(HaveField("Phase", deploy.PhaseDeployed), HaveField("Unplaced", BeEmpty()), HaveField("Total", 1)))
+		Expect(kube.pods()).To(ContainElement("b-0"))
+	})
+
 	It("starts a new deployment's instances in the deploy's order, a failing first canary holding the rest", func() {
 		azSet("db", "db", 1, 1, true)
 		azSet("api-z1", "api", 1, 2, true)
