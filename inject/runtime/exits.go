@@ -27,7 +27,10 @@ func (in Instance) exitOf(container string) (exitRecord, bool) {
 
 // lastExit says how the container's process last exited, for a readiness
 // probe's answer, which the deploy's verdict quotes: the container itself
-// does not end, so it has no termination message.
+// does not end, so it has no termination message. It never quotes what
+// the process printed, which may be anything: the answer reaches Events,
+// the pod network and the manifest's status; logs and `instances --ps`
+// have it.
 func (in Instance) lastExit() string {
 	rec, ok := in.exitOf(in.Plan.Container)
 	if !ok {
@@ -40,9 +43,6 @@ func (in Instance) lastExit() string {
 	out := ": it " + how
 	if rec.Restarts > 0 {
 		out += fmt.Sprintf(" (started again in its container %d times, as monit does)", rec.Restarts)
-	}
-	if last := lastLines(rec.LastExit.Tail, 1); last != "" && !in.Outside {
-		out += ": " + last
 	}
 	return out
 }

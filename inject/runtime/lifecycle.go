@@ -27,9 +27,7 @@ type Instance struct {
 	// Outside: the caller is not in the container (the setup server
 	// answering its probe), so it cannot signal the process's pid: the pid
 	// file, which the launcher removes when the process exits, is the
-	// launcher's word. Its answer leaves the pod over the pod network, so
-	// it never quotes what a process or script printed, which may be
-	// anything (kubectl logs has it).
+	// launcher's word.
 	Outside bool
 }
 
@@ -147,11 +145,12 @@ func (in Instance) confirmed() error {
 // running, and a probe failing then runs again only a period (5 s) later.
 const ReadyBudget = 8 * time.Second
 
-// WaitReady answers a readiness probe: it waits, within ReadyBudget, for
-// the instance's setup in planDir, then for the readiness of the container
-// load returns once the setup ended (its plan may not be there before).
-func WaitReady(ctx context.Context, planDir string, load func() (Instance, error)) error {
-	deadline := time.Now().Add(ReadyBudget)
+// WaitReady answers a readiness probe: it waits, within budget
+// (ReadyBudget for the kubelet), for the instance's setup in planDir, then
+// for the readiness of the container load returns once the setup ended
+// (its plan may not be there before).
+func WaitReady(ctx context.Context, planDir string, budget time.Duration, load func() (Instance, error)) error {
+	deadline := time.Now().Add(budget)
 	setupCtx, cancel := context.WithDeadline(ctx, deadline)
 	err := contract.WaitSetup(setupCtx, planDir)
 	cancel()
@@ -168,7 +167,8 @@ func WaitReady(ctx context.Context, planDir string, load func() (Instance, error
 // Ready is the agent's view of a healthy instance, for this container: its
 // process runs, every job's post-start succeeded, and the bin/dns/healthy
 // of the jobs it hosts succeeds. What is still starting is waited for
-// until deadline.
+// until deadline. A failed post-start is named with its exit, never with
+// what it printed (see lastExit).
 func (in Instance) Ready(ctx context.Context, deadline time.Time) error {
 	for {
 		final, err := in.started()
@@ -209,7 +209,7 @@ func (in Instance) started() (final bool, err error) {
 			continue
 		}
 		if record, failed := in.State.Read(failedFile(contract.PostStart, j.Name)); failed {
-			return true, fmt.Errorf("%s", in.failure(record))
+			return true, fmt.Errorf("%s", failure(record, false))
 		}
 		if _, ok := in.State.Read(okFile(contract.PostStart, j.Name)); !ok {
 			return false, fmt.Errorf("post-start of job '%s' has not finished", j.Name)
@@ -218,12 +218,12 @@ func (in Instance) started() (final bool, err error) {
 	return false, nil
 }
 
-// failure is what a failure record says: the script's error, and inside
-// the pod the end of its output too.
-func (in Instance) failure(record string) string {
-	msg, output, _ := strings.Cut(record, "\n")
-	if output == "" || in.Outside {
+// failure is what a failure record says: the script's error, and with
+// output the end of what it printed.
+func failure(record string, output bool) string {
+	msg, printed, _ := strings.Cut(record, "\n")
+	if printed == "" || !output {
 		return msg
 	}
-	return msg + ": " + output
+	return msg + ": " + printed
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 
@@ -65,8 +66,17 @@ func serveSetup(ctx context.Context, l net.Listener, planDir, stateDir string, w
 // it, from outside the container: its launcher removes the pid file when
 // the process exits, and a container not running is never ready.
 func readyOf(ctx context.Context, planDir, stateDir string, query url.Values) error {
-	return WaitReady(ctx, planDir, func() (Instance, error) {
+	budget := ReadyBudget
+	if query.Has(contract.NoWait) {
+		budget = 0
+	}
+	return WaitReady(ctx, planDir, budget, func() (Instance, error) {
 		plan, err := contract.ReadyPlan(planDir, query)
+		// A job's bin/dns/healthy runs in its own container, whose probe
+		// stays an exec (inject's probeThroughSetup).
+		if err == nil && slices.ContainsFunc(plan.Hosted(), func(j contract.Job) bool { return j.Has(contract.DNSHealthy) }) {
+			err = fmt.Errorf("container %q runs a job's bin/dns/healthy: its probe runs in it", plan.Container)
+		}
 		return Instance{Plan: plan, State: State{Dir: stateDir}, Outside: true}, err
 	})
 }

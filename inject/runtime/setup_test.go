@@ -82,7 +82,7 @@ func TestServeSetup(t *testing.T) {
 	if err := st.Mark(failedFile(contract.PostStart, "web"), failureRecord(errors.New("post-start of job 'web' failed: exit status 1"), "password=hunter2 refused")); err != nil {
 		t.Fatal(err)
 	}
-	// The answer leaves the pod: it names the failure, never the output.
+	// The answer names the failure, never the output.
 	if code, body := get(web); code != http.StatusServiceUnavailable || !strings.Contains(body, "exit status 1") || strings.Contains(body, "hunter2") {
 		t.Errorf("post-start failed: %d %s", code, body)
 	}
@@ -95,6 +95,17 @@ func TestServeSetup(t *testing.T) {
 	_ = st.Mark(okFile(contract.PostStart, "web"), "")
 	if code, body := get(web); code != http.StatusOK {
 		t.Errorf("running, post-start done: %d %s", code, body)
+	}
+	if code, body := get(web + "&" + contract.NoWait); code != http.StatusOK {
+		t.Errorf("asked not to wait: %d %s", code, body)
+	}
+	// A container running a job's bin/dns/healthy is probed in itself.
+	if err := contract.WriteInstance(dir, contract.Instance{PreStarts: []string{"pre-start"}, Containers: []string{"web-server"},
+		Jobs: []contract.Job{{Name: "web", Scripts: []string{contract.PostStart, contract.DNSHealthy}, Host: "web-server"}}}.Encode()); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := get(web); code != http.StatusServiceUnavailable || !strings.Contains(body, "bin/dns/healthy") {
+		t.Errorf("a dns/healthy host: %d %s", code, body)
 	}
 	cancel()
 	if err := <-served; err != nil {

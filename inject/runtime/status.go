@@ -24,7 +24,7 @@ func (in Instance) Status(setup bool) contract.Status {
 			continue
 		}
 		if record, failed := in.State.Read(failedFile(contract.PostStart, j.Name)); failed {
-			st.Failed = append(st.Failed, contract.ScriptFailure{Job: j.Name, Script: contract.PostStart, Message: in.failure(record)})
+			st.Failed = append(st.Failed, contract.ScriptFailure{Job: j.Name, Script: contract.PostStart, Message: failure(record, true)})
 		} else if _, ok := in.State.Read(okFile(contract.PostStart, j.Name)); !ok {
 			st.Pending = append(st.Pending, j.Name)
 		}

@@ -181,7 +181,7 @@ the processes), and a restart in the same sandbox runs nothing again.`,
 				load := func() (runtime.Instance, error) { return o.instance(cmd, g) }
 				var err error
 				if args[0] == "ready" {
-					err = runtime.WaitReady(cmd.Context(), o.planDir, load)
+					err = runtime.WaitReady(cmd.Context(), o.planDir, runtime.ReadyBudget, load)
 				} else if in, lerr := load(); lerr != nil {
 					err = lerr
 				} else {

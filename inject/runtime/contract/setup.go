@@ -48,6 +48,11 @@ const (
 // does, so nothing has to run in the process container each period.
 const ReadyPath = "/ready"
 
+// NoWait added to a ReadyURL's query asks for the answer now, without the
+// probe's wait for what is still starting: the deploy asks once the watch
+// time is over.
+const NoWait = "nowait"
+
 // ReadyURL is the probe's path and query for a process container.
 func ReadyURL(p Plan) string {
 	return ReadyPath + "?" + url.Values{"container": {p.Container}, "job": {p.Job}, "process": {p.Process}}.Encode()
