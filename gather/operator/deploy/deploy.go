@@ -104,9 +104,9 @@ type Status struct {
 	// the others with a scheduling gate until the deploy starts them. It
 	// is carried from deploy to deploy.
 	Instances map[string]int `json:"instances,omitempty"`
-	// Unplaced are the instance groups with instances that no StatefulSet
-	// places when the deploy ends: nothing runs them, where the director
-	// would have created their VMs.
+	// Unplaced are the instance groups with instances and a configuration
+	// that no StatefulSet places when the deploy ends: nothing runs them,
+	// where the director would have created their VMs.
 	Unplaced []string `json:"unplaced,omitempty"`
 }
 
@@ -378,7 +378,7 @@ func (d *run) deploy(ctx context.Context, plan update.Plan) (time.Duration, erro
 	d.status.Phase, d.status.Finished = PhaseDeployed, stamp(d.now)
 	msg := "every instance group is on its accepted version"
 	if d.status.Unplaced = d.unplaced(plan); len(d.status.Unplaced) > 0 {
-		msg += fmt.Sprintf("; no StatefulSet runs instance groups %s: apply what `bosh-injector objects` prints for them", strings.Join(d.status.Unplaced, ", "))
+		msg += fmt.Sprintf("; no StatefulSet runs instance groups '%s': apply what `bosh-injector objects` prints for them", strings.Join(d.status.Unplaced, "', '"))
 	}
 	d.Log.Info("deployed", "namespace", d.manifest.Namespace, "deployment", d.manifest.Labels[names.LabelDeployment], "unplaced", d.status.Unplaced)
 	d.Recorder.Eventf(d.manifest, nil, corev1.EventTypeNormal, ReasonDeployed, "Deploy", msg)
@@ -386,12 +386,14 @@ func (d *run) deploy(ctx context.Context, plan update.Plan) (time.Duration, erro
 	return 0, nil
 }
 
-// unplaced are the plan's groups with instances and no StatefulSet, quoted.
+// unplaced are the plan's groups with instances and an accepted version
+// but no StatefulSet.
 func (d *run) unplaced(plan update.Plan) []string {
 	var out []string
 	for _, g := range plan {
-		if ptr.Deref(g.Instances, 1) > 0 && len(d.sets[names.LabelValue(g.Name)]) == 0 {
-			out = append(out, "'"+g.Name+"'")
+		label := names.LabelValue(g.Name)
+		if _, ok := d.versions[label]; ok && ptr.Deref(g.Instances, 1) > 0 && len(d.sets[label]) == 0 {
+			out = append(out, g.Name)
 		}
 	}
 	return out
@@ -409,7 +411,7 @@ func instanceName(group string, pod *corev1.Pod) string {
 // update, with why: the containers not ready, their last output (the
 // termination message, which is the end of the log for injected
 // containers), else what their readiness probes answer (which post-start
-// failed and its output, how a process exited), else the pod's last
+// failed, how a process exited; never what either printed), else the pod's last
 // warning, else the StatefulSet's (a pod the webhook denied).
 func (d *run) notRunning(ctx context.Context, group, podName, instance string, s *appsv1.StatefulSet, pod *corev1.Pod, watch update.Watch) string {
 	if instance == "" {

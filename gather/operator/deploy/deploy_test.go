@@ -385,7 +385,7 @@ var _ = Describe("the deploy controller", func() {
 		plan := update.Plan{{Name: "a", Update: config(true, "0-30000"), Instances: ptr.To(1)}, {Name: "b", Update: config(true, "0-30000"), Instances: ptr.To(1)},
 			{Name: "none", Update: config(true, "0-30000"), Instances: ptr.To(0)}}
 		accept(map[string]int{"a": 1, "b": 1, "none": 1}, plan)
-		Eventually(status).Should(And(HaveField("Phase", deploy.PhaseDeployed), HaveField("Unplaced", []string{"'b'"})))
+		Eventually(status).Should(And(HaveField("Phase", deploy.PhaseDeployed), HaveField("Unplaced", []string{"b"})))
 		// Applied later, its pod is held as the webhook holds it.
 		azSet("b", "b", 1, 1, true)
 		Eventually(status).WithTimeout(20 * time.Second).Should(And(HaveField("Phase", deploy.PhaseDeployed), HaveField("Unplaced", BeEmpty()), HaveField("Total", 1)))
