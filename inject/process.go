@@ -172,9 +172,7 @@ func readiness() *corev1.Probe {
 func probeThroughSetup(containers []corev1.Container, instance contract.Instance) {
 	for i := range containers {
 		c := &containers[i]
-		if c.ReadinessProbe == nil || c.ReadinessProbe.Exec == nil || slices.ContainsFunc(instance.Jobs, func(j contract.Job) bool {
-			return j.Host == c.Name && j.Has(contract.DNSHealthy)
-		}) {
+		if c.ReadinessProbe == nil || c.ReadinessProbe.Exec == nil || contract.ChecksDNSHealth(instance.Jobs, c.Name) {
 			continue
 		}
 		i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == contract.EnvPlan })
@@ -200,9 +198,8 @@ func probeThroughSetup(containers []corev1.Container, instance contract.Instance
 // hosts must pass. Any other container needs no probe (an exec each period,
 // and its bytes in every admission's patch).
 func needsReadiness(pr process, jobs []contract.Job, errand bool) bool {
-	return !errand || pr.monit || (pr.p.Hooks != nil && pr.p.Hooks.PreStart != "") || slices.ContainsFunc(jobs, func(j contract.Job) bool {
-		return j.Has(contract.PostStart) || (j.Host == pr.container && j.Has(contract.DNSHealthy))
-	})
+	return !errand || pr.monit || (pr.p.Hooks != nil && pr.p.Hooks.PreStart != "") ||
+		slices.ContainsFunc(jobs, func(j contract.Job) bool { return j.Has(contract.PostStart) }) || contract.ChecksDNSHealth(jobs, pr.container)
 }
 
 // monitContainer runs a process of a job without bpm.yml from its monit

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"time"
 
@@ -74,7 +73,7 @@ func readyOf(ctx context.Context, planDir, stateDir string, query url.Values) er
 		plan, err := contract.ReadyPlan(planDir, query)
 		// A job's bin/dns/healthy runs in its own container, whose probe
 		// stays an exec (inject's probeThroughSetup).
-		if err == nil && slices.ContainsFunc(plan.Hosted(), func(j contract.Job) bool { return j.Has(contract.DNSHealthy) }) {
+		if err == nil && contract.ChecksDNSHealth(plan.Jobs, plan.Container) {
 			err = fmt.Errorf("container %q runs a job's bin/dns/healthy: its probe runs in it", plan.Container)
 		}
 		return Instance{Plan: plan, State: State{Dir: stateDir}, Outside: true}, err

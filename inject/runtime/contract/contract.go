@@ -137,6 +137,12 @@ type Instance struct {
 	Errand bool `json:"errand,omitempty"`
 }
 
+// ChecksDNSHealth says whether container runs a job's bin/dns/healthy of
+// jobs: only it can, so its readiness probe runs in it.
+func ChecksDNSHealth(jobs []Job, container string) bool {
+	return slices.ContainsFunc(jobs, func(j Job) bool { return j.Host == container && j.Has(DNSHealthy) })
+}
+
 // Job is a job's lifecycle scripts and the container that runs them.
 type Job struct {
 	Name    string   `json:"name"`
