@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	kretry "k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -636,10 +637,16 @@ var _ = Describe("the deploy controller", func() {
 
 	It("refuses a StatefulSet that updates on delete, naming it", func() {
 		statefulSet("a", 1)
-		var sts appsv1.StatefulSet
-		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a"}, &sts)).To(Succeed())
-		sts.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
-		Expect(cp.Client.Update(ctx, &sts)).To(Succeed())
+		// The StatefulSet controller writes its status meanwhile: read and
+		// write again on a conflict.
+		Expect(kretry.RetryOnConflict(kretry.DefaultRetry, func() error {
+			var sts appsv1.StatefulSet
+			if err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a"}, &sts); err != nil {
+				return err
+			}
+			sts.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
+			return cp.Client.Update(ctx, &sts)
+		})).To(Succeed())
 		plan := update.Plan{{Name: "a", Update: config(true, "0-1000")}}
 		accept(map[string]int{"a": 2}, plan)
 		Eventually(status).Should(And(HaveField("Phase", deploy.PhaseFailed),
