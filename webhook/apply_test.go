@@ -16,9 +16,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/bosh-injector/bosh-injector/gather/deployment"
+	"github.com/bosh-injector/bosh-injector/gather/gathering/objects"
+	"github.com/bosh-injector/bosh-injector/gather/model/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/objects"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 )
 

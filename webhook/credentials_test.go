@@ -12,9 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/bosh-injector/bosh-injector/gather/bpm"
+	"github.com/bosh-injector/bosh-injector/gather/gathering/secretdata"
+	"github.com/bosh-injector/bosh-injector/gather/model/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/secretdata"
 )
 
 // noLeak asserts that no value appears in a Pod or an Event of ns, nor in

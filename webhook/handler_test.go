@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"sigs.k8s.io/yaml"
 
-	"github.com/bosh-injector/bosh-injector/gather/bpm"
-	"github.com/bosh-injector/bosh-injector/gather/trust"
+	"github.com/bosh-injector/bosh-injector/gather/gathering/trust"
+	"github.com/bosh-injector/bosh-injector/gather/model/bpm"
 	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"

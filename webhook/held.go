@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/operator/deploy"
+	"github.com/bosh-injector/bosh-injector/gather/operator/rollout"
 	"github.com/bosh-injector/bosh-injector/inject"
 )
 
@@ -29,7 +29,7 @@ func (h *Handler) held(ctx context.Context, namespace, deployment string, pod *c
 		return false, fmt.Errorf("reading the deploy of deployment '%s': %w", deployment, err)
 	}
 	for i := range secrets {
-		if _, ok := secrets[i].Annotations[names.AnnotationDeploy]; ok && ordinal < deploy.StatusOf(&secrets[i]).Instances[set] {
+		if _, ok := secrets[i].Annotations[names.AnnotationDeploy]; ok && ordinal < rollout.StatusOf(&secrets[i]).Instances[set] {
 			return false, nil
 		}
 	}

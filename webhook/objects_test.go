@@ -16,10 +16,10 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/client/errand"
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
+	"github.com/bosh-injector/bosh-injector/gather/gathering/objects"
+	"github.com/bosh-injector/bosh-injector/gather/gathering/trust"
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/objects"
-	"github.com/bosh-injector/bosh-injector/gather/ruby"
-	"github.com/bosh-injector/bosh-injector/gather/trust"
+	"github.com/bosh-injector/bosh-injector/gather/render/ruby"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 )
 

@@ -24,7 +24,7 @@ import (
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/operator/deploy"
+	"github.com/bosh-injector/bosh-injector/gather/operator/rollout"
 	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
 	"github.com/bosh-injector/bosh-injector/inject"
 )
@@ -173,7 +173,7 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, err
 		if err := r.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("job runner: %w", err)
 		}
-		d := &deploy.Reconciler{
+		d := &rollout.Reconciler{
 			Client:    mgr.GetClient(),
 			APIReader: mgr.GetAPIReader(),
 			Recorder:  mgr.GetEventRecorder("bosh-injector"),

@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/operator/deploy"
 	"github.com/bosh-injector/bosh-injector/gather/operator/disks"
+	"github.com/bosh-injector/bosh-injector/gather/operator/rollout"
 )
 
 // StatefulSetPath is where the StatefulSet update webhook is served.
@@ -24,7 +24,7 @@ const StatefulSetPath = "/resize-disks"
 // field: it keeps the immutable volumeClaimTemplates and records the new
 // sizes and set of disks for the disk controller (disks.KeepTemplates), and keeps lowered
 // replicas, recording the count for the deploy controller to remove the
-// instances max_in_flight at a time (deploy.KeepReplicas).
+// instances max_in_flight at a time (rollout.KeepReplicas).
 type StatefulSets struct {
 	Log logr.Logger
 	// Operator is the operator's user name: its own updates (the deploy
@@ -61,7 +61,7 @@ func (h *StatefulSets) Handle(_ context.Context, req admission.Request) admissio
 	if changed {
 		log.Info("persistent disk changes recorded for the disk controller", "sizes", update.Annotations[names.AnnotationDiskSizes], "disks", disks.DiskNames(&update))
 	}
-	if req.UserInfo.Username != h.Operator && deploy.KeepReplicas(&old, &update) {
+	if req.UserInfo.Username != h.Operator && rollout.KeepReplicas(&old, &update) {
 		changed = true
 		if to, ok := update.Annotations[names.AnnotationScaleDown]; ok {
 			log.Info("scale-down recorded for the deploy controller", "replicas", *update.Spec.Replicas, "to", to)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/ruby"
+	"github.com/bosh-injector/bosh-injector/gather/render/ruby"
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
 )
 

@@ -6,13 +6,13 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/bosh-injector/bosh-injector/gather/bpm"
-	"github.com/bosh-injector/bosh-injector/gather/deployment"
+	"github.com/bosh-injector/bosh-injector/gather/gathering/secretdata"
+	"github.com/bosh-injector/bosh-injector/gather/gathering/versions"
+	"github.com/bosh-injector/bosh-injector/gather/model/bpm"
+	"github.com/bosh-injector/bosh-injector/gather/model/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/rendering"
-	"github.com/bosh-injector/bosh-injector/gather/ruby"
-	"github.com/bosh-injector/bosh-injector/gather/secretdata"
-	"github.com/bosh-injector/bosh-injector/gather/versions"
+	"github.com/bosh-injector/bosh-injector/gather/render/rendering"
+	"github.com/bosh-injector/bosh-injector/gather/render/ruby"
 )
 
 // BPMDestination is where a job's BPM configuration is rendered to.

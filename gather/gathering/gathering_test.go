@@ -12,15 +12,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/bosh-injector/bosh-injector/gather/bpm"
-	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
-	"github.com/bosh-injector/bosh-injector/gather/instance"
+	"github.com/bosh-injector/bosh-injector/gather/gathering/secretdata"
+	"github.com/bosh-injector/bosh-injector/gather/gathering/versions"
+	"github.com/bosh-injector/bosh-injector/gather/model/bpm"
+	"github.com/bosh-injector/bosh-injector/gather/model/deployment"
+	"github.com/bosh-injector/bosh-injector/gather/model/instance"
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/resolved"
-	"github.com/bosh-injector/bosh-injector/gather/ruby"
-	"github.com/bosh-injector/bosh-injector/gather/secretdata"
-	"github.com/bosh-injector/bosh-injector/gather/versions"
+	"github.com/bosh-injector/bosh-injector/gather/render/resolved"
+	"github.com/bosh-injector/bosh-injector/gather/render/ruby"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 )
 

@@ -9,10 +9,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/bosh-injector/bosh-injector/gather/links"
+	"github.com/bosh-injector/bosh-injector/gather/gathering/trust"
+	"github.com/bosh-injector/bosh-injector/gather/gathering/versions"
+	"github.com/bosh-injector/bosh-injector/gather/model/links"
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/trust"
-	"github.com/bosh-injector/bosh-injector/gather/versions"
 )
 
 // sharedLinks answers consumers naming another deployment of the namespace

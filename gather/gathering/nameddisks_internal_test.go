@@ -4,8 +4,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/bosh-injector/bosh-injector/gather/deployment"
-	"github.com/bosh-injector/bosh-injector/gather/manifest"
+	"github.com/bosh-injector/bosh-injector/gather/model/deployment"
+	"github.com/bosh-injector/bosh-injector/gather/model/manifest"
 )
 
 // The webhook learns a service group's named disks from its BPM info; an

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/bosh-injector/bosh-injector/gather/bpm"
+	"github.com/bosh-injector/bosh-injector/gather/model/bpm"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
 

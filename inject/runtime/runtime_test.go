@@ -16,7 +16,7 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/bosh-injector/bosh-injector/gather/bpm"
+	"github.com/bosh-injector/bosh-injector/gather/model/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/inject/runtime"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"

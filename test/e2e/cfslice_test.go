@@ -14,7 +14,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/client/day2"
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
 	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
-	"github.com/bosh-injector/bosh-injector/gather/rendering"
+	"github.com/bosh-injector/bosh-injector/gather/render/rendering"
 	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 	"github.com/bosh-injector/bosh-injector/test/cluster"

@@ -19,11 +19,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/cmd/bosh-injector/app"
-	"github.com/bosh-injector/bosh-injector/gather/deployment"
-	"github.com/bosh-injector/bosh-injector/gather/instance"
+	"github.com/bosh-injector/bosh-injector/gather/gathering/objects"
+	"github.com/bosh-injector/bosh-injector/gather/model/deployment"
+	"github.com/bosh-injector/bosh-injector/gather/model/instance"
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/objects"
-	"github.com/bosh-injector/bosh-injector/gather/operator/deploy"
+	"github.com/bosh-injector/bosh-injector/gather/operator/rollout"
 	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
@@ -386,7 +386,7 @@ func statefulSetOf(ctx context.Context, t *testing.T, c client.Client, ns, secre
 func deployed(ctx context.Context, t *testing.T, c client.Client, manifest *corev1.Secret) {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
-	for manifest.Labels[names.LabelDeployState] != deploy.PhaseDeployed {
+	for manifest.Labels[names.LabelDeployState] != rollout.PhaseDeployed {
 		if time.Now().After(deadline) {
 			t.Fatalf("deploy: %s", manifest.Annotations[names.AnnotationDeploy])
 		}

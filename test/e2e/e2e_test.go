@@ -22,8 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
-	"github.com/bosh-injector/bosh-injector/gather/rendering"
-	"github.com/bosh-injector/bosh-injector/gather/ruby"
+	"github.com/bosh-injector/bosh-injector/gather/render/rendering"
+	"github.com/bosh-injector/bosh-injector/gather/render/ruby"
 	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"

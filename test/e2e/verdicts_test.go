@@ -18,10 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/client/day2"
-	"github.com/bosh-injector/bosh-injector/gather/deployment"
+	"github.com/bosh-injector/bosh-injector/gather/gathering/objects"
+	"github.com/bosh-injector/bosh-injector/gather/model/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/objects"
-	operatordeploy "github.com/bosh-injector/bosh-injector/gather/operator/deploy"
+	operatordeploy "github.com/bosh-injector/bosh-injector/gather/operator/rollout"
 	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
 	"github.com/bosh-injector/bosh-injector/gather/releaseimage"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"

@@ -7,9 +7,9 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/bosh-injector/bosh-injector/gather/deployment"
+	"github.com/bosh-injector/bosh-injector/gather/model/deployment"
+	"github.com/bosh-injector/bosh-injector/gather/model/yamlvalue"
 	"github.com/bosh-injector/bosh-injector/gather/releaseimage"
-	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 )

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/operator/deploy"
+	"github.com/bosh-injector/bosh-injector/gather/operator/rollout"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
 
@@ -115,8 +115,8 @@ func TestReportHeldAfterAFailedDeploy(t *testing.T) {
 			InitContainers: []corev1.Container{{Name: "render"}}, Containers: []corev1.Container{{Name: "storefront-storefront"}}},
 	}
 	for phase, want := range map[string]string{
-		deploy.PhaseFailed:    "web/1 pod shop-web-z2-0: injected; not rendered; not started: the deploy stopped before its turn, as bosh deploy does\n",
-		deploy.PhaseDeploying: "web/1 pod shop-web-z2-0: injected; not rendered; still starting\n",
+		rollout.PhaseFailed:    "web/1 pod shop-web-z2-0: injected; not rendered; not started: the deploy stopped before its turn, as bosh deploy does\n",
+		rollout.PhaseDeploying: "web/1 pod shop-web-z2-0: injected; not rendered; still starting\n",
 	} {
 		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "shop-manifest", Namespace: "shop",
 			Annotations: map[string]string{names.AnnotationDeploy: `{"phase":"` + phase + `"}`}}}
@@ -127,7 +127,7 @@ func TestReportHeldAfterAFailedDeploy(t *testing.T) {
 		}
 		var out bytes.Buffer
 		printReport(&out, reports)
-		if !strings.Contains(out.String(), want) || reports[0].Settled != (phase == deploy.PhaseFailed) {
+		if !strings.Contains(out.String(), want) || reports[0].Settled != (phase == rollout.PhaseFailed) {
 			t.Errorf("deploy %s: settled %v, report:\n%s\nwant %q", phase, reports[0].Settled, out.String(), want)
 		}
 	}

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/bosh-injector/bosh-injector/gather/objects"
+	"github.com/bosh-injector/bosh-injector/gather/gathering/objects"
 	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
 
 	"github.com/bosh-injector/bosh-injector/test/controlplane"

@@ -17,10 +17,10 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/bosh-injector/bosh-injector/gather/deployment"
+	"github.com/bosh-injector/bosh-injector/gather/gathering/objects"
+	"github.com/bosh-injector/bosh-injector/gather/model/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/objects"
-	"github.com/bosh-injector/bosh-injector/gather/operator/deploy"
+	"github.com/bosh-injector/bosh-injector/gather/operator/rollout"
 	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 )
@@ -52,15 +52,15 @@ func (w *Walkthrough) Rollout(ctx context.Context, ns, releaseURL string) error 
 		}
 		return err
 	}
-	deployed := func(phase string, timeout time.Duration) (deploy.Status, error) {
-		var st deploy.Status
+	deployed := func(phase string, timeout time.Duration) (rollout.Status, error) {
+		var st rollout.Status
 		err := poll(ctx, timeout, "the deploy to be "+phase, func() (bool, error) {
 			var s corev1.Secret
 			if err := w.Client.Get(ctx, manifestKey, &s); err != nil {
 				return false, err
 			}
 			var current bool
-			st, current = deploy.Of(&s)
+			st, current = rollout.Of(&s)
 			return current && st.Phase == phase && s.Labels[names.LabelDeployState] == phase, nil
 		})
 		return st, err
@@ -96,7 +96,7 @@ func (w *Walkthrough) Rollout(ctx context.Context, ns, releaseURL string) error 
 	if err := rec.waitReady(RolloutPods, nil, 3*time.Minute); err != nil {
 		return err
 	}
-	if _, err := deployed(deploy.PhaseDeployed, time.Minute); err != nil {
+	if _, err := deployed(rollout.PhaseDeployed, time.Minute); err != nil {
 		return err
 	}
 	// Held by the deploy's scheduling gate, each instance is scheduled
@@ -113,7 +113,7 @@ func (w *Walkthrough) Rollout(ctx context.Context, ns, releaseURL string) error 
 	if err := apply("rollout-change.yml"); err != nil {
 		return err
 	}
-	st, err := deployed(deploy.PhaseDeployed, 4*time.Minute)
+	st, err := deployed(rollout.PhaseDeployed, 4*time.Minute)
 	if err != nil {
 		return err
 	}
@@ -136,7 +136,7 @@ func (w *Walkthrough) Rollout(ctx context.Context, ns, releaseURL string) error 
 	if err := apply("rollout-change.yml", "rollout-bad-canary.yml"); err != nil {
 		return err
 	}
-	st, err = deployed(deploy.PhaseFailed, 3*time.Minute)
+	st, err = deployed(rollout.PhaseFailed, 3*time.Minute)
 	if err != nil {
 		return err
 	}
@@ -169,8 +169,8 @@ func (w *Walkthrough) Rollout(ctx context.Context, ns, releaseURL string) error 
 		if err := w.Client.Get(ctx, manifestKey, &s); err != nil {
 			return false, err
 		}
-		st = deploy.StatusOf(&s)
-		return st.Retry == "1" && st.Phase == deploy.PhaseDeploying, nil
+		st = rollout.StatusOf(&s)
+		return st.Retry == "1" && st.Phase == rollout.PhaseDeploying, nil
 	}); err != nil {
 		return err
 	}
@@ -181,7 +181,7 @@ func (w *Walkthrough) Rollout(ctx context.Context, ns, releaseURL string) error 
 	if err := apply("rollout-change.yml", "rollout-fix.yml"); err != nil {
 		return err
 	}
-	if _, err := deployed(deploy.PhaseDeployed, 4*time.Minute); err != nil {
+	if _, err := deployed(rollout.PhaseDeployed, 4*time.Minute); err != nil {
 		return err
 	}
 	if err := rec.waitReady(RolloutPods[1:], before, time.Minute); err != nil {

@@ -43,7 +43,7 @@ import (
 	clientcluster "github.com/bosh-injector/bosh-injector/gather/client/cluster"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
-	"github.com/bosh-injector/bosh-injector/gather/ruby"
+	"github.com/bosh-injector/bosh-injector/gather/render/ruby"
 	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/test/cluster"
 	"github.com/bosh-injector/bosh-injector/test/controlplane"

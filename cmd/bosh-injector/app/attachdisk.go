@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bosh-injector/bosh-injector/gather/client/disks"
-	"github.com/bosh-injector/bosh-injector/gather/objects"
+	"github.com/bosh-injector/bosh-injector/gather/gathering/objects"
 )
 
 func init() {

@@ -3,7 +3,7 @@ package app
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/bosh-injector/bosh-injector/gather/dns"
+	"github.com/bosh-injector/bosh-injector/gather/gathering/dns"
 )
 
 func init() {

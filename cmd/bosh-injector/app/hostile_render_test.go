@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bosh-injector/bosh-injector/gather/ruby"
+	"github.com/bosh-injector/bosh-injector/gather/render/ruby"
 )
 
 // TestHostileTemplates replays, through the commands that render offline,

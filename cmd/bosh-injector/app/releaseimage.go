@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/bosh-injector/bosh-injector/gather/deployment"
-	"github.com/bosh-injector/bosh-injector/gather/inputfile"
+	"github.com/bosh-injector/bosh-injector/gather/model/deployment"
+	"github.com/bosh-injector/bosh-injector/gather/model/inputfile"
+	"github.com/bosh-injector/bosh-injector/gather/model/yamlvalue"
 	"github.com/bosh-injector/bosh-injector/gather/releaseimage"
-	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
 )
 
 func init() {

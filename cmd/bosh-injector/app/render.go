@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/bosh-injector/bosh-injector/gather/rendering"
-	"github.com/bosh-injector/bosh-injector/gather/resolved"
+	"github.com/bosh-injector/bosh-injector/gather/render/rendering"
+	"github.com/bosh-injector/bosh-injector/gather/render/resolved"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
 

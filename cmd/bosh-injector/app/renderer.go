@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/bosh-injector/bosh-injector/gather/ruby"
+	"github.com/bosh-injector/bosh-injector/gather/render/ruby"
 )
 
 // renderOptions are the flags of the commands that render release

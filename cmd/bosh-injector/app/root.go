@@ -18,7 +18,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/bosh-injector/bosh-injector/gather/variables"
+	"github.com/bosh-injector/bosh-injector/gather/model/variables"
 )
 
 // exitError carries a process exit code out of a command whose failure has

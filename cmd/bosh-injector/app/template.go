@@ -16,14 +16,14 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/bosh-injector/bosh-injector/gather/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
-	"github.com/bosh-injector/bosh-injector/gather/inputfile"
-	"github.com/bosh-injector/bosh-injector/gather/instance"
-	"github.com/bosh-injector/bosh-injector/gather/jobspec"
-	"github.com/bosh-injector/bosh-injector/gather/manifest"
-	"github.com/bosh-injector/bosh-injector/gather/ruby"
-	"github.com/bosh-injector/bosh-injector/gather/variables"
+	"github.com/bosh-injector/bosh-injector/gather/model/deployment"
+	"github.com/bosh-injector/bosh-injector/gather/model/inputfile"
+	"github.com/bosh-injector/bosh-injector/gather/model/instance"
+	"github.com/bosh-injector/bosh-injector/gather/model/jobspec"
+	"github.com/bosh-injector/bosh-injector/gather/model/manifest"
+	"github.com/bosh-injector/bosh-injector/gather/model/variables"
+	"github.com/bosh-injector/bosh-injector/gather/render/ruby"
 )
 
 type templateOptions struct {

@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/bosh-injector/bosh-injector/gather/model/update"
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/podstate"
-	"github.com/bosh-injector/bosh-injector/gather/update"
+	"github.com/bosh-injector/bosh-injector/gather/operator/podstate"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
 

@@ -12,10 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/bosh-injector/bosh-injector/gather/instance"
-	"github.com/bosh-injector/bosh-injector/gather/manifest"
+	"github.com/bosh-injector/bosh-injector/gather/model/instance"
+	"github.com/bosh-injector/bosh-injector/gather/model/manifest"
+	"github.com/bosh-injector/bosh-injector/gather/model/update"
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/update"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
 

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/client/cluster"
-	"github.com/bosh-injector/bosh-injector/gather/manifest"
+	"github.com/bosh-injector/bosh-injector/gather/model/manifest"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/operator/deploy"
+	"github.com/bosh-injector/bosh-injector/gather/operator/rollout"
 	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
 )
 
@@ -38,9 +38,9 @@ var directorEvent = map[string][2]string{
 	"Secret/" + runner.ReasonGathered:             {"update", "deployment"},
 	"Secret/" + runner.ReasonGatherFailed:         {"update", "deployment"},
 	"Secret/" + runner.ReasonInvalidManifest:      {"update", "deployment"},
-	"Secret/" + deploy.ReasonUpdating:             {"update", "deployment"},
-	"Secret/" + deploy.ReasonDeployed:             {"update", "deployment"},
-	"Secret/" + deploy.ReasonDeployFailed:         {"update", "deployment"},
+	"Secret/" + rollout.ReasonUpdating:             {"update", "deployment"},
+	"Secret/" + rollout.ReasonDeployed:             {"update", "deployment"},
+	"Secret/" + rollout.ReasonDeployFailed:         {"update", "deployment"},
 }
 
 // ordinal ends a StatefulSet pod's name.

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/podstate"
+	"github.com/bosh-injector/bosh-injector/gather/operator/podstate"
 )
 
 // Attach is `bosh attach-disk`: the orphaned claim becomes the persistent

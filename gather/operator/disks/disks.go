@@ -42,10 +42,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/bosh-injector/bosh-injector/gather/model/update"
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/operator/podstate"
 	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
-	"github.com/bosh-injector/bosh-injector/gather/podstate"
-	"github.com/bosh-injector/bosh-injector/gather/update"
 )
 
 // Event reasons.

@@ -10,9 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/bosh-injector/bosh-injector/gather/instance"
+	"github.com/bosh-injector/bosh-injector/gather/model/instance"
+	"github.com/bosh-injector/bosh-injector/gather/model/update"
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/update"
 )
 
 func set(name, az string, replicas int32) *appsv1.StatefulSet {

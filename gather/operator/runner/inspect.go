@@ -4,11 +4,11 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/bosh-injector/bosh-injector/gather/deployment"
-	"github.com/bosh-injector/bosh-injector/gather/manifest"
-	"github.com/bosh-injector/bosh-injector/gather/update"
-	"github.com/bosh-injector/bosh-injector/gather/variables"
-	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
+	"github.com/bosh-injector/bosh-injector/gather/model/deployment"
+	"github.com/bosh-injector/bosh-injector/gather/model/manifest"
+	"github.com/bosh-injector/bosh-injector/gather/model/update"
+	"github.com/bosh-injector/bosh-injector/gather/model/variables"
+	"github.com/bosh-injector/bosh-injector/gather/model/yamlvalue"
 )
 
 // Inspect reads what the runner needs of a manifest, with its ops files

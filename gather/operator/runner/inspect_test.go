@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/bosh-injector/bosh-injector/gather/deployment"
+	"github.com/bosh-injector/bosh-injector/gather/model/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
 )
 

@@ -11,10 +11,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/bosh-injector/bosh-injector/gather/dns"
+	"github.com/bosh-injector/bosh-injector/gather/gathering/dns"
+	"github.com/bosh-injector/bosh-injector/gather/gathering/trust"
+	"github.com/bosh-injector/bosh-injector/gather/model/yamlvalue"
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/trust"
-	"github.com/bosh-injector/bosh-injector/gather/yamlvalue"
 )
 
 // consumedDeployments are the other deployments whose shared links the

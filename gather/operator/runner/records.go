@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/bosh-injector/bosh-injector/gather/gathering/trust"
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/trust"
 )
 
 // forgetDeleted deletes the records of namespace's (every namespace's, for
