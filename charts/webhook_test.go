@@ -21,6 +21,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/gathering/trust"
 	"github.com/bosh-injector/bosh-injector/gather/model/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/operator/manager"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 	"github.com/bosh-injector/bosh-injector/webhook"
@@ -49,7 +50,7 @@ var _ = Describe("the chart's webhook with cert-manager's certificate", func() {
 		for _, k := range []string{"tls.crt", "tls.key"} {
 			Expect(os.WriteFile(filepath.Join(certDir, k), serving.Data[k], 0o600)).To(Succeed())
 		}
-		mgr, err := webhook.NewManager(cp.Config, webhook.Options{Namespace: ns, OperatorImage: walkthrough.OperatorImage,
+		mgr, err := manager.New(cp.Config, manager.Options{Namespace: ns, OperatorImage: walkthrough.OperatorImage,
 			ClusterDomain: "cluster.local", Host: "127.0.0.1", Port: port, CertDir: certDir, Webhook: true}, GinkgoLogr)
 		Expect(err).NotTo(HaveOccurred())
 		mctx, cancel := context.WithCancel(ctx)

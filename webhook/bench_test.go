@@ -37,6 +37,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/model/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/model/yamlvalue"
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/operator/manager"
 	"github.com/bosh-injector/bosh-injector/gather/render/resolved"
 	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
@@ -178,7 +179,7 @@ func BenchmarkAdmission(b *testing.B) {
 	imageSettings := settings
 	imageSettings.ReleaseJobs = inject.ReleaseJobsImage
 	images := &webhook.Handler{Cache: c, Settings: imageSettings, OperatorNamespace: benchOperatorNamespace, Log: logr.Discard()}
-	defer debug.SetGCPercent(debug.SetGCPercent(webhook.GCPercent))
+	defer debug.SetGCPercent(debug.SetGCPercent(manager.GCPercent))
 
 	// Sub-benchmarks, so one part can be run alone:
 	// -bench 'Admission/cpu', -bench 'Admission/concurrent/10jobs'.
@@ -387,8 +388,8 @@ func concurrent(b *testing.B, ctx context.Context, handler *webhook.Handler, dif
 					if s.jobs == 10 && n == 200 {
 						debug.SetGCPercent(100)
 						gc100 := round(b, webhook.Path, s, n)
-						debug.SetGCPercent(webhook.GCPercent)
-						b.Logf("  %2d jobs × %3d: handler at GOGC=100 %7.1f ms vs GOGC=%d %7.1f ms", s.jobs, n, ms(gc100), webhook.GCPercent, ms(now))
+						debug.SetGCPercent(manager.GCPercent)
+						b.Logf("  %2d jobs × %3d: handler at GOGC=100 %7.1f ms vs GOGC=%d %7.1f ms", s.jobs, n, ms(gc100), manager.GCPercent, ms(now))
 					}
 				}
 			}
@@ -515,7 +516,7 @@ func BenchmarkOperatorHeap(b *testing.B) {
 			return m.HeapAlloc
 		}
 		base := heap()
-		opts, err := webhook.CacheOptions(benchOperatorNamespace)
+		opts, err := manager.CacheOptions(benchOperatorNamespace)
 		if err != nil {
 			b.Fatal(err)
 		}

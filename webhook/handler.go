@@ -179,12 +179,9 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 		inst, err = inject.InstanceOf(pod, info)
 	}
 	var held bool
-	if err == nil {
-		held, err = h.held(ctx, req.Namespace, deployment, pod)
-	}
 	var stopped string
 	if err == nil {
-		stopped, err = h.stopped(ctx, req.Namespace, deployment, pod)
+		held, stopped, err = h.instanceState(ctx, req.Namespace, deployment, pod)
 	}
 	settings := h.Settings
 	if err == nil && h.DNSService != "" {

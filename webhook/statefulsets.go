@@ -16,8 +16,14 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/operator/rollout"
 )
 
-// StatefulSetPath is where the StatefulSet update webhook is served.
-const StatefulSetPath = "/resize-disks"
+// StatefulSetPath is where the StatefulSet update webhook is served: it
+// keeps replicas and claim templates, so it is named for what it admits.
+const StatefulSetPath = "/admit-statefulset"
+
+// LegacyStatefulSetPath is the path earlier charts' webhook configurations
+// call; it is served too, so an upgrade's old configuration reaches the new
+// operator until the chart replaces it.
+const LegacyStatefulSetPath = "/resize-disks"
 
 // StatefulSets lets users change an instance group's persistent disk size
 // and instances with `objects` and `kubectl apply` as with any other

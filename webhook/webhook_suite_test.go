@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/bosh-injector/bosh-injector/gather/operator/manager"
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
-	"github.com/bosh-injector/bosh-injector/webhook"
 )
 
 func TestWebhook(t *testing.T) {
@@ -69,7 +69,7 @@ var _ = BeforeSuite(func() {
 	})
 	Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}})).To(Succeed())
 	serving := cp.WebhookServerOptions()
-	mgr, err := webhook.NewManager(cp.Config, webhook.Options{
+	mgr, err := manager.New(cp.Config, manager.Options{
 		Namespace: operatorNamespace, OperatorImage: "localhost/bosh-injector:test", ClusterDomain: "cluster.local",
 		Host: serving.Host, Port: serving.Port, CertDir: serving.CertDir, Webhook: true, User: operatorUser,
 	}, funcr.New(operatorLogs.add, funcr.Options{Verbosity: 5}))

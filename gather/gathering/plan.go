@@ -13,6 +13,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/gathering/trust"
 	"github.com/bosh-injector/bosh-injector/gather/gathering/versions"
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 )
 
 // Plan is what the job runner, which may list the namespace's Secrets,
@@ -114,7 +115,7 @@ func NewPlan(ctx context.Context, c client.Reader, trustNamespace, namespace, de
 		if err := c.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{names.LabelDeployment: names.LabelValue(dep)}); err != nil {
 			return p, fmt.Errorf("listing the Secrets of deployment '%s': %w", dep, err)
 		}
-		if !slices.ContainsFunc(list.Items, func(s corev1.Secret) bool { return s.Data[names.ManifestKey] != nil }) {
+		if !slices.ContainsFunc(list.Items, func(s corev1.Secret) bool { return status.IsManifest(&s) }) {
 			continue
 		}
 		other, err := trust.Read(ctx, c, trustNamespace, namespace, dep)

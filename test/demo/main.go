@@ -27,7 +27,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
+	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 	"github.com/bosh-injector/bosh-injector/test/cluster"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/test/sandbox"
@@ -167,15 +167,15 @@ func run(ctx context.Context, opts walkthrough.Options) (err error) {
 	w.Say("(generated credentials shown as the Secret holding them)")
 
 	w.Step("A mistake: the same deployment with an ops file removing bus.password, which bus.conf.erb requires")
-	status, err := w.Deploy(ctx, "shop", fixtures.Shop(releaseURL, "missing-bus-password.yml"))
+	gst, err := w.Deploy(ctx, "shop", fixtures.Shop(releaseURL, "missing-bus-password.yml"))
 	if err != nil {
 		return err
 	}
-	if status.State != runner.ReasonGatherFailed {
-		return fmt.Errorf("the broken manifest gathered: %+v", status)
+	if gst.State != status.ReasonGatherFailed {
+		return fmt.Errorf("the broken manifest gathered: %+v", gst)
 	}
 	w.Step("Like the director, gathering rendered every template of every instance first and wrote nothing: pods keep the last good versions")
-	w.Say("resolved versions: %v", status.Versions)
+	w.Say("resolved versions: %v", gst.Versions)
 	pods, err := w.Kubectl(ctx, "get", "pod", run.Key().Name, "--namespace", "shop")
 	if err != nil {
 		return err
@@ -260,12 +260,12 @@ func appendTo(list *[]string) func(string) error {
 // deploy applies the shop manifest with ops files in namespace ns and
 // gathers it.
 func deploy(ctx context.Context, w *walkthrough.Walkthrough, ns, releaseURL string, ops ...string) error {
-	status, err := w.Deploy(ctx, ns, fixtures.Shop(releaseURL, ops...))
+	gst, err := w.Deploy(ctx, ns, fixtures.Shop(releaseURL, ops...))
 	if err != nil {
 		return err
 	}
-	if status.State != runner.ReasonGathered {
-		return fmt.Errorf("gathering %s: %s", ns, strings.TrimSpace(status.State+" "+status.Message))
+	if gst.State != status.ReasonGathered {
+		return fmt.Errorf("gathering %s: %s", ns, strings.TrimSpace(gst.State+" "+gst.Message))
 	}
 	return nil
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
+	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 )
@@ -28,12 +28,12 @@ func TestAddresses(t *testing.T) {
 
 	const ns = "addresses"
 	for _, d := range []string{"backend", "frontend"} {
-		status, err := w.Deploy(ctx, ns, fixtures.Deployment(d, releaseURL))
+		gst, err := w.Deploy(ctx, ns, fixtures.Deployment(d, releaseURL))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if status.State != runner.ReasonGathered {
-			t.Fatalf("gathering %s: %+v", d, status)
+		if gst.State != status.ReasonGathered {
+			t.Fatalf("gathering %s: %+v", d, gst)
 		}
 	}
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/client/day2"
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
-	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
+	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 	"github.com/bosh-injector/bosh-injector/gather/render/rendering"
 	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
@@ -38,12 +38,12 @@ func TestCFSlice(t *testing.T) {
 	ctx := context.Background()
 	w, releaseURL, _ := startWalkthrough(t)
 	const ns = "cfslice"
-	status, err := w.Deploy(ctx, ns, fixtures.Deployment("cfslice", releaseURL))
+	gst, err := w.Deploy(ctx, ns, fixtures.Deployment("cfslice", releaseURL))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if status.State != runner.ReasonGathered {
-		t.Fatalf("gathering: %+v", status)
+	if gst.State != status.ReasonGathered {
+		t.Fatalf("gathering: %+v", gst)
 	}
 	var events corev1.EventList
 	if err := w.Client.List(ctx, &events, client.InNamespace(ns)); err != nil {

@@ -25,7 +25,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/gathering/objects"
 	"github.com/bosh-injector/bosh-injector/gather/model/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
+	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 )
 
@@ -45,8 +45,8 @@ func TestDay2Commands(t *testing.T) {
 	w, releaseURL, _ := startWalkthrough(t)
 	const ns = "day2"
 	began := time.Now()
-	if status, err := w.Deploy(ctx, ns, fixtures.Deployment("day2", releaseURL)); err != nil || status.State != runner.ReasonGathered {
-		t.Fatalf("gathering: %+v %v", status, err)
+	if gst, err := w.Deploy(ctx, ns, fixtures.Deployment("day2", releaseURL)); err != nil || gst.State != status.ReasonGathered {
+		t.Fatalf("gathering: %+v %v", gst, err)
 	}
 	var manifest corev1.Secret
 	if err := w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "day2-manifest"}, &manifest); err != nil {

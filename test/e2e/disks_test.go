@@ -23,8 +23,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/model/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/model/instance"
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/operator/rollout"
-	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
+	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
 )
@@ -47,9 +46,9 @@ func TestPersistentDisks(t *testing.T) {
 	w, releaseURL, _ := startWalkthrough(t)
 	began := time.Now()
 	const ns = "disks"
-	status, err := w.Deploy(ctx, ns, fixtures.Shop(releaseURL, "scale-db.yml"))
-	if err != nil || status.State != runner.ReasonGathered {
-		t.Fatalf("gathering: %+v %v", status, err)
+	gst, err := w.Deploy(ctx, ns, fixtures.Shop(releaseURL, "scale-db.yml"))
+	if err != nil || gst.State != status.ReasonGathered {
+		t.Fatalf("gathering: %+v %v", gst, err)
 	}
 	manifest, sts := statefulSetOf(ctx, t, w.Client, ns, fixtures.ManifestSecret, "db", objects.Options{Namespace: ns})
 	if sts == nil || sts.Spec.PersistentVolumeClaimRetentionPolicy == nil {
@@ -386,7 +385,7 @@ func statefulSetOf(ctx context.Context, t *testing.T, c client.Client, ns, secre
 func deployed(ctx context.Context, t *testing.T, c client.Client, manifest *corev1.Secret) {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
-	for manifest.Labels[names.LabelDeployState] != rollout.PhaseDeployed {
+	for manifest.Labels[names.LabelDeployState] != status.PhaseDeployed {
 		if time.Now().After(deadline) {
 			t.Fatalf("deploy: %s", manifest.Annotations[names.AnnotationDeploy])
 		}
@@ -438,9 +437,9 @@ func TestNamedDisks(t *testing.T) {
 	w, releaseURL, _ := startWalkthrough(t)
 	began := time.Now()
 	const ns = "named-disks"
-	status, err := w.Deploy(ctx, ns, fixtures.Deployment("named-disks", releaseURL))
-	if err != nil || status.State != runner.ReasonGathered {
-		t.Fatalf("gathering: %+v %v", status, err)
+	gst, err := w.Deploy(ctx, ns, fixtures.Deployment("named-disks", releaseURL))
+	if err != nil || gst.State != status.ReasonGathered {
+		t.Fatalf("gathering: %+v %v", gst, err)
 	}
 	manifest, sts := statefulSetOf(ctx, t, w.Client, ns, "named-disks-manifest", "archive", objects.Options{Namespace: ns,
 		DiskSizes: map[string]resource.Quantity{"small": resource.MustParse("64Mi"), "large": resource.MustParse("128Mi")}})
@@ -508,8 +507,8 @@ func TestNamedDisks(t *testing.T) {
 	// change), drains the instance so that its pod mounts index alone,
 	// and orphans blob_store's claim; index keeps its bytes.
 	removed := time.Now()
-	if status, err := w.Deploy(ctx, ns, fixtures.Deployment("named-disks", releaseURL, "named-disks-remove-blob-store.yml")); err != nil || status.State != runner.ReasonGathered {
-		t.Fatalf("gathering without blob_store: %+v %v", status, err)
+	if gst, err := w.Deploy(ctx, ns, fixtures.Deployment("named-disks", releaseURL, "named-disks-remove-blob-store.yml")); err != nil || gst.State != status.ReasonGathered {
+		t.Fatalf("gathering without blob_store: %+v %v", gst, err)
 	}
 	_, without := statefulSetOf(ctx, t, w.Client, ns, "named-disks-manifest", "archive", objects.Options{Namespace: ns,
 		DiskSizes: map[string]resource.Quantity{"small": resource.MustParse("64Mi"), "large": resource.MustParse("128Mi")}})

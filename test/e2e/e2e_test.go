@@ -21,7 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
+	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 	"github.com/bosh-injector/bosh-injector/gather/render/rendering"
 	"github.com/bosh-injector/bosh-injector/gather/render/ruby"
 	"github.com/bosh-injector/bosh-injector/inject"
@@ -144,12 +144,12 @@ func TestWalkthrough(t *testing.T) {
 
 	t.Run("the gathered deployment's instance runs its rendered configuration", func(t *testing.T) {
 		const ns = "shop"
-		status, err := w.Deploy(ctx, ns, fixtures.Shop(releaseURL))
+		gst, err := w.Deploy(ctx, ns, fixtures.Shop(releaseURL))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if status.State != runner.ReasonGathered {
-			t.Fatalf("gathering: %+v", status)
+		if gst.State != status.ReasonGathered {
+			t.Fatalf("gathering: %+v", gst)
 		}
 		// The gathering ran with its own ServiceAccount's token, which the
 		// release templates could not read.
@@ -250,7 +250,7 @@ func TestWalkthrough(t *testing.T) {
 		for _, e := range events.Items {
 			reasons[e.Reason] = true
 		}
-		for _, want := range []string{runner.ReasonGatherStarted, runner.ReasonGathered} {
+		for _, want := range []string{status.ReasonGatherStarted, status.ReasonGathered} {
 			if !reasons[want] {
 				t.Errorf("no %s event in %v", want, reasons)
 			}
@@ -263,18 +263,18 @@ func TestWalkthrough(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		status, err := w.Deploy(ctx, ns, fixtures.Shop(releaseURL, "missing-bus-password.yml"))
+		gst, err := w.Deploy(ctx, ns, fixtures.Shop(releaseURL, "missing-bus-password.yml"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		// Like the director, gathering renders every template of every
 		// instance before any instance changes.
 		want := `Error filling in template 'bus.conf.erb' (line 10: Can't find property '["bus.password"]')`
-		if status.State != runner.ReasonGatherFailed || !strings.Contains(status.Message, want) {
-			t.Fatalf("gathering: %+v, want %s with\n%s", status, runner.ReasonGatherFailed, want)
+		if gst.State != status.ReasonGatherFailed || !strings.Contains(gst.Message, want) {
+			t.Fatalf("gathering: %+v, want %s with\n%s", gst, status.ReasonGatherFailed, want)
 		}
-		if !maps.Equal(status.Versions, before.Versions) {
-			t.Errorf("versions after a failed gathering: %v, before: %v", status.Versions, before.Versions)
+		if !maps.Equal(gst.Versions, before.Versions) {
+			t.Errorf("versions after a failed gathering: %v, before: %v", gst.Versions, before.Versions)
 		}
 	})
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/gathering/objects"
 	"github.com/bosh-injector/bosh-injector/gather/model/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
+	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
@@ -123,9 +123,9 @@ func TestRunErrand(t *testing.T) {
 		t.Errorf("colocated errand without bin/run: exit %d:\n%s", code, noRun.String())
 	}
 
-	status, err := w.Deploy(ctx, ns, fixtures.Shop(releaseURL, "failing-smoke-tests.yml"))
-	if err != nil || status.State != runner.ReasonGathered {
-		t.Fatalf("gathering: %+v %v", status, err)
+	gst, err := w.Deploy(ctx, ns, fixtures.Shop(releaseURL, "failing-smoke-tests.yml"))
+	if err != nil || gst.State != status.ReasonGathered {
+		t.Fatalf("gathering: %+v %v", gst, err)
 	}
 	code, out := runErrand("--when-changed")
 	if code != 3 || !strings.Contains(out, printed) || !strings.Contains(out, "==> exiting 3 <==") || !strings.Contains(out, "Errand 'smoke-tests' completed with error (exit code 3)") {

@@ -21,7 +21,7 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	operatordeploy "github.com/bosh-injector/bosh-injector/gather/operator/rollout"
-	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
+	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
@@ -58,11 +58,11 @@ func BenchmarkPodStart(b *testing.B) {
 		b.Fatal(err)
 	}
 	const ns = "starter"
-	status, err := w.Deploy(ctx, ns, func(ctx context.Context, c client.Client, ns string) (*corev1.Secret, error) {
+	gst, err := w.Deploy(ctx, ns, func(ctx context.Context, c client.Client, ns string) (*corev1.Secret, error) {
 		return fixtures.Apply(ctx, c, ns, "starter", "starter-manifest", []byte(starterManifest(releaseURL, 10)))
 	})
-	if err != nil || status.State != runner.ReasonGathered {
-		b.Fatalf("gathering: %v %+v", err, status)
+	if err != nil || gst.State != status.ReasonGathered {
+		b.Fatalf("gathering: %v %+v", err, gst)
 	}
 	image := fixtures.Image(releaseURL, "starter")
 	kinds := []struct {

@@ -22,7 +22,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/model/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	operatordeploy "github.com/bosh-injector/bosh-injector/gather/operator/rollout"
-	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
+	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 	"github.com/bosh-injector/bosh-injector/gather/releaseimage"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
@@ -163,11 +163,11 @@ func verdictsChain(t *testing.T, w *walkthrough.Walkthrough, source []byte, dep 
 	}
 	apply := func(t *testing.T, ops []deployment.OpsFile) {
 		t.Helper()
-		status, err := w.Deploy(ctx, ns, func(ctx context.Context, c client.Client, ns string) (*corev1.Secret, error) {
+		gst, err := w.Deploy(ctx, ns, func(ctx context.Context, c client.Client, ns string) (*corev1.Secret, error) {
 			return fixtures.Apply(ctx, c, ns, dep, manifestName, manifest, ops...)
 		})
-		if err != nil || status.State != runner.ReasonGathered {
-			t.Fatalf("gathering: %v %+v", err, status)
+		if err != nil || gst.State != status.ReasonGathered {
+			t.Fatalf("gathering: %v %+v", err, gst)
 		}
 	}
 	tr := track(ctx, w.UserCluster.Kube, ns, names.LabelDeployment+"="+dep+","+names.LabelInstanceGroup+"=app")
@@ -248,13 +248,13 @@ func verdictsChain(t *testing.T, w *walkthrough.Walkthrough, source []byte, dep 
 		// Their launchers say each process exited, with its output, and
 		// was started again in its container.
 		for _, name := range []string{other, canary} {
-			status, err := day2.LauncherStatus(ctx, w.UserCluster, getPod(t, w, ns, name))
+			gst, err := day2.LauncherStatus(ctx, w.UserCluster, getPod(t, w, ns, name))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if i := slices.IndexFunc(status.Processes, func(p contract.ProcessStatus) bool { return p.Container == "flaky-flaky" }); i < 0 ||
-				status.Processes[i].Restarts < 2 || status.Processes[i].LastExit == nil || !strings.Contains(status.Processes[i].LastExit.Tail, "failing start 2 of 2") {
-				data, _ := json.Marshal(status)
+			if i := slices.IndexFunc(gst.Processes, func(p contract.ProcessStatus) bool { return p.Container == "flaky-flaky" }); i < 0 ||
+				gst.Processes[i].Restarts < 2 || gst.Processes[i].LastExit == nil || !strings.Contains(gst.Processes[i].LastExit.Tail, "failing start 2 of 2") {
+				data, _ := json.Marshal(gst)
 				t.Errorf("%s: the process did not exit before it ran: %s", name, data)
 			}
 		}

@@ -27,7 +27,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/gathering/objects"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	operatordeploy "github.com/bosh-injector/bosh-injector/gather/operator/rollout"
-	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
+	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
@@ -114,11 +114,11 @@ func TestZones(t *testing.T) {
 			}
 		}()
 		m := zonesManifest(releaseURL, n)
-		status, err := w.Deploy(ctx, zonesNS, func(ctx context.Context, c client.Client, ns string) (*corev1.Secret, error) {
+		gst, err := w.Deploy(ctx, zonesNS, func(ctx context.Context, c client.Client, ns string) (*corev1.Secret, error) {
 			return fixtures.Apply(ctx, c, ns, "zones", "zones-manifest", m)
 		})
-		if err != nil || status.State != runner.ReasonGathered {
-			t.Fatalf("gathering: %v, %+v", err, status)
+		if err != nil || gst.State != status.ReasonGathered {
+			t.Fatalf("gathering: %v, %+v", err, gst)
 		}
 		res, err := objects.Build(m, nil, objects.Options{Namespace: zonesNS})
 		if err != nil {

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/operator/rollout"
+	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 	"github.com/bosh-injector/bosh-injector/test/cluster"
@@ -88,7 +88,7 @@ func (s *Sandbox) observe(ctx context.Context, ws []workload, ports bool) ([]ins
 		if err := s.client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: s.manifest}, &secret); err != nil {
 			return nil, err
 		}
-		deployFailed = rollout.StatusOf(&secret).Phase == rollout.PhaseFailed
+		deployFailed = status.DeployOf(&secret).Phase == status.PhaseFailed
 	}
 	var out []instanceReport
 	for _, w := range ws {

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/operator/rollout"
+	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
 
@@ -73,7 +73,7 @@ func TestReportRestartedInPlace(t *testing.T) {
 	}
 	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "render", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{}}}}
 	pod.Status.ContainerStatuses = []corev1.ContainerStatus{running("nats-tls-nats-tls", true), running("nats-tls-healthcheck", false)}
-	status := func(state string, restarts int, exit *contract.Exit) *contract.Status {
+	gst := func(state string, restarts int, exit *contract.Exit) *contract.Status {
 		return &contract.Status{Setup: true, Processes: []contract.ProcessStatus{{Container: "nats-tls-nats-tls", State: contract.StateRunning},
 			{Container: "nats-tls-healthcheck", State: state, Restarts: restarts, LastExit: exit}}}
 	}
@@ -83,11 +83,11 @@ func TestReportRestartedInPlace(t *testing.T) {
 		settled bool
 		want    []string
 	}{
-		{status(contract.StateFailing, 3, refused), true, []string{"nats/0 pod nats-0: injected; rendered; running: nats-tls-nats-tls\n",
+		{gst(contract.StateFailing, 3, refused), true, []string{"nats/0 pod nats-0: injected; rendered; running: nats-tls-nats-tls\n",
 			"FAILED: process nats-tls-healthcheck exited 1 (started again in its container 3 times, as monit does):\n", "        dial tcp 127.0.0.1:4224: connect: connection refused"}},
-		{status(contract.StateFailing, 1, &contract.Exit{Code: 137, Signal: "SIGKILL"}), false,
+		{gst(contract.StateFailing, 1, &contract.Exit{Code: 137, Signal: "SIGKILL"}), false,
 			[]string{"FAILED: process nats-tls-healthcheck exited 137 (killed by SIGKILL; started again in its container 1 times, as monit does)"}},
-		{status(contract.StateStarting, 2, refused), false, []string{"running: nats-tls-nats-tls, nats-tls-healthcheck; still starting"}},
+		{gst(contract.StateStarting, 2, refused), false, []string{"running: nats-tls-nats-tls, nats-tls-healthcheck; still starting"}},
 	} {
 		s := &Sandbox{launchers: func(context.Context, *corev1.Pod) (*contract.Status, error) { return c.st, nil }}
 		var r instanceReport
@@ -115,8 +115,8 @@ func TestReportHeldAfterAFailedDeploy(t *testing.T) {
 			InitContainers: []corev1.Container{{Name: "render"}}, Containers: []corev1.Container{{Name: "storefront-storefront"}}},
 	}
 	for phase, want := range map[string]string{
-		rollout.PhaseFailed:    "web/1 pod shop-web-z2-0: injected; not rendered; not started: the deploy stopped before its turn, as bosh deploy does\n",
-		rollout.PhaseDeploying: "web/1 pod shop-web-z2-0: injected; not rendered; still starting\n",
+		status.PhaseFailed:    "web/1 pod shop-web-z2-0: injected; not rendered; not started: the deploy stopped before its turn, as bosh deploy does\n",
+		status.PhaseDeploying: "web/1 pod shop-web-z2-0: injected; not rendered; still starting\n",
 	} {
 		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "shop-manifest", Namespace: "shop",
 			Annotations: map[string]string{names.AnnotationDeploy: `{"phase":"` + phase + `"}`}}}
@@ -127,7 +127,7 @@ func TestReportHeldAfterAFailedDeploy(t *testing.T) {
 		}
 		var out bytes.Buffer
 		printReport(&out, reports)
-		if !strings.Contains(out.String(), want) || reports[0].Settled != (phase == rollout.PhaseFailed) {
+		if !strings.Contains(out.String(), want) || reports[0].Settled != (phase == status.PhaseFailed) {
 			t.Errorf("deploy %s: settled %v, report:\n%s\nwant %q", phase, reports[0].Settled, out.String(), want)
 		}
 	}

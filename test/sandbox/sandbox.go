@@ -38,7 +38,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/model/manifest"
 	"github.com/bosh-injector/bosh-injector/gather/model/variables"
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
+	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 	"github.com/bosh-injector/bosh-injector/test/walkthrough"
@@ -192,16 +192,16 @@ func (s *Sandbox) up(ctx context.Context) error {
 		return err
 	}
 	s.manifest = objs[0].GetName()
-	status, err := s.gathered(ctx, s.manifest)
+	gst, err := s.gathered(ctx, s.manifest)
 	if err != nil {
 		return err
 	}
-	s.w.Say("%s: %s", names.AnnotationStatus, status.State)
-	if status.Message != "" {
-		s.w.Say("%s", status.Message)
+	s.w.Say("%s: %s", names.AnnotationStatus, gst.State)
+	if gst.Message != "" {
+		s.w.Say("%s", gst.Message)
 	}
-	if status.State == runner.ReasonGatherFailed {
-		s.gatherFailure = status.Message
+	if gst.State == status.ReasonGatherFailed {
+		s.gatherFailure = gst.Message
 	}
 	s.w.Step("The StatefulSets and Jobs, applied")
 	if err := s.apply(ctx, objs[1:]); err != nil {
@@ -366,21 +366,21 @@ func (s *Sandbox) variables(ctx context.Context, deploymentName string) error {
 }
 
 // gathered waits until the gathering of the manifest Secret ended.
-func (s *Sandbox) gathered(ctx context.Context, secret string) (runner.Status, error) {
+func (s *Sandbox) gathered(ctx context.Context, secret string) (status.Gathering, error) {
 	s.w.Step("The job runner gathers the deployment; the kubelet runs its Job's pod")
-	var status runner.Status
+	var gst status.Gathering
 	err := wait.PollUntilContextTimeout(ctx, time.Second, s.cfg.Timeout, true, func(ctx context.Context) (bool, error) {
 		var sec corev1.Secret
 		if err := s.client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: secret}, &sec); err != nil {
 			return false, err
 		}
-		status = runner.StatusOf(&sec)
-		return status.State == runner.ReasonGathered || status.State == runner.ReasonGatherFailed, nil
+		gst = status.GatheringOf(&sec)
+		return gst.State == status.ReasonGathered || gst.State == status.ReasonGatherFailed, nil
 	})
 	if wait.Interrupted(err) {
-		return status, fmt.Errorf("gathering did not end within %s (state %q)", s.cfg.Timeout, status.State)
+		return gst, fmt.Errorf("gathering did not end within %s (state %q)", s.cfg.Timeout, gst.State)
 	}
-	return status, err
+	return gst, err
 }
 
 func allSettled(reports []instanceReport) bool {

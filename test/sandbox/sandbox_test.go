@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/gathering/objects"
-	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
+	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
@@ -279,7 +279,7 @@ func brokenGatheringKeepsThePods(t *testing.T, kubeconfig string) {
 	if err := c.Get(ctx, key, &secret); err != nil {
 		t.Fatal(err)
 	}
-	before := runner.StatusOf(&secret)
+	before := status.GatheringOf(&secret)
 	ops, err := os.ReadFile(filepath.Join(fixtures.Dir(), "deployments", "ops", "missing-bus-password.yml"))
 	if err != nil {
 		t.Fatal(err)
@@ -288,18 +288,18 @@ func brokenGatheringKeepsThePods(t *testing.T, kubeconfig string) {
 	if err := c.Update(ctx, &secret); err != nil {
 		t.Fatal(err)
 	}
-	var status runner.Status
+	var gst status.Gathering
 	if err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 		if err := c.Get(ctx, key, &secret); err != nil {
 			return false, err
 		}
-		status = runner.StatusOf(&secret)
-		return status.Job != before.Job && status.State == runner.ReasonGatherFailed, nil
+		gst = status.GatheringOf(&secret)
+		return gst.Job != before.Job && gst.State == status.ReasonGatherFailed, nil
 	}); err != nil {
-		t.Fatalf("the broken manifest's gathering: %v, status %+v", err, status)
+		t.Fatalf("the broken manifest's gathering: %v, status %+v", err, gst)
 	}
-	if !strings.Contains(status.Message, busError) {
-		t.Errorf("the failed gathering's message lacks %q:\n%s", busError, status.Message)
+	if !strings.Contains(gst.Message, busError) {
+		t.Errorf("the failed gathering's message lacks %q:\n%s", busError, gst.Message)
 	}
 	for _, name := range []string{"shop-bus-z1-0", "shop-web-z1-0"} {
 		var pod corev1.Pod

@@ -20,8 +20,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/gathering/objects"
 	"github.com/bosh-injector/bosh-injector/gather/model/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/operator/rollout"
-	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
+	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 )
 
@@ -46,21 +45,21 @@ var FirstDeployPods = []string{"rollout-db-z1-0", "rollout-api-z1-0", "rollout-a
 func (w *Walkthrough) Rollout(ctx context.Context, ns, releaseURL string) error {
 	manifestKey := client.ObjectKey{Namespace: ns, Name: "rollout-manifest"}
 	apply := func(ops ...string) error {
-		status, err := w.Deploy(ctx, ns, fixtures.Deployment("rollout", releaseURL, ops...))
-		if err == nil && status.State != runner.ReasonGathered {
-			err = fmt.Errorf("gathering the rollout deployment: %s", strings.TrimSpace(status.State+" "+status.Message))
+		gst, err := w.Deploy(ctx, ns, fixtures.Deployment("rollout", releaseURL, ops...))
+		if err == nil && gst.State != status.ReasonGathered {
+			err = fmt.Errorf("gathering the rollout deployment: %s", strings.TrimSpace(gst.State+" "+gst.Message))
 		}
 		return err
 	}
-	deployed := func(phase string, timeout time.Duration) (rollout.Status, error) {
-		var st rollout.Status
+	deployed := func(phase string, timeout time.Duration) (status.Deploy, error) {
+		var st status.Deploy
 		err := poll(ctx, timeout, "the deploy to be "+phase, func() (bool, error) {
 			var s corev1.Secret
 			if err := w.Client.Get(ctx, manifestKey, &s); err != nil {
 				return false, err
 			}
 			var current bool
-			st, current = rollout.Of(&s)
+			st, current = status.CurrentDeploy(&s)
 			return current && st.Phase == phase && s.Labels[names.LabelDeployState] == phase, nil
 		})
 		return st, err
@@ -96,7 +95,7 @@ func (w *Walkthrough) Rollout(ctx context.Context, ns, releaseURL string) error 
 	if err := rec.waitReady(RolloutPods, nil, 3*time.Minute); err != nil {
 		return err
 	}
-	if _, err := deployed(rollout.PhaseDeployed, time.Minute); err != nil {
+	if _, err := deployed(status.PhaseDeployed, time.Minute); err != nil {
 		return err
 	}
 	// Held by the deploy's scheduling gate, each instance is scheduled
@@ -113,7 +112,7 @@ func (w *Walkthrough) Rollout(ctx context.Context, ns, releaseURL string) error 
 	if err := apply("rollout-change.yml"); err != nil {
 		return err
 	}
-	st, err := deployed(rollout.PhaseDeployed, 4*time.Minute)
+	st, err := deployed(status.PhaseDeployed, 4*time.Minute)
 	if err != nil {
 		return err
 	}
@@ -136,7 +135,7 @@ func (w *Walkthrough) Rollout(ctx context.Context, ns, releaseURL string) error 
 	if err := apply("rollout-change.yml", "rollout-bad-canary.yml"); err != nil {
 		return err
 	}
-	st, err = deployed(rollout.PhaseFailed, 3*time.Minute)
+	st, err = deployed(status.PhaseFailed, 3*time.Minute)
 	if err != nil {
 		return err
 	}
@@ -169,8 +168,8 @@ func (w *Walkthrough) Rollout(ctx context.Context, ns, releaseURL string) error 
 		if err := w.Client.Get(ctx, manifestKey, &s); err != nil {
 			return false, err
 		}
-		st = rollout.StatusOf(&s)
-		return st.Retry == "1" && st.Phase == rollout.PhaseDeploying, nil
+		st = status.DeployOf(&s)
+		return st.Retry == "1" && st.Phase == status.PhaseDeploying, nil
 	}); err != nil {
 		return err
 	}
@@ -181,7 +180,7 @@ func (w *Walkthrough) Rollout(ctx context.Context, ns, releaseURL string) error 
 	if err := apply("rollout-change.yml", "rollout-fix.yml"); err != nil {
 		return err
 	}
-	if _, err := deployed(rollout.PhaseDeployed, 4*time.Minute); err != nil {
+	if _, err := deployed(status.PhaseDeployed, 4*time.Minute); err != nil {
 		return err
 	}
 	if err := rec.waitReady(RolloutPods[1:], before, time.Minute); err != nil {

@@ -42,7 +42,7 @@ import (
 
 	clientcluster "github.com/bosh-injector/bosh-injector/gather/client/cluster"
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
+	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 	"github.com/bosh-injector/bosh-injector/gather/render/ruby"
 	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/test/cluster"
@@ -298,19 +298,19 @@ func (w *Walkthrough) waitForCertificate(ctx context.Context) (*corev1.Secret, *
 // Deploy applies a deployment's manifest Secret (made by apply) in namespace
 // ns, runs the gathering Job's pod the job runner creates and returns the
 // manifest Secret's status once gathering ended.
-func (w *Walkthrough) Deploy(ctx context.Context, ns string, apply func(context.Context, client.Client, string) (*corev1.Secret, error)) (runner.Status, error) {
+func (w *Walkthrough) Deploy(ctx context.Context, ns string, apply func(context.Context, client.Client, string) (*corev1.Secret, error)) (status.Gathering, error) {
 	w.Step("The deployment manifest, as a Secret labelled %s in namespace %s", names.LabelDeployment, ns)
 	if err := w.ensureNamespace(ctx, ns); err != nil {
-		return runner.Status{}, err
+		return status.Gathering{}, err
 	}
-	gatherings := client.MatchingLabels{runner.LabelComponent: runner.ComponentGather}
+	gatherings := client.MatchingLabels{status.LabelComponent: status.ComponentGather}
 	earlier, err := w.podNames(ctx, ns, gatherings)
 	if err != nil {
-		return runner.Status{}, err
+		return status.Gathering{}, err
 	}
 	manifest, err := apply(ctx, w.Client, ns)
 	if err != nil {
-		return runner.Status{}, err
+		return status.Gathering{}, err
 	}
 	w.Say("Secret %s: %s", manifest.Name, strings.Join(slices.Sorted(maps.Keys(manifest.Data)), ", "))
 
@@ -331,38 +331,38 @@ func (w *Walkthrough) Deploy(ctx context.Context, ns string, apply func(context.
 		}
 		return false, nil
 	}); err != nil {
-		return runner.Status{}, err
+		return status.Gathering{}, err
 	}
 	w.Say("Job %s, pod %s:", pod.Labels[batchv1.JobNameLabel], pod.Name)
 	w.describeContainers(&pod)
 	run := w.pod(&pod)
 	if _, err := run.Wait(ctx, 3*time.Minute); err != nil {
-		return runner.Status{}, err
+		return status.Gathering{}, err
 	}
 	if _, err := w.Report(ctx, run); err != nil {
-		return runner.Status{}, err
+		return status.Gathering{}, err
 	}
 	w.sayConfinement(ctx, run)
 
 	w.Step("The Job controller sees the pod's status, as the kubelet reported it; the job runner records the outcome on the manifest Secret")
-	var status runner.Status
+	var gst status.Gathering
 	if err := poll(ctx, time.Minute, "the gathering's outcome", func() (bool, error) {
 		var s corev1.Secret
 		if err := w.Client.Get(ctx, client.ObjectKeyFromObject(manifest), &s); err != nil {
 			return false, err
 		}
-		status = runner.StatusOf(&s)
-		return status.Job == pod.Labels[batchv1.JobNameLabel] && (status.State == runner.ReasonGathered || status.State == runner.ReasonGatherFailed), nil
+		gst = status.GatheringOf(&s)
+		return gst.Job == pod.Labels[batchv1.JobNameLabel] && (gst.State == status.ReasonGathered || gst.State == status.ReasonGatherFailed), nil
 	}); err != nil {
-		return status, err
+		return gst, err
 	}
-	w.Say("%s: %s", names.AnnotationStatus, status.State)
-	if status.Message != "" {
-		w.Say("%s", status.Message)
+	w.Say("%s: %s", names.AnnotationStatus, gst.State)
+	if gst.Message != "" {
+		w.Say("%s", gst.Message)
 	}
 	var secrets corev1.SecretList
 	if err := w.Client.List(ctx, &secrets, client.InNamespace(ns), client.HasLabels{names.LabelDeployment}); err != nil {
-		return status, err
+		return gst, err
 	}
 	w.Say("Secrets written by gather (values stay in the cluster):")
 	for _, s := range secrets.Items {
@@ -370,7 +370,7 @@ func (w *Walkthrough) Deploy(ctx context.Context, ns string, apply func(context.
 			w.Say("  %-36s keys: %s", s.Name, strings.Join(slices.Sorted(maps.Keys(s.Data)), ", "))
 		}
 	}
-	return status, nil
+	return gst, nil
 }
 
 // podNames are the names of the pods in ns with labels.
@@ -661,10 +661,10 @@ func poll(ctx context.Context, timeout time.Duration, what string, done func() (
 }
 
 // Status is the job runner's status on manifest Secret name in ns.
-func (w *Walkthrough) Status(ctx context.Context, ns, name string) (runner.Status, error) {
+func (w *Walkthrough) Status(ctx context.Context, ns, name string) (status.Gathering, error) {
 	var s corev1.Secret
 	if err := w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &s); err != nil {
-		return runner.Status{}, err
+		return status.Gathering{}, err
 	}
-	return runner.StatusOf(&s), nil
+	return status.GatheringOf(&s), nil
 }

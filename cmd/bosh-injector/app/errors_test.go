@@ -15,7 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
+	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 )
 
 func run(args ...string) (int, string, string) {
@@ -145,11 +145,11 @@ func TestGatherExitCode(t *testing.T) {
 		err  error
 		want int
 	}{
-		{errors.New("- Unable to render jobs for instance group 'web'. Errors are:"), runner.ExitInvalidInput},
-		{fmt.Errorf("reading manifest Secret ns/m: %w", apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, "m")), runner.ExitInvalidInput},
-		{fmt.Errorf("storing variable 'x': %w", apierrors.NewServiceUnavailable("etcd")), runner.ExitTransient},
-		{fmt.Errorf("listing: %w", &net.OpError{Op: "dial", Err: errors.New("connection refused")}), runner.ExitTransient},
-		{fmt.Errorf("reading the jobs: %w", &fs.PathError{Op: "open", Path: "job.MF", Err: syscall.ENOENT}), runner.ExitInvalidInput},
+		{errors.New("- Unable to render jobs for instance group 'web'. Errors are:"), status.ExitInvalidInput},
+		{fmt.Errorf("reading manifest Secret ns/m: %w", apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, "m")), status.ExitInvalidInput},
+		{fmt.Errorf("storing variable 'x': %w", apierrors.NewServiceUnavailable("etcd")), status.ExitTransient},
+		{fmt.Errorf("listing: %w", &net.OpError{Op: "dial", Err: errors.New("connection refused")}), status.ExitTransient},
+		{fmt.Errorf("reading the jobs: %w", &fs.PathError{Op: "open", Path: "job.MF", Err: syscall.ENOENT}), status.ExitInvalidInput},
 	} {
 		if got := gatherExitCode(c.err); got != c.want {
 			t.Errorf("%v: exit code %d, want %d", c.err, got, c.want)

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
-	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
+	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 	"github.com/bosh-injector/bosh-injector/gather/render/ruby"
 )
 
@@ -92,7 +92,7 @@ environment variables.`,
 				// The job runner accepts exactly the versions reported here.
 				report, err := res.Report().Encode()
 				if err != nil {
-					return fail(cmd, terminationLog, err, runner.ExitInvalidInput)
+					return fail(cmd, terminationLog, err, status.ExitInvalidInput)
 				}
 				if terminationLog != "" {
 					if err := os.WriteFile(terminationLog, []byte(report), 0o644); err != nil {
@@ -105,7 +105,7 @@ environment variables.`,
 		f := cmd.Flags()
 		f.StringVar(&cfg.Namespace, "namespace", "", "namespace of the deployment")
 		f.StringVar(&cfg.ManifestSecret, "manifest-secret", "", "name of the manifest Secret")
-		f.StringVar(&cfg.JobsDir, "jobs-dir", runner.JobsDir, "releases' jobs as <dir>/<release>/<job>/job.MF")
+		f.StringVar(&cfg.JobsDir, "jobs-dir", status.JobsDir, "releases' jobs as <dir>/<release>/<job>/job.MF")
 		f.StringVar(&cfg.ClusterDomain, "cluster-domain", "cluster.local", "cluster DNS domain of instance addresses")
 		f.StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig; in-cluster configuration when empty")
 		f.StringVar(&plan, "plan", "", "what the job runner lets the gathering read (JSON): accepted versions, version numbers, other deployments' Secrets; none builds on no stored version")
@@ -128,14 +128,14 @@ func fail(cmd *cobra.Command, terminationLog string, err error, code int) error 
 }
 
 // gatherExitCode tells the gathering Job whether a retry can help:
-// runner.ExitTransient for an error of the API server or of reaching it,
-// else runner.ExitInvalidInput.
+// status.ExitTransient for an error of the API server or of reaching it,
+// else status.ExitInvalidInput.
 func gatherExitCode(err error) int {
-	var status apierrors.APIStatus
-	if (errors.As(err, &status) && !apierrors.IsNotFound(err)) || errors.As(err, new(*url.Error)) || errors.As(err, new(*net.OpError)) {
-		return runner.ExitTransient
+	var gst apierrors.APIStatus
+	if (errors.As(err, &gst) && !apierrors.IsNotFound(err)) || errors.As(err, new(*url.Error)) || errors.As(err, new(*net.OpError)) {
+		return status.ExitTransient
 	}
-	return runner.ExitInvalidInput
+	return status.ExitInvalidInput
 }
 
 // restConfig loads a kubeconfig: the given file, else $KUBECONFIG or

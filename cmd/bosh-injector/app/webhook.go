@@ -4,13 +4,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bosh-injector/bosh-injector/gather/operator/disks"
+	"github.com/bosh-injector/bosh-injector/gather/operator/manager"
 	"github.com/bosh-injector/bosh-injector/inject"
-	"github.com/bosh-injector/bosh-injector/webhook"
 )
 
 func init() {
 	register(func(g *globalOptions) *cobra.Command {
-		var o webhook.Options
+		var o manager.Options
 		var kubeconfig string
 		cmd := &cobra.Command{
 			Use:   "webhook",
@@ -28,7 +28,7 @@ func init() {
 				if err != nil {
 					return err
 				}
-				return webhook.Run(cmd.Context(), cfg, o, log)
+				return manager.Run(cmd.Context(), cfg, o, log)
 			},
 		}
 		f := cmd.Flags()
@@ -46,7 +46,7 @@ func init() {
 		f.BoolVar(&o.Webhook, "webhook", true, "serve the admission webhook")
 		f.BoolVar(&o.Runner, "runner", true, "run the gathering job runner")
 		f.StringVar(&o.DNSService, "dns-service", "", "CoreDNS Service in --namespace that injected pods resolve BOSH DNS names with; empty leaves their DNS as it is")
-		f.StringVar(&o.ReleaseJobs, "release-jobs", webhook.ReleaseJobsAuto, "how injected pods get the release images' jobs: image (image volumes), copy (an init container per release) or auto (image where the API server and every node support image volumes)")
+		f.StringVar(&o.ReleaseJobs, "release-jobs", manager.ReleaseJobsAuto, "how injected pods get the release images' jobs: image (image volumes), copy (an init container per release) or auto (image where the API server and every node support image volumes)")
 		f.StringSliceVar(&o.WatchNamespaces, "watch-namespaces", nil, "namespaces the operator caches and works in (comma-separated); all when empty")
 		f.StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig; in-cluster configuration when empty")
 		return cmd

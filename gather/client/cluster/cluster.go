@@ -21,6 +21,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/model/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/model/manifest"
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 )
 
 // Cluster is how a client command reaches the cluster: the user's own
@@ -74,20 +75,16 @@ func executor(cfg *rest.Config, u *url.URL) (remotecommand.Executor, error) {
 	})
 }
 
-// ManifestSecret is the deployment's manifest Secret: labelled with the
-// deployment, of no Secret kind, holding the manifest.
+// ManifestSecret is the deployment's manifest Secret (status.IsManifest).
 func ManifestSecret(ctx context.Context, c client.Reader, namespace, deployment string) (*corev1.Secret, error) {
-	var list corev1.SecretList
-	if err := c.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{names.LabelDeployment: names.LabelValue(deployment)}); err != nil {
+	secrets, err := status.ManifestSecrets(ctx, c, namespace, deployment)
+	if err != nil {
 		return nil, err
 	}
-	for i := range list.Items {
-		s := &list.Items[i]
-		if _, kind := s.Labels[names.LabelSecretKind]; !kind && s.Data[names.ManifestKey] != nil {
-			return s, nil
-		}
+	if len(secrets) == 0 {
+		return nil, fmt.Errorf("deployment '%s' has no manifest Secret in namespace %s (label %s=%s, key %s)", deployment, namespace, names.LabelDeployment, names.LabelValue(deployment), names.ManifestKey)
 	}
-	return nil, fmt.Errorf("deployment '%s' has no manifest Secret in namespace %s (label %s=%s, key %s)", deployment, namespace, names.LabelDeployment, names.LabelValue(deployment), names.ManifestKey)
+	return secrets[0], nil
 }
 
 // Manifest is the deployment's manifest Secret and its manifest, with the

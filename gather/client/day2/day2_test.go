@@ -57,7 +57,7 @@ func pod(group string, index int, containers map[string]string) corev1.Pod {
 	return p
 }
 
-func status(states ...string) *contract.Status {
+func launcherStatus(states ...string) *contract.Status {
 	st := &contract.Status{Setup: true}
 	for i, s := range states {
 		st.Processes = append(st.Processes, contract.ProcessStatus{Container: []string{"a-a", "b-b"}[i], State: s})
@@ -66,11 +66,11 @@ func status(states ...string) *contract.Status {
 }
 
 func TestStateOfAsTheAgentAggregates(t *testing.T) {
-	postStart := status("running", "running")
+	postStart := launcherStatus("running", "running")
 	postStart.Failed = []contract.ScriptFailure{{Job: "a", Script: contract.PostStart, Message: "exit status 3"}}
-	pending := status("running", "running")
+	pending := launcherStatus("running", "running")
 	pending.Pending = []string{"a"}
-	again := status("running", "failing")
+	again := launcherStatus("running", "failing")
 	again.Processes[1].Restarts, again.Processes[1].LastExit = 3, &contract.Exit{Code: 3}
 	for _, c := range []struct {
 		name       string
@@ -81,15 +81,15 @@ func TestStateOfAsTheAgentAggregates(t *testing.T) {
 		reasonPart string
 	}{
 		{name: "no pod", want: "starting", reasonPart: "no pod"},
-		{name: "running from the launchers", pod: ptr(pod("api", 0, map[string]string{"a-a": "running", "b-b": "ready"})), st: status("running", "running"), want: "running", processes: "running running"},
+		{name: "running from the launchers", pod: ptr(pod("api", 0, map[string]string{"a-a": "running", "b-b": "ready"})), st: launcherStatus("running", "running"), want: "running", processes: "running running"},
 		{name: "ready without the launchers", pod: ptr(pod("api", 0, map[string]string{"a-a": "ready", "b-b": "ready"})), want: "running", processes: "running running"},
-		{name: "crashing container wins over its stale record", pod: ptr(pod("api", 0, map[string]string{"a-a": "ready", "b-b": "crash"})), st: status("running", "running"), want: "failing", processes: "running failing", reasonPart: "process 'b' of job 'b'"},
+		{name: "crashing container wins over its stale record", pod: ptr(pod("api", 0, map[string]string{"a-a": "ready", "b-b": "crash"})), st: launcherStatus("running", "running"), want: "failing", processes: "running failing", reasonPart: "process 'b' of job 'b'"},
 		{name: "started again in its container", pod: ptr(pod("api", 0, map[string]string{"a-a": "ready", "b-b": "running"})), st: again, want: "failing", processes: "running failing", reasonPart: "container b-b; exited 3, started again in its container 3 times)"},
 		{name: "post-start failed", pod: ptr(pod("api", 0, map[string]string{"a-a": "running", "b-b": "running"})), st: postStart, want: "failing", processes: "running running", reasonPart: "post-start of job 'a' failed: exit status 3"},
 		{name: "post-start pending", pod: ptr(pod("api", 0, map[string]string{"a-a": "running", "b-b": "running"})), st: pending, want: "starting", processes: "running running", reasonPart: "post-start of job 'a' has not finished"},
-		{name: "being created", pod: ptr(pod("api", 0, map[string]string{"a-a": "creating", "b-b": "running"})), st: status("starting", "starting"), want: "starting", processes: "starting starting"},
-		{name: "stopped", pod: ptr(pod("api", 0, map[string]string{"a-a": "running", "b-b": "running"})), st: status("stopped", "stopped"), want: "stopped", processes: "stopped stopped"},
-		{name: "half stopped", pod: ptr(pod("api", 0, map[string]string{"a-a": "running", "b-b": "running"})), st: status("stopped", "running"), want: "failing", processes: "stopped running"},
+		{name: "being created", pod: ptr(pod("api", 0, map[string]string{"a-a": "creating", "b-b": "running"})), st: launcherStatus("starting", "starting"), want: "starting", processes: "starting starting"},
+		{name: "stopped", pod: ptr(pod("api", 0, map[string]string{"a-a": "running", "b-b": "running"})), st: launcherStatus("stopped", "stopped"), want: "stopped", processes: "stopped stopped"},
+		{name: "half stopped", pod: ptr(pod("api", 0, map[string]string{"a-a": "running", "b-b": "running"})), st: launcherStatus("stopped", "running"), want: "failing", processes: "stopped running"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := StateOf(c.pod, c.st)

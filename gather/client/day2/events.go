@@ -13,8 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/operator/rollout"
-	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
+	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 )
 
 // Event is a Kubernetes Event of the deployment in the director's event
@@ -34,13 +33,13 @@ var directorEvent = map[string][2]string{
 	"StatefulSet/SuccessfulCreate": {"create", "instance"},
 	"StatefulSet/SuccessfulDelete": {"delete", "instance"},
 	"PersistentVolumeClaim/ProvisioningSucceeded": {"create", "disk"},
-	"Secret/" + runner.ReasonGatherStarted:        {"update", "deployment"},
-	"Secret/" + runner.ReasonGathered:             {"update", "deployment"},
-	"Secret/" + runner.ReasonGatherFailed:         {"update", "deployment"},
-	"Secret/" + runner.ReasonInvalidManifest:      {"update", "deployment"},
-	"Secret/" + rollout.ReasonUpdating:             {"update", "deployment"},
-	"Secret/" + rollout.ReasonDeployed:             {"update", "deployment"},
-	"Secret/" + rollout.ReasonDeployFailed:         {"update", "deployment"},
+	"Secret/" + status.ReasonGatherStarted:        {"update", "deployment"},
+	"Secret/" + status.ReasonGathered:             {"update", "deployment"},
+	"Secret/" + status.ReasonGatherFailed:         {"update", "deployment"},
+	"Secret/" + status.ReasonInvalidManifest:      {"update", "deployment"},
+	"Secret/" + status.ReasonUpdating:             {"update", "deployment"},
+	"Secret/" + status.ReasonDeployed:             {"update", "deployment"},
+	"Secret/" + status.ReasonDeployFailed:         {"update", "deployment"},
 }
 
 // ordinal ends a StatefulSet pod's name.

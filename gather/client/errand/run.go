@@ -21,7 +21,7 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/client/cluster"
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
+	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
@@ -57,7 +57,7 @@ func Run(ctx context.Context, c Cluster, o Options) (int, error) {
 	for _, w := range t.Warnings {
 		fmt.Fprintln(o.Out, "Warning:", w)
 	}
-	versions := runner.StatusOf(secret).Versions
+	versions := status.GatheringOf(secret).Versions
 	version := func(group string) (int, error) {
 		v, ok := versions[names.LabelValue(group)]
 		if !ok {
@@ -324,7 +324,7 @@ func (r *run) follow(ctx context.Context, job *batchv1.Job, in Instance) (result
 			return res, nil
 		}
 	}
-	if runner.JobCondition(job, batchv1.JobFailed) {
+	if status.JobCondition(job, batchv1.JobFailed) {
 		res.Exit, res.Why = 1, jobFailure(job)
 	}
 	return res, nil
@@ -345,7 +345,7 @@ func (r *run) jobWarnings(ctx context.Context, job *batchv1.Job, say func(string
 }
 
 func finished(job *batchv1.Job) bool {
-	return runner.JobCondition(job, batchv1.JobComplete) || runner.JobCondition(job, batchv1.JobFailed)
+	return status.JobCondition(job, batchv1.JobComplete) || status.JobCondition(job, batchv1.JobFailed)
 }
 
 func jobFailure(job *batchv1.Job) string {

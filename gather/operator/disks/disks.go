@@ -45,7 +45,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/model/update"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/operator/podstate"
-	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
+	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 )
 
 // Event reasons.
@@ -230,7 +230,7 @@ func metav1Set(m *map[string]string, k, v string) {
 // groupConfig is the group's update config from its deployment's accepted
 // plan, or the fallback before any.
 func (r *Reconciler) groupConfig(ctx context.Context, namespace, deployment, group string, first *appsv1.StatefulSet) (update.Config, error) {
-	reqs, err := runner.ManifestRequests(ctx, r.Client, namespace, deployment)
+	reqs, err := status.ManifestRequests(ctx, r.Client, namespace, deployment)
 	if err != nil {
 		return update.Config{}, err
 	}
@@ -239,7 +239,7 @@ func (r *Reconciler) groupConfig(ctx context.Context, namespace, deployment, gro
 		if err := r.Client.Get(ctx, q.NamespacedName, &s); err != nil {
 			continue
 		}
-		for _, g := range runner.StatusOf(&s).Plan {
+		for _, g := range status.GatheringOf(&s).Plan {
 			if names.LabelValue(g.Name) == names.LabelValue(group) {
 				return g.Update, nil
 			}

@@ -14,15 +14,13 @@
 // when every instance of its groups runs at the accepted version. It
 // touches nothing of a StatefulSet but its update strategy's partition,
 // its pod template's version annotations and, for a scale-down the webhook
-// held (KeepReplicas), its replicas, and nothing of a pod but the deploy's
+// groupHeld (KeepReplicas), its replicas, and nothing of a pod but the deploy's
 // scheduling gate.
 package rollout
 
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -47,27 +45,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/model/update"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/operator/podstate"
-	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
-)
-
-// Event reasons; the failure reasons are also the deploy's status message
-// prefix.
-const (
-	// ReasonUpdating: a step of an instance group's update was released.
-	ReasonUpdating = "UpdatingInstances"
-	// ReasonDeployed: every instance group is on the accepted version.
-	ReasonDeployed = "Deployed"
-	// ReasonDeployFailed: an instance was not running after its update;
-	// the deploy stopped there.
-	ReasonDeployFailed = "DeployFailed"
-)
-
-// Phases of a deploy, the values of the manifest Secret's deploy-state
-// label.
-const (
-	PhaseDeploying = "Deploying"
-	PhaseDeployed  = "Deployed"
-	PhaseFailed    = "Failed"
+	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 )
 
 // Phases of an instance group in a deploy.
@@ -80,55 +58,6 @@ const (
 // poll is how often instances being watched are checked: a container's
 // restarts change its pod, not its StatefulSet, which is what is watched.
 const poll = 2 * time.Second
-
-// Status is the JSON of the manifest Secret's deploy annotation.
-type Status struct {
-	// Target identifies the configuration version deployed: the resolved
-	// versions and the update plan.
-	Target string `json:"target"`
-	// Retry is the retry annotation's value this attempt started with.
-	Retry string `json:"retry,omitempty"`
-	Phase string `json:"phase"`
-	// Step says where the deploy is: group, canary or batch, instances.
-	Step    string `json:"step,omitempty"`
-	Updated int    `json:"updated"`
-	Total   int    `json:"total"`
-	Message string `json:"message,omitempty"`
-	// Groups are the groups the deploy reached, by name.
-	Groups  map[string]*Group `json:"groups,omitempty"`
-	Started string            `json:"started,omitempty"`
-	// Finished is when the deploy ended, deployed or failed.
-	Finished string `json:"finished,omitempty"`
-	// Instances is, per StatefulSet, how many of its instances (the
-	// ordinals below) the deploys started: the webhook holds the pods of
-	// the others with a scheduling gate until the deploy starts them. It
-	// is carried from deploy to deploy.
-	Instances map[string]int `json:"instances,omitempty"`
-	// Unplaced are the instance groups with instances and a configuration
-	// that no StatefulSet places when the deploy ends: nothing runs them,
-	// where the director would have created their VMs.
-	Unplaced []string `json:"unplaced,omitempty"`
-}
-
-// Group is an instance group's update in a deploy.
-type Group struct {
-	Phase string `json:"phase"`
-	// Sets are the group's StatefulSets in AZ order, Replicas their sizes
-	// when the update started. Of each, the update starts the new
-	// instances from Started up, lowest first, then replaces the ones
-	// below Updating through the partition, highest first; Steps are its
-	// steps over them, as the director takes a group's new and changed
-	// instances.
-	Sets     []string      `json:"sets,omitempty"`
-	Replicas []int         `json:"replicas,omitempty"`
-	Updating []int         `json:"updating,omitempty"`
-	Started  []int         `json:"started,omitempty"`
-	Steps    []update.Step `json:"steps,omitempty"`
-	// Step is the last released step, -1 before the first.
-	Step int `json:"step"`
-	// Released is when Step was released (RFC 3339, nanoseconds).
-	Released string `json:"released,omitempty"`
-}
 
 // Reconciler deploys manifest Secrets' accepted configuration versions.
 type Reconciler struct {
@@ -165,36 +94,11 @@ func (r *Reconciler) manifestsOf(ctx context.Context, o client.Object) []reconci
 	if deployment == "" {
 		return nil
 	}
-	reqs, err := runner.ManifestRequests(ctx, r.Client, sts.Namespace, deployment)
+	reqs, err := status.ManifestRequests(ctx, r.Client, sts.Namespace, deployment)
 	if err != nil {
 		r.Log.Error(err, "listing manifest Secrets")
 	}
 	return reqs
-}
-
-// StatusOf reads a manifest Secret's deploy annotation.
-func StatusOf(s *corev1.Secret) Status {
-	var st Status
-	_ = json.Unmarshal([]byte(s.Annotations[names.AnnotationDeploy]), &st)
-	return st
-}
-
-// Of reads a manifest Secret's deploy annotation and says whether it is the
-// deploy of the versions the runner accepted last.
-func Of(s *corev1.Secret) (Status, bool) {
-	st := StatusOf(s)
-	return st, st.Target == target(runner.StatusOf(s))
-}
-
-// target identifies a configuration version: what the runner accepted.
-func target(st runner.Status) string {
-	data, _ := json.Marshal(struct {
-		Versions map[string]int
-		BPM      map[string]int `json:",omitempty"`
-		Plan     update.Plan
-	}{st.Versions, st.BPM, st.Plan})
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:8])
 }
 
 // Reconcile advances one deployment's deploy as far as it can go now.
@@ -203,27 +107,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.APIReader.Get(ctx, req.NamespacedName, &manifest); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	accepted := runner.StatusOf(&manifest)
-	if manifest.Data[names.ManifestKey] == nil || len(accepted.Versions) == 0 || accepted.Plan == nil {
+	accepted := status.GatheringOf(&manifest)
+	if !status.IsManifest(&manifest) || len(accepted.Versions) == 0 || accepted.Plan == nil {
 		return reconcile.Result{}, nil
 	}
 	deployment := manifest.Labels[names.LabelDeployment]
 	now := r.now()
 	// st is read apart from prev, whose maps it must not share: prev is
 	// what setStatus compares with.
-	prev, st := StatusOf(&manifest), StatusOf(&manifest)
+	prev, st := status.DeployOf(&manifest), status.DeployOf(&manifest)
 	retry := manifest.Annotations[names.AnnotationRetryDeploy]
-	t := target(accepted)
+	t := status.Target(accepted)
 	// A deploy plans from what runs: a retry, as `bosh deploy` run again,
 	// plans again, so a group a failed deploy left half updated is finished.
 	restart := func() {
-		st = Status{Target: t, Retry: retry, Phase: PhaseDeploying, Groups: map[string]*Group{}, Started: stamp(now), Instances: st.Instances}
+		st = status.Deploy{Target: t, Retry: retry, Phase: status.PhaseDeploying, Groups: map[string]*status.Group{}, Started: stamp(now), Instances: st.Instances}
 	}
 	if st.Target != t || st.Retry != retry {
 		restart()
 	}
 	if st.Groups == nil {
-		st.Groups = map[string]*Group{}
+		st.Groups = map[string]*status.Group{}
 	}
 	if st.Instances == nil {
 		st.Instances = map[string]int{}
@@ -235,15 +139,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.sweep(ctx, &st, sets); err != nil {
 		return reconcile.Result{}, err
 	}
-	if (st.Phase == PhaseDeployed && scaledUp(accepted, sets, st.Instances)) || (st.Phase != PhaseDeploying && scalingDown(accepted, sets)) {
+	if (st.Phase == status.PhaseDeployed && scaledUp(accepted, sets, st.Instances)) || (st.Phase != status.PhaseDeploying && scalingDown(accepted, sets)) {
 		// More replicas are instances to start, fewer instances to
 		// delete, in the deploy's order: a new deploy, as `bosh deploy`
 		// of the new instances count.
 		restart()
 	}
 	var result reconcile.Result
-	if st.Phase == PhaseDeploying {
-		d := &run{Reconciler: r, manifest: &manifest, versions: accepted.Versions, bpm: accepted.BPM, sets: sets, status: &st, now: now}
+	if st.Phase == status.PhaseDeploying {
+		d := &run{Reconciler: r, manifest: &manifest, versions: accepted.Versions, bpm: accepted.BPM, sets: sets, state: &st, now: now}
 		wait, err := d.deploy(ctx, accepted.Plan)
 		if err != nil {
 			return reconcile.Result{}, err
@@ -298,9 +202,9 @@ func (r *Reconciler) statefulSets(ctx context.Context, namespace, deployment str
 // setStatus writes st to the manifest Secret when it changed, with the
 // labels `kubectl get` shows; the write fails on a concurrent one, so a
 // reconcile that read an older deploy retries instead of undoing it.
-func (r *Reconciler) setStatus(ctx context.Context, manifest *corev1.Secret, prev, st Status) error {
+func (r *Reconciler) setStatus(ctx context.Context, manifest *corev1.Secret, prev, st status.Deploy) error {
 	stepLabel := ""
-	if st.Phase == PhaseDeploying {
+	if st.Phase == status.PhaseDeploying {
 		stepLabel = names.FreeLabelValue(st.Step)
 	}
 	data, err := json.Marshal(st)
@@ -335,7 +239,7 @@ type run struct {
 	versions map[string]int
 	bpm      map[string]int
 	sets     map[string][]*appsv1.StatefulSet
-	status   *Status
+	state    *status.Deploy
 	now      time.Time
 	// deleting is the step of the first group found removing unneeded
 	// instances.
@@ -358,7 +262,7 @@ func (d *run) deploy(ctx context.Context, plan update.Plan) (time.Duration, erro
 		var wait time.Duration
 		for _, g := range stage {
 			o, err := d.group(ctx, g)
-			if err != nil || d.status.Phase == PhaseFailed {
+			if err != nil || d.state.Phase == status.PhaseFailed {
 				return 0, err
 			}
 			if o.done {
@@ -375,14 +279,14 @@ func (d *run) deploy(ctx context.Context, plan update.Plan) (time.Duration, erro
 			return wait, nil
 		}
 	}
-	d.status.Phase, d.status.Finished = PhaseDeployed, stamp(d.now)
+	d.state.Phase, d.state.Finished = status.PhaseDeployed, stamp(d.now)
 	msg := "every instance group is on its accepted version"
-	if d.status.Unplaced = d.unplaced(plan); len(d.status.Unplaced) > 0 {
-		msg += fmt.Sprintf("; no StatefulSet runs instance groups '%s': apply what `bosh-injector objects` prints for them", strings.Join(d.status.Unplaced, "', '"))
+	if d.state.Unplaced = d.unplaced(plan); len(d.state.Unplaced) > 0 {
+		msg += fmt.Sprintf("; no StatefulSet runs instance groups '%s': apply what `bosh-injector objects` prints for them", strings.Join(d.state.Unplaced, "', '"))
 	}
-	d.Log.Info("deployed", "namespace", d.manifest.Namespace, "deployment", d.manifest.Labels[names.LabelDeployment], "unplaced", d.status.Unplaced)
-	d.Recorder.Eventf(d.manifest, nil, corev1.EventTypeNormal, ReasonDeployed, "Deploy", msg)
-	deploys.WithLabelValues(ReasonDeployed).Inc()
+	d.Log.Info("deployed", "namespace", d.manifest.Namespace, "deployment", d.manifest.Labels[names.LabelDeployment], "unplaced", d.state.Unplaced)
+	d.Recorder.Eventf(d.manifest, nil, corev1.EventTypeNormal, status.ReasonDeployed, "Deploy", msg)
+	deploys.WithLabelValues(status.ReasonDeployed).Inc()
 	return 0, nil
 }
 
@@ -506,19 +410,19 @@ func seen(e *corev1.Event) time.Time {
 
 // fail stops the deploy at group.
 func (d *run) fail(group, why string) {
-	d.status.Phase, d.status.Message, d.status.Finished = PhaseFailed, why, stamp(d.now)
-	deploys.WithLabelValues(ReasonDeployFailed).Inc()
-	d.Log.Info("deploy stopped", "namespace", d.manifest.Namespace, "deployment", d.manifest.Labels[names.LabelDeployment], "group", group, "reason", ReasonDeployFailed, "error", why)
-	d.Recorder.Eventf(d.manifest, nil, corev1.EventTypeWarning, ReasonDeployFailed, "Deploy",
+	d.state.Phase, d.state.Message, d.state.Finished = status.PhaseFailed, why, stamp(d.now)
+	deploys.WithLabelValues(status.ReasonDeployFailed).Inc()
+	d.Log.Info("deploy stopped", "namespace", d.manifest.Namespace, "deployment", d.manifest.Labels[names.LabelDeployment], "group", group, "reason", status.ReasonDeployFailed, "error", why)
+	d.Recorder.Eventf(d.manifest, nil, corev1.EventTypeWarning, status.ReasonDeployFailed, "Deploy",
 		"deploy stopped at instance group '%s': %s Instances not updated keep their version; change the manifest or set annotation %s to retry", group, why, names.AnnotationRetryDeploy)
 }
 
 // progress sums the instances updated (replaced or started) of the groups
 // the deploy changes, and names the step it is at.
 func (d *run) progress(plan update.Plan) {
-	d.status.Updated, d.status.Total, d.status.Step = 0, 0, d.deleting
+	d.state.Updated, d.state.Total, d.state.Step = 0, 0, d.deleting
 	for _, g := range plan {
-		gs := d.status.Groups[g.Name]
+		gs := d.state.Groups[g.Name]
 		if gs == nil || gs.Phase == groupUnchanged {
 			continue
 		}
@@ -526,22 +430,22 @@ func (d *run) progress(plan update.Plan) {
 		for _, step := range gs.Steps {
 			total += step.N
 		}
-		d.status.Total += total
+		d.state.Total += total
 		if gs.Phase == groupDone {
-			d.status.Updated += total
+			d.state.Updated += total
 			continue
 		}
 		done := 0
 		for _, n := range released(gs.Steps, len(gs.Sets), gs.Step-1) {
 			done += n
 		}
-		d.status.Updated += done
-		if d.status.Step == "" && gs.Step >= 0 {
+		d.state.Updated += done
+		if d.state.Step == "" && gs.Step >= 0 {
 			what := "batch"
 			if gs.Steps[gs.Step].Canary {
 				what = "canary"
 			}
-			d.status.Step = fmt.Sprintf("%s.%s.%d-of-%d", g.Name, what, gs.Step+1, len(gs.Steps))
+			d.state.Step = fmt.Sprintf("%s.%s.%d-of-%d", g.Name, what, gs.Step+1, len(gs.Steps))
 		}
 	}
 }

@@ -25,7 +25,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/model/update"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/operator/rollout"
-	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
+	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 )
 
 // kubelet plays the node for the specs' pods: it runs each pod the
@@ -70,16 +70,16 @@ func (k *kubelet) observe(c context.Context, p *corev1.Pod) {
 	crashing := k.crashing != nil && k.crashing(p)
 	ready := !crashing && (k.broken == nil || !k.broken(p))
 	k.mu.Unlock()
-	status := corev1.ConditionFalse
+	gst := corev1.ConditionFalse
 	if ready {
-		status = corev1.ConditionTrue
+		gst = corev1.ConditionTrue
 	}
-	if p.Status.Phase == corev1.PodRunning && len(p.Status.Conditions) > 0 && p.Status.Conditions[0].Status == status &&
+	if p.Status.Phase == corev1.PodRunning && len(p.Status.Conditions) > 0 && p.Status.Conditions[0].Status == gst &&
 		(crashing == (len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].State.Waiting != nil)) {
 		return
 	}
 	p.Status.Phase = corev1.PodRunning
-	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()}}
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: gst, LastTransitionTime: metav1.Now()}}
 	cs := corev1.ContainerStatus{Name: "c", Image: "busybox", Ready: ready, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
 	if crashing {
 		cs.RestartCount = 3
@@ -137,7 +137,7 @@ var _ = Describe("the deploy controller", func() {
 	// gathering, creating the manifest Secret the first time.
 	acceptBPM := func(versions, bpm map[string]int, plan update.Plan) {
 		GinkgoHelper()
-		data, err := json.Marshal(runner.Status{State: runner.ReasonGathered, Versions: versions, BPM: bpm, Plan: plan})
+		data, err := json.Marshal(status.Gathering{State: status.ReasonGathered, Versions: versions, BPM: bpm, Plan: plan})
 		Expect(err).NotTo(HaveOccurred())
 		var s corev1.Secret
 		if err := cp.Client.Get(ctx, manifestKey(), &s); err != nil {
@@ -198,7 +198,7 @@ var _ = Describe("the deploy controller", func() {
 		Expect(cp.Client.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
 		n := 0
 		for _, e := range events.Items {
-			if e.Reason == rollout.ReasonDeployFailed {
+			if e.Reason == status.ReasonDeployFailed {
 				n++
 			}
 		}
@@ -206,13 +206,13 @@ var _ = Describe("the deploy controller", func() {
 	}
 	// status is the deploy of the versions accepted last, none before the
 	// controller started it.
-	status := func() (rollout.Status, error) {
+	gst := func() (status.Deploy, error) {
 		var s corev1.Secret
 		err := cp.Client.Get(ctx, manifestKey(), &s)
-		if st, current := rollout.Of(&s); current {
+		if st, current := status.CurrentDeploy(&s); current {
 			return st, err
 		}
-		return rollout.Status{}, err
+		return status.Deploy{}, err
 	}
 	config := func(serial bool, watch string) update.Config {
 		w, err := update.ParseWatch(watch)
@@ -227,12 +227,12 @@ var _ = Describe("the deploy controller", func() {
 		plan := update.Plan{{Name: "a", Update: config(true, "0-30000")}, {Name: "b", Update: config(false, "0-30000")}, {Name: "c", Update: config(false, "0-30000")}}
 		accept(map[string]int{"a": 1, "b": 1, "c": 1}, plan)
 		Eventually(kube.pods).Should(HaveLen(6))
-		Eventually(status).Should(HaveField("Phase", rollout.PhaseDeployed))
+		Eventually(gst).Should(HaveField("Phase", status.PhaseDeployed))
 		first := len(kube.pods())
 
 		updated := time.Now().Add(-time.Second)
 		accept(map[string]int{"a": 2, "b": 2, "c": 2}, plan)
-		Eventually(status).WithTimeout(30 * time.Second).Should(And(HaveField("Phase", rollout.PhaseDeployed), HaveField("Updated", 6), HaveField("Total", 6)))
+		Eventually(gst).WithTimeout(30 * time.Second).Should(And(HaveField("Phase", status.PhaseDeployed), HaveField("Updated", 6), HaveField("Total", 6)))
 		created := kube.pods()[first:]
 		Expect(created).To(HaveLen(6))
 		at := func(p string) int { return slices.Index(created, p) }
@@ -249,12 +249,12 @@ var _ = Describe("the deploy controller", func() {
 			var events corev1.EventList
 			Expect(cp.Client.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
 			for _, e := range events.Items {
-				if e.Reason == rollout.ReasonUpdating && strings.HasPrefix(e.Message, fmt.Sprintf("instance group '%s': updating %s", group, what)) &&
+				if e.Reason == status.ReasonUpdating && strings.HasPrefix(e.Message, fmt.Sprintf("instance group '%s': updating %s", group, what)) &&
 					e.EventTime.Time.After(updated) {
 					return e.EventTime.Time
 				}
 			}
-			Fail(fmt.Sprintf("no %s Event releasing %s of %s", rollout.ReasonUpdating, what, group))
+			Fail(fmt.Sprintf("no %s Event releasing %s of %s", status.ReasonUpdating, what, group))
 			return time.Time{}
 		}
 		Expect(released("c", "canary")).To(BeTemporally("<", released("b", "batch")))
@@ -272,7 +272,7 @@ var _ = Describe("the deploy controller", func() {
 		statefulSet("b", 3)
 		plan := update.Plan{{Name: "a", Update: config(true, "0-30000")}, {Name: "b", Update: config(true, "500-1500")}}
 		accept(map[string]int{"a": 1, "b": 1}, plan)
-		Eventually(status).Should(HaveField("Phase", rollout.PhaseDeployed))
+		Eventually(gst).Should(HaveField("Phase", status.PhaseDeployed))
 		var before corev1.PodList
 		Expect(cp.Client.List(ctx, &before, client.InNamespace(ns))).To(Succeed())
 
@@ -281,8 +281,8 @@ var _ = Describe("the deploy controller", func() {
 			return p.Labels[names.LabelInstanceGroup] == "b" && p.Annotations[names.AnnotationResolvedVersion] == "2"
 		})
 		accept(map[string]int{"a": 1, "b": 2}, plan)
-		Eventually(status).Should(HaveField("Phase", rollout.PhaseFailed))
-		st, err := status()
+		Eventually(gst).Should(HaveField("Phase", status.PhaseFailed))
+		st, err := gst()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(st.Message).To(HavePrefix("'b (b-2)' is not running after update."))
 		Expect(st.Message).To(ContainSubstring("Not Ready within 1.5s."))
@@ -290,7 +290,7 @@ var _ = Describe("the deploy controller", func() {
 		Expect(st.Total).To(Equal(3))
 		var events corev1.EventList
 		Expect(cp.Client.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
-		Expect(events.Items).To(ContainElement(And(HaveField("Reason", rollout.ReasonDeployFailed),
+		Expect(events.Items).To(ContainElement(And(HaveField("Reason", status.ReasonDeployFailed),
 			HaveField("Message", ContainSubstring("deploy stopped at instance group 'b': 'b (b-2)' is not running after update.")))))
 		// The others keep their pods, held by the partition.
 		var sts appsv1.StatefulSet
@@ -311,17 +311,17 @@ var _ = Describe("the deploy controller", func() {
 		// The next deploy, though it changes only a, finishes b too: its
 		// StatefulSet is not rolled out, whatever its template says.
 		accept(map[string]int{"a": 2, "b": 2}, plan)
-		Eventually(status).Should(And(HaveField("Phase", rollout.PhaseFailed), HaveField("Message", HavePrefix("'b (b-2)' is not running after update."))))
+		Eventually(gst).Should(And(HaveField("Phase", status.PhaseFailed), HaveField("Message", HavePrefix("'b (b-2)' is not running after update."))))
 		Expect(get("a").Spec.Template.Annotations).To(HaveKeyWithValue(names.AnnotationResolvedVersion, "2"))
 
 		// Retried once the instance runs, the deploy completes: every
 		// instance of b at the new version, no partition left.
 		kube.setBroken(nil)
 		retry("1")
-		Eventually(status).WithTimeout(20 * time.Second).Should(And(HaveField("Phase", rollout.PhaseDeployed), HaveField("Retry", "1"), HaveField("Updated", 3)))
+		Eventually(gst).WithTimeout(20 * time.Second).Should(And(HaveField("Phase", status.PhaseDeployed), HaveField("Retry", "1"), HaveField("Updated", 3)))
 		var s corev1.Secret
 		Expect(cp.Client.Get(ctx, manifestKey(), &s)).To(Succeed())
-		Expect(s.Labels).To(HaveKeyWithValue(names.LabelDeployState, rollout.PhaseDeployed))
+		Expect(s.Labels).To(HaveKeyWithValue(names.LabelDeployState, status.PhaseDeployed))
 		b := get("b")
 		Expect(*b.Spec.UpdateStrategy.RollingUpdate.Partition).To(BeZero())
 		Expect(b.Status.UpdatedReplicas).To(BeEquivalentTo(3))
@@ -331,14 +331,14 @@ var _ = Describe("the deploy controller", func() {
 		statefulSet("a", 1)
 		plan := update.Plan{{Name: "a", Update: config(true, "500-8000")}}
 		accept(map[string]int{"a": 1}, plan)
-		Eventually(status).Should(HaveField("Phase", rollout.PhaseDeployed))
+		Eventually(gst).Should(HaveField("Phase", status.PhaseDeployed))
 
 		// v2's pod crash-loops for its first second and more, then runs.
 		kube.setCrashing(func(p *corev1.Pod) bool {
 			return p.Annotations[names.AnnotationResolvedVersion] == "2" && time.Since(p.CreationTimestamp.Time) < 1500*time.Millisecond
 		})
 		accept(map[string]int{"a": 2}, plan)
-		Eventually(status).WithTimeout(20 * time.Second).Should(And(HaveField("Phase", rollout.PhaseDeployed), HaveField("Updated", 1)))
+		Eventually(gst).WithTimeout(20 * time.Second).Should(And(HaveField("Phase", status.PhaseDeployed), HaveField("Updated", 1)))
 		Expect(failedEvents()).To(BeZero())
 
 		// v3's crash-loops for good: failed at the maximum, not before.
@@ -346,9 +346,9 @@ var _ = Describe("the deploy controller", func() {
 		kube.setCrashing(func(p *corev1.Pod) bool { return p.Annotations[names.AnnotationResolvedVersion] == "3" })
 		released := time.Now()
 		accept(map[string]int{"a": 3}, plan)
-		Eventually(status).WithTimeout(20 * time.Second).Should(HaveField("Phase", rollout.PhaseFailed))
+		Eventually(gst).WithTimeout(20 * time.Second).Should(HaveField("Phase", status.PhaseFailed))
 		Expect(time.Since(released)).To(BeNumerically(">=", 2*time.Second))
-		st, err := status()
+		st, err := gst()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(st.Message).To(Equal("'a (a-0)' is not running after update. Review logs for failed jobs: c. c exited with 1: nats-tls: no such host"))
 	})
@@ -358,11 +358,11 @@ var _ = Describe("the deploy controller", func() {
 		statefulSet("b", 1)
 		plan := update.Plan{{Name: "a", Update: config(true, "0-30000")}, {Name: "b", Update: config(true, "0-30000")}}
 		acceptBPM(map[string]int{"a": 1, "b": 1}, map[string]int{"a": 1, "b": 1}, plan)
-		Eventually(status).Should(HaveField("Phase", rollout.PhaseDeployed))
+		Eventually(gst).Should(HaveField("Phase", status.PhaseDeployed))
 		first := len(kube.pods())
 
 		acceptBPM(map[string]int{"a": 1, "b": 1}, map[string]int{"a": 2, "b": 1}, plan)
-		Eventually(status).WithTimeout(20 * time.Second).Should(And(HaveField("Phase", rollout.PhaseDeployed), HaveField("Updated", 2), HaveField("Total", 2)))
+		Eventually(gst).WithTimeout(20 * time.Second).Should(And(HaveField("Phase", status.PhaseDeployed), HaveField("Updated", 2), HaveField("Total", 2)))
 		Expect(kube.pods()[first:]).To(Equal([]string{"a-1", "a-0"}))
 		Expect(get("a").Spec.Template.Annotations).To(HaveKeyWithValue(names.AnnotationBPMVersion, "2"))
 
@@ -375,10 +375,10 @@ var _ = Describe("the deploy controller", func() {
 			return p.Status.Conditions[0].Status, err
 		}).Should(Equal(corev1.ConditionFalse))
 		acceptBPM(map[string]int{"a": 1, "b": 2}, map[string]int{"a": 2, "b": 2}, plan)
-		Eventually(status).Should(HaveField("Phase", rollout.PhaseDeploying))
-		Consistently(status, time.Second).Should(HaveField("Phase", rollout.PhaseDeploying))
+		Eventually(gst).Should(HaveField("Phase", status.PhaseDeploying))
+		Consistently(gst, time.Second).Should(HaveField("Phase", status.PhaseDeploying))
 		kube.setBroken(nil)
-		Eventually(status).WithTimeout(20 * time.Second).Should(HaveField("Phase", rollout.PhaseDeployed))
+		Eventually(gst).WithTimeout(20 * time.Second).Should(HaveField("Phase", status.PhaseDeployed))
 	})
 
 	It("names the groups no StatefulSet runs when Deployed, and deploys them once applied", func() {
@@ -386,10 +386,10 @@ var _ = Describe("the deploy controller", func() {
 		plan := update.Plan{{Name: "a", Update: config(true, "0-30000"), Instances: ptr.To(1)}, {Name: "b", Update: config(true, "0-30000"), Instances: ptr.To(1)},
 			{Name: "none", Update: config(true, "0-30000"), Instances: ptr.To(0)}}
 		accept(map[string]int{"a": 1, "b": 1, "none": 1}, plan)
-		Eventually(status).Should(And(HaveField("Phase", rollout.PhaseDeployed), HaveField("Unplaced", []string{"b"})))
+		Eventually(gst).Should(And(HaveField("Phase", status.PhaseDeployed), HaveField("Unplaced", []string{"b"})))
 		// Applied later, its pod is held as the webhook holds it.
 		azSet("b", "b", 1, 1, true)
-		Eventually(status).WithTimeout(20 * time.Second).Should(And(HaveField("Phase", rollout.PhaseDeployed), HaveField("Unplaced", BeEmpty()), HaveField("Total", 1)))
+		Eventually(gst).WithTimeout(20 * time.Second).Should(And(HaveField("Phase", status.PhaseDeployed), HaveField("Unplaced", BeEmpty()), HaveField("Total", 1)))
 		Expect(kube.pods()).To(ContainElement("b-0"))
 	})
 
@@ -401,7 +401,7 @@ var _ = Describe("the deploy controller", func() {
 		plan := update.Plan{{Name: "db", Update: config(true, "0-1500")}, {Name: "api", Update: config(true, "0-30000")}, {Name: "worker", Update: config(true, "0-30000")}}
 		kube.setBroken(func(p *corev1.Pod) bool { return p.Labels[names.LabelInstanceGroup] == "db" })
 		accept(map[string]int{"db": 1, "api": 1, "worker": 1}, plan)
-		Eventually(status).Should(And(HaveField("Phase", rollout.PhaseFailed), HaveField("Message", HavePrefix("'db (db-0)' is not running after update."))))
+		Eventually(gst).Should(And(HaveField("Phase", status.PhaseFailed), HaveField("Message", HavePrefix("'db (db-0)' is not running after update."))))
 		Consistently(kube.pods, 500*time.Millisecond).Should(Equal([]string{"db-0"}))
 		var pods corev1.PodList
 		Expect(cp.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{names.LabelInstanceGroup: "api"})).To(Succeed())
@@ -413,7 +413,7 @@ var _ = Describe("the deploy controller", func() {
 		kube.setBroken(nil)
 		retry("1")
 		// The retry plans again: db runs, api and worker are started.
-		Eventually(status).WithTimeout(30 * time.Second).Should(And(HaveField("Phase", rollout.PhaseDeployed), HaveField("Updated", 4)))
+		Eventually(gst).WithTimeout(30 * time.Second).Should(And(HaveField("Phase", status.PhaseDeployed), HaveField("Updated", 4)))
 		// db, then api's canary in its first AZ, the rest of that AZ, the
 		// next AZ, then worker.
 		Expect(kube.pods()).To(Equal([]string{"db-0", "api-z1-0", "api-z1-1", "api-z2-0", "worker-0"}))
@@ -431,7 +431,7 @@ var _ = Describe("the deploy controller", func() {
 		azSet("a-z2", "a", 2, 1, true)
 		plan := update.Plan{{Name: "a", Update: config(true, "0-30000")}}
 		accept(map[string]int{"a": 1}, plan)
-		Eventually(status).Should(HaveField("Phase", rollout.PhaseDeployed))
+		Eventually(gst).Should(HaveField("Phase", status.PhaseDeployed))
 		Expect(kube.pods()).To(Equal([]string{"a-z1-0", "a-z2-0"}))
 
 		scale := func(name string, replicas int32) {
@@ -442,12 +442,12 @@ var _ = Describe("the deploy controller", func() {
 			Expect(cp.Client.Patch(ctx, sts, patch)).To(Succeed())
 		}
 		// deployedAfter: a deploy started after prev is done.
-		deployedAfter := func(prev rollout.Status) {
+		deployedAfter := func(prev status.Deploy) {
 			GinkgoHelper()
-			Eventually(status).WithTimeout(20 * time.Second).Should(And(HaveField("Phase", rollout.PhaseDeployed), HaveField("Started", Not(Equal(prev.Started)))))
+			Eventually(gst).WithTimeout(20 * time.Second).Should(And(HaveField("Phase", status.PhaseDeployed), HaveField("Started", Not(Equal(prev.Started)))))
 		}
 		// 2 → 5 instances: z1 holds 0, 2, 4, z2 1, 3.
-		prev, err := status()
+		prev, err := gst()
 		Expect(err).NotTo(HaveOccurred())
 		scale("a-z1", 3)
 		scale("a-z2", 2)
@@ -458,8 +458,8 @@ var _ = Describe("the deploy controller", func() {
 		// Down to 4: a-z1-2 is removed by the StatefulSet controller; up to
 		// 5 again, it is a new instance, started by the deploy.
 		scale("a-z1", 2)
-		Eventually(func() (map[string]int, error) { st, err := status(); return st.Instances, err }).Should(HaveKeyWithValue("a-z1", 2))
-		prev, err = status()
+		Eventually(func() (map[string]int, error) { st, err := gst(); return st.Instances, err }).Should(HaveKeyWithValue("a-z1", 2))
+		prev, err = gst()
 		Expect(err).NotTo(HaveOccurred())
 		scale("a-z1", 3)
 		Eventually(kube.pods).WithTimeout(20 * time.Second).Should(HaveLen(6))
@@ -478,9 +478,9 @@ var _ = Describe("the deploy controller", func() {
 		kube.setBroken(func(p *corev1.Pod) bool { return p.Annotations[names.AnnotationDesiredState] == names.DesiredStopped })
 		plan := update.Plan{{Name: "a", Update: config(true, "0-1500")}}
 		accept(map[string]int{"a": 1}, plan)
-		Eventually(status).Should(HaveField("Phase", rollout.PhaseDeployed))
+		Eventually(gst).Should(HaveField("Phase", status.PhaseDeployed))
 		accept(map[string]int{"a": 2}, plan)
-		Eventually(status).Should(And(HaveField("Phase", rollout.PhaseDeployed), HaveField("Updated", 1)))
+		Eventually(gst).Should(And(HaveField("Phase", status.PhaseDeployed), HaveField("Updated", 1)))
 		var p corev1.Pod
 		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "a-0"}, &p)).To(Succeed())
 		Expect(p.Annotations).To(HaveKeyWithValue(names.AnnotationResolvedVersion, "2"))
@@ -491,17 +491,17 @@ var _ = Describe("the deploy controller", func() {
 		azSet("a-z1", "a", 1, 2, true)
 		azSet("a-z2", "a", 2, 2, true)
 		accept(map[string]int{"a": 1}, update.Plan{{Name: "a", Update: config(true, "0-30000")}})
-		Eventually(status).Should(HaveField("Phase", rollout.PhaseDeployed))
+		Eventually(gst).Should(HaveField("Phase", status.PhaseDeployed))
 
 		accept(map[string]int{"a": 2}, update.Plan{{Name: "a", Update: config(true, "500-30000")}})
-		Eventually(func() (int, error) { st, err := status(); return len(st.Groups), err }).Should(Equal(1))
+		Eventually(func() (int, error) { st, err := gst(); return len(st.Groups), err }).Should(Equal(1))
 		for _, name := range []string{"a-z1", "a-z2"} {
 			sts := get(name)
 			patch := client.MergeFrom(sts.DeepCopy())
 			sts.Spec.Replicas = ptr.To(int32(3))
 			Expect(cp.Client.Patch(ctx, sts, patch)).To(Succeed())
 		}
-		Eventually(status).WithTimeout(40 * time.Second).Should(And(HaveField("Phase", rollout.PhaseDeployed),
+		Eventually(gst).WithTimeout(40 * time.Second).Should(And(HaveField("Phase", status.PhaseDeployed),
 			HaveField("Instances", Equal(map[string]int{"a-z1": 3, "a-z2": 3}))))
 		// Each AZ's new instance ran before the AZ's last replacement.
 		ran := kube.pods()
@@ -528,7 +528,7 @@ var _ = Describe("the deploy controller", func() {
 		azSet("lc-z2", "lc", 2, 3, false)
 		plan := update.Plan{{Name: "lc", Update: config(true, "0-30000")}}
 		accept(map[string]int{"lc": 1}, plan)
-		Eventually(status).Should(HaveField("Phase", rollout.PhaseDeployed))
+		Eventually(gst).Should(HaveField("Phase", status.PhaseDeployed))
 		// Each pod's drain takes a while: a finalizer, removed 300 ms
 		// after its deletion, holds it terminating.
 		var pods corev1.PodList
@@ -599,8 +599,8 @@ var _ = Describe("the deploy controller", func() {
 			}
 		}
 		accept(map[string]int{"lc": 2}, plan)
-		Eventually(status).WithTimeout(30 * time.Second).Should(HaveField("Phase", rollout.PhaseDeployed))
-		st, _ := status()
+		Eventually(gst).WithTimeout(30 * time.Second).Should(HaveField("Phase", status.PhaseDeployed))
+		st, _ := gst()
 		Expect(st).To(And(HaveField("Updated", 3), HaveField("Total", 3)))
 		mu.Lock()
 		defer mu.Unlock()
@@ -649,7 +649,7 @@ var _ = Describe("the deploy controller", func() {
 		})).To(Succeed())
 		plan := update.Plan{{Name: "a", Update: config(true, "0-1000")}}
 		accept(map[string]int{"a": 2}, plan)
-		Eventually(status).Should(And(HaveField("Phase", rollout.PhaseFailed),
+		Eventually(gst).Should(And(HaveField("Phase", status.PhaseFailed),
 			HaveField("Message", fmt.Sprintf("StatefulSet %s updates on delete only: the deploy cannot release its instances; use the RollingUpdate strategy", "a"))))
 	})
 })

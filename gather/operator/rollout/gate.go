@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
+	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 	"github.com/bosh-injector/bosh-injector/inject"
 )
 
@@ -25,7 +25,7 @@ import (
 // again, they are new ones), a deleted one is dropped; and a started
 // instance's pod the webhook gated (recreated before it saw the deploy's
 // count) is released.
-func (r *Reconciler) sweep(ctx context.Context, st *Status, sets map[string][]*appsv1.StatefulSet) error {
+func (r *Reconciler) sweep(ctx context.Context, st *status.Deploy, sets map[string][]*appsv1.StatefulSet) error {
 	seen := map[string]bool{}
 	for _, group := range sets {
 		for _, s := range group {
@@ -99,13 +99,13 @@ func ordinalIn(s *appsv1.StatefulSet, p *corev1.Pod) (int, bool) {
 
 // scaledUp says whether a StatefulSet of a group the deploy rolls out has
 // instances no deploy started: new replicas.
-func scaledUp(accepted runner.Status, sets map[string][]*appsv1.StatefulSet, started map[string]int) bool {
+func scaledUp(accepted status.Gathering, sets map[string][]*appsv1.StatefulSet, started map[string]int) bool {
 	return anyDeployed(accepted, sets, func(s *appsv1.StatefulSet) bool { return int(ptr.Deref(s.Spec.Replicas, 1)) > started[s.Name] })
 }
 
 // scalingDown says whether a StatefulSet of a group the deploy rolls out
 // has a recorded scale-down.
-func scalingDown(accepted runner.Status, sets map[string][]*appsv1.StatefulSet) bool {
+func scalingDown(accepted status.Gathering, sets map[string][]*appsv1.StatefulSet) bool {
 	return anyDeployed(accepted, sets, func(s *appsv1.StatefulSet) bool {
 		_, ok := s.Annotations[names.AnnotationScaleDown]
 		return ok
@@ -114,7 +114,7 @@ func scalingDown(accepted runner.Status, sets map[string][]*appsv1.StatefulSet) 
 
 // anyDeployed says whether f holds for a StatefulSet of a group the
 // deploy rolls out.
-func anyDeployed(accepted runner.Status, sets map[string][]*appsv1.StatefulSet, f func(*appsv1.StatefulSet) bool) bool {
+func anyDeployed(accepted status.Gathering, sets map[string][]*appsv1.StatefulSet, f func(*appsv1.StatefulSet) bool) bool {
 	for _, g := range accepted.Plan {
 		label := names.LabelValue(g.Name)
 		if _, ok := accepted.Versions[label]; !ok {

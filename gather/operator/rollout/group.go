@@ -16,6 +16,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/model/update"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/operator/podstate"
+	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 )
 
 // version is a group's accepted version as its pod templates pin it.
@@ -31,7 +32,7 @@ func (d *run) group(ctx context.Context, g update.Group) (outcome, error) {
 	if o, busy, err := d.shrink(ctx, g, sets); err != nil || busy {
 		return o, err
 	}
-	gs := d.status.Groups[g.Name]
+	gs := d.state.Groups[g.Name]
 	if gs != nil && (gs.Phase == groupDone || gs.Phase == groupUnchanged) {
 		return outcome{done: true}, nil
 	}
@@ -46,7 +47,7 @@ func (d *run) group(ctx context.Context, g update.Group) (outcome, error) {
 	if gs == nil {
 		return d.start(ctx, g, sets, want, nil)
 	}
-	if gs.grown(sets) {
+	if groupGrown(gs, sets) {
 		// Scaled up during its update (the StatefulSets applied after the
 		// manifest was accepted): the new instances' held pods count as
 		// unavailable, so the StatefulSet controller would replace no
@@ -58,9 +59,9 @@ func (d *run) group(ctx context.Context, g update.Group) (outcome, error) {
 	return d.advance(ctx, g, gs, sets)
 }
 
-// grown says whether a StatefulSet of the update has more replicas than
+// groupGrown says whether a StatefulSet of the update has more replicas than
 // the update planned for.
-func (gs *Group) grown(sets []*appsv1.StatefulSet) bool {
+func groupGrown(gs *status.Group, sets []*appsv1.StatefulSet) bool {
 	for _, s := range sets {
 		if i := slices.Index(gs.Sets, s.Name); i >= 0 && int(ptr.Deref(s.Spec.Replicas, 1)) > gs.Replicas[i] {
 			return true
@@ -69,11 +70,11 @@ func (gs *Group) grown(sets []*appsv1.StatefulSet) bool {
 	return false
 }
 
-// held is how many of the instances the update replaces in AZ az are
+// groupHeld is how many of the instances the update replaces in AZ az are
 // still to replace: all but those of its steps before the last released
 // one, which it saw running at the new version.
-func (gs *Group) held(az int) int {
-	replaced := max(released(gs.Steps, len(gs.Sets), gs.Step-1)[az]-gs.fresh(az), 0)
+func groupHeld(gs *status.Group, az int) int {
+	replaced := max(released(gs.Steps, len(gs.Sets), gs.Step-1)[az]-groupFresh(gs, az), 0)
 	return max(gs.Updating[az]-replaced, 0)
 }
 
@@ -107,7 +108,7 @@ func rolledOut(s *appsv1.StatefulSet) bool {
 // partition, and releases the first step. Planning again over prev, the
 // instances prev saw running at want are not replaced again; those of its
 // last released step are, being not seen yet.
-func (d *run) start(ctx context.Context, g update.Group, sets []*appsv1.StatefulSet, want version, prev *Group) (outcome, error) {
+func (d *run) start(ctx context.Context, g update.Group, sets []*appsv1.StatefulSet, want version, prev *status.Group) (outcome, error) {
 	if slices.ContainsFunc(sets, func(s *appsv1.StatefulSet) bool { return !observed(s) }) {
 		// What runs is known once the StatefulSet controller saw the spec.
 		return outcome{wait: poll}, nil
@@ -115,7 +116,7 @@ func (d *run) start(ctx context.Context, g update.Group, sets []*appsv1.Stateful
 	if prev != nil {
 		d.Log.Info("instance group scaled during its update: planning the rest again", "namespace", d.manifest.Namespace, "group", g.Name)
 	}
-	gs := &Group{Phase: groupUpdating, Step: -1, Released: stamp(d.now)}
+	gs := &status.Group{Phase: groupUpdating, Step: -1, Released: stamp(d.now)}
 	var sizes []int
 	for _, s := range sets {
 		if s.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
@@ -123,14 +124,14 @@ func (d *run) start(ctx context.Context, g update.Group, sets []*appsv1.Stateful
 			return outcome{}, nil
 		}
 		replicas := int(ptr.Deref(s.Spec.Replicas, 1))
-		started := min(d.status.Instances[s.Name], replicas)
+		started := min(d.state.Instances[s.Name], replicas)
 		updating := 0
 		if !atVersion(s, want) || !rolledOut(s) {
 			updating = started
 		}
 		if prev != nil {
 			if i := slices.Index(prev.Sets, s.Name); i >= 0 {
-				updating = min(prev.held(i), started)
+				updating = min(groupHeld(prev, i), started)
 			}
 		}
 		gs.Sets = append(gs.Sets, s.Name)
@@ -159,7 +160,7 @@ func (d *run) start(ctx context.Context, g update.Group, sets []*appsv1.Stateful
 			return outcome{}, err
 		}
 	}
-	d.status.Groups[g.Name] = gs
+	d.state.Groups[g.Name] = gs
 	if len(steps) > 0 {
 		d.Log.Info("updating instance group", "namespace", d.manifest.Namespace, "group", g.Name, "version", want.resolved, "bpm", want.bpm, "steps", len(steps))
 	}
@@ -205,24 +206,24 @@ func released(steps []update.Step, azs, upTo int) []int {
 	return out
 }
 
-// ordinal is the pod ordinal of the j-th instance (0-based) a group's
+// groupOrdinal is the pod ordinal of the j-th instance (0-based) a group's
 // update takes in AZ az: the new ones lowest first, then the replaced ones
 // highest first. New ones go first as the StatefulSet controller replaces
 // no pod while one (a held one) is unavailable beyond maxUnavailable.
-func (gs *Group) ordinal(az, j int) int {
-	if n := gs.fresh(az); j < n {
+func groupOrdinal(gs *status.Group, az, j int) int {
+	if n := groupFresh(gs, az); j < n {
 		return gs.Started[az] + j
 	}
-	return gs.Updating[az] - 1 - (j - gs.fresh(az))
+	return gs.Updating[az] - 1 - (j - groupFresh(gs, az))
 }
 
-// fresh is how many new instances the update starts in AZ az.
-func (gs *Group) fresh(az int) int { return max(gs.Replicas[az]-gs.Started[az], 0) }
+// groupFresh is how many new instances the update starts in AZ az.
+func groupFresh(gs *status.Group, az int) int { return max(gs.Replicas[az]-gs.Started[az], 0) }
 
 // advance checks the instances of the released step and, when they are
 // running and watched, releases the next step; after the last, it waits
 // for every instance of the group to run.
-func (d *run) advance(ctx context.Context, g update.Group, gs *Group, sets []*appsv1.StatefulSet) (outcome, error) {
+func (d *run) advance(ctx context.Context, g update.Group, gs *status.Group, sets []*appsv1.StatefulSet) (outcome, error) {
 	byName := map[string]*appsv1.StatefulSet{}
 	for _, s := range sets {
 		byName[s.Name] = s
@@ -261,15 +262,15 @@ func (d *run) advance(ctx context.Context, g update.Group, gs *Group, sets []*ap
 	}
 	before := released(gs.Steps, len(gs.Sets), gs.Step)[next.AZ]
 	after := before + next.N
-	n, u := gs.fresh(next.AZ), gs.Updating[next.AZ]
+	n, u := groupFresh(gs, next.AZ), gs.Updating[next.AZ]
 	if after > n {
 		if err := d.patch(ctx, s, nil, u-min(after-n, u)); err != nil {
 			return outcome{}, err
 		}
 	}
 	// Instances scaled away meanwhile are not started.
-	if started := min(gs.Started[next.AZ]+min(after, n), int(ptr.Deref(s.Spec.Replicas, 1))); started > d.status.Instances[name] {
-		d.status.Instances[name] = started
+	if started := min(gs.Started[next.AZ]+min(after, n), int(ptr.Deref(s.Spec.Replicas, 1))); started > d.state.Instances[name] {
+		d.state.Instances[name] = started
 		if err := d.ungate(ctx, s, started); err != nil {
 			return outcome{}, err
 		}
@@ -283,10 +284,10 @@ func (d *run) advance(ctx context.Context, g update.Group, gs *Group, sets []*ap
 	steps.WithLabelValues(what).Inc()
 	var pods []string
 	for j := before; j < after; j++ {
-		pods = append(pods, fmt.Sprintf("%s-%d", name, gs.ordinal(next.AZ, j)))
+		pods = append(pods, fmt.Sprintf("%s-%d", name, groupOrdinal(gs, next.AZ, j)))
 	}
 	d.Log.Info("releasing instances", "namespace", d.manifest.Namespace, "group", g.Name, "step", what, "pods", pods)
-	d.Recorder.Eventf(d.manifest, s, corev1.EventTypeNormal, ReasonUpdating, "Deploy", "instance group '%s': updating %s %s (step %d of %d)",
+	d.Recorder.Eventf(d.manifest, s, corev1.EventTypeNormal, status.ReasonUpdating, "Deploy", "instance group '%s': updating %s %s (step %d of %d)",
 		g.Name, what, strings.Join(pods, ", "), gs.Step+1, len(gs.Steps))
 	return outcome{wait: g.Update.Watch(next).Min + time.Second}, nil
 }
@@ -298,7 +299,7 @@ func (d *run) advance(ctx context.Context, g update.Group, gs *Group, sets []*ap
 // passed), counted from the new pod's creation or the step's release,
 // whichever is later. Restarts and a crash loop in between do not fail it:
 // only not running by the maximum does.
-func (d *run) check(ctx context.Context, g update.Group, gs *Group, sets map[string]*appsv1.StatefulSet) (outcome, string, error) {
+func (d *run) check(ctx context.Context, g update.Group, gs *status.Group, sets map[string]*appsv1.StatefulSet) (outcome, string, error) {
 	step := gs.Steps[gs.Step]
 	watch := g.Update.Watch(step)
 	name := gs.Sets[step.AZ]
@@ -317,7 +318,7 @@ func (d *run) check(ctx context.Context, g update.Group, gs *Group, sets map[str
 	var ordinals []int
 	for j := after - step.N; j < after; j++ {
 		// Instances scaled away meanwhile are not watched.
-		if o := gs.ordinal(step.AZ, j); o < int(ptr.Deref(s.Spec.Replicas, 1)) {
+		if o := groupOrdinal(gs, step.AZ, j); o < int(ptr.Deref(s.Spec.Replicas, 1)) {
 			ordinals = append(ordinals, o)
 		}
 	}
@@ -328,7 +329,7 @@ func (d *run) check(ctx context.Context, g update.Group, gs *Group, sets map[str
 // not change), until every instance of the group runs at the accepted
 // version: a deploy is done only when all do. One that does not by the
 // update watch time's maximum, counted from the last step, fails it.
-func (d *run) settle(ctx context.Context, g update.Group, gs *Group, sets map[string]*appsv1.StatefulSet) (outcome, string, error) {
+func (d *run) settle(ctx context.Context, g update.Group, gs *status.Group, sets map[string]*appsv1.StatefulSet) (outcome, string, error) {
 	var wait time.Duration
 	for i, name := range gs.Sets {
 		s, ok := sets[name]

@@ -35,6 +35,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/model/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
+	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 	"github.com/bosh-injector/bosh-injector/gather/render/ruby"
 	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
@@ -198,9 +199,9 @@ var _ = Describe("the fault table", Ordered, ContinueOnFailure, func() {
 		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fixtures.ManifestSecret}, &s)).To(Succeed())
 		return &s
 	}
-	status := func() runner.Status {
+	gst := func() status.Gathering {
 		GinkgoHelper()
-		return runner.StatusOf(manifestSecret())
+		return status.GatheringOf(manifestSecret())
 	}
 	record := func() *trust.Record {
 		GinkgoHelper()
@@ -224,14 +225,14 @@ var _ = Describe("the fault table", Ordered, ContinueOnFailure, func() {
 		GinkgoHelper()
 		var job batchv1.Job
 		Eventually(func() bool {
-			st := status()
-			if st.State != runner.ReasonGatherStarted || st.Job == lastJob {
+			st := gst()
+			if st.State != status.ReasonGatherStarted || st.Job == lastJob {
 				return false
 			}
 			return cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: st.Job}, &job) == nil
 		}).WithTimeout(20 * time.Second).Should(BeTrue())
 		lastJob = job.Name
-		Expect(status().Versions).To(Equal(last.versions), "the status keeps the versions in use while a gathering starts")
+		Expect(gst().Versions).To(Equal(last.versions), "the status keeps the versions in use while a gathering starts")
 		return &job
 	}
 	// gather does the gathering Job's work here, from the releases' jobs
@@ -253,7 +254,7 @@ var _ = Describe("the fault table", Ordered, ContinueOnFailure, func() {
 	// would: its pod's termination message, its condition.
 	fail := func(job *batchv1.Job, gatherErr error) {
 		GinkgoHelper()
-		jobPodTerminated(job, runner.ExitInvalidInput, gatherErr.Error()+"\n")
+		jobPodTerminated(job, status.ExitInvalidInput, gatherErr.Error()+"\n")
 		now := metav1.Now()
 		job.Status.StartTime, job.Status.Failed = &now, 1
 		job.Status.Conditions = []batchv1.JobCondition{
@@ -266,10 +267,10 @@ var _ = Describe("the fault table", Ordered, ContinueOnFailure, func() {
 	// as the versions in use from now on.
 	accepted := func(job *batchv1.Job) {
 		GinkgoHelper()
-		Eventually(func() runner.Status { return status() }).WithTimeout(20 * time.Second).Should(And(
-			HaveField("State", runner.ReasonGathered), HaveField("Job", job.Name)))
+		Eventually(func() status.Gathering { return gst() }).WithTimeout(20 * time.Second).Should(And(
+			HaveField("State", status.ReasonGathered), HaveField("Job", job.Name)))
 		Eventually(func() types.UID { return record().Job }).Should(Equal(job.UID))
-		last = inUse{record: record(), versions: status().Versions}
+		last = inUse{record: record(), versions: gst().Versions}
 		latest := map[string]int{}
 		for label, g := range last.record.Groups {
 			latest[label] = g.Latest().Resolved.Version
@@ -390,7 +391,7 @@ var _ = Describe("the fault table", Ordered, ContinueOnFailure, func() {
 		}
 		Expect(record().Job).To(Equal(last.record.Job), "the trust record keeps the last good gathering")
 		Expect(latest(record())).To(Equal(latest(last.record)), "the trust record keeps the last good versions")
-		Expect(status().Versions).To(Equal(last.versions), "the status reports the last good versions")
+		Expect(gst().Versions).To(Equal(last.versions), "the status reports the last good versions")
 		Expect(admitWeb()).To(Equal(last.record.Groups["web"].Latest().Resolved.Name), "a new pod of web gets the last good version")
 		if operator != rowOperator {
 			panicsBefore = 0
@@ -408,9 +409,9 @@ var _ = Describe("the fault table", Ordered, ContinueOnFailure, func() {
 			// Broken templates come with a new release version: new inputs.
 			manifest += "# " + CurrentSpecReport().LeafNodeText + "\n"
 			apply(manifest, row.ops...)
-			want := runner.ReasonGatherFailed
+			want := status.ReasonGatherFailed
 			if row.invalid {
-				want = runner.ReasonInvalidManifest
+				want = status.ReasonInvalidManifest
 			} else {
 				dir := jobsDir
 				if row.breakJobs != nil {
@@ -425,7 +426,7 @@ var _ = Describe("the fault table", Ordered, ContinueOnFailure, func() {
 				Expect(err).To(MatchError(ContainSubstring(row.want)))
 				fail(job, err)
 			}
-			Eventually(func() runner.Status { return status() }).Should(And(
+			Eventually(func() status.Gathering { return gst() }).Should(And(
 				HaveField("State", want), HaveField("Message", ContainSubstring(row.want))))
 			Eventually(func() ([]string, error) {
 				var events corev1.EventList
@@ -438,7 +439,7 @@ var _ = Describe("the fault table", Ordered, ContinueOnFailure, func() {
 				}
 				return notes, err
 			}).Should(ContainElement(ContainSubstring(row.want)), "a warning Event says it")
-			fmt.Fprintf(GinkgoWriter, "%s\n", status().Message)
+			fmt.Fprintf(GinkgoWriter, "%s\n", gst().Message)
 		},
 		Entry("malformed YAML", faultRow{manifest: func(string) string { return "name: shop\ninstance_groups: [\n" }, invalid: true,
 			want: "manifest: Evaluating manifest: yaml: line 3: did not find expected node content"}),
@@ -484,7 +485,7 @@ var _ = Describe("the fault table", Ordered, ContinueOnFailure, func() {
 			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: batchv1.JobReasonDeadlineExceeded},
 		}
 		Expect(cp.Client.Status().Update(ctx, job)).To(Succeed())
-		Eventually(func() runner.Status { return status() }).Should(And(HaveField("State", runner.ReasonGatherFailed),
+		Eventually(func() status.Gathering { return gst() }).Should(And(HaveField("State", status.ReasonGatherFailed),
 			HaveField("Message", fmt.Sprintf("gathering Job %s exceeded its deadline of 30m0s (activeDeadlineSeconds) and was stopped", job.Name))))
 	})
 
@@ -553,14 +554,14 @@ var _ = Describe("the fault table", Ordered, ContinueOnFailure, func() {
 		started()
 		var job batchv1.Job
 		Eventually(func() string {
-			st := status()
-			if st.State == runner.ReasonGatherStarted && cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: st.Job}, &job) == nil && len(job.Status.Conditions) == 0 {
+			st := gst()
+			if st.State == status.ReasonGatherStarted && cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: st.Job}, &job) == nil && len(job.Status.Conditions) == 0 {
 				written, err := gather(ctx, &job, jobsDir)
 				Expect(err).NotTo(HaveOccurred())
 				complete(&job, written)
 			}
 			return st.State
-		}).WithTimeout(20 * time.Second).Should(Equal(runner.ReasonGathered))
+		}).WithTimeout(20 * time.Second).Should(Equal(status.ReasonGathered))
 		accepted(&job)
 		// Only web changed, and every version written holds workers 5 (a
 		// Job may write again what an earlier Job wrote and the runner had

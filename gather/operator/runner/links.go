@@ -15,6 +15,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/gathering/trust"
 	"github.com/bosh-injector/bosh-injector/gather/model/yamlvalue"
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 )
 
 // consumedDeployments are the other deployments whose shared links the
@@ -118,7 +119,7 @@ func (r *Reconciler) manifestsConsuming(ctx context.Context, o client.Object) []
 	var reqs []reconcile.Request
 	for i := range list.Items {
 		s := &list.Items[i]
-		if s.Data[names.ManifestKey] == nil {
+		if !status.IsManifest(s) {
 			continue
 		}
 		in, err := Inspect(s.Data[names.ManifestKey], opsFiles(s))

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 )
 
 // The runner's metrics, served beside the webhook's on the operator's
@@ -48,7 +49,7 @@ type stateMetrics struct {
 }
 
 func (m *stateMetrics) state(manifest *corev1.Secret, state string) {
-	m.set(client.ObjectKeyFromObject(manifest), states[state])
+	m.set(client.ObjectKeyFromObject(manifest), status.StateOf(state))
 }
 
 // forget drops a deleted manifest Secret.
@@ -66,7 +67,7 @@ func (m *stateMetrics) set(key types.NamespacedName, state string) {
 		m.states[key] = state
 	}
 	counts := map[string]float64{}
-	for _, s := range states {
+	for _, s := range status.States() {
 		counts[s] = 0
 	}
 	for _, s := range m.states {
@@ -89,7 +90,7 @@ func finished(manifest *corev1.Secret, result string, job *batchv1.Job) {
 		end = job.Status.CompletionTime.Time
 	}
 	gatheringDuration.Observe(end.Sub(job.Status.StartTime.Time).Seconds())
-	if result == ReasonGathered {
+	if result == status.ReasonGathered {
 		lastSuccess.WithLabelValues(manifest.Namespace, manifest.Labels[names.LabelDeployment]).Set(float64(end.Unix()))
 	}
 }

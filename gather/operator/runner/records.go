@@ -12,6 +12,7 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/gathering/trust"
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 )
 
 // forgetDeleted deletes the records of namespace's (every namespace's, for
@@ -36,7 +37,7 @@ func (r *Reconciler) forgetDeleted(ctx context.Context, namespace string) error 
 	for i := range records.Items {
 		cm := &records.Items[i]
 		ns, deployment := cm.Labels[trust.LabelNamespace], cm.Annotations[names.AnnotationDeploymentName]
-		manifests, err := ManifestRequests(ctx, r.APIReader, ns, deployment)
+		manifests, err := status.ManifestRequests(ctx, r.APIReader, ns, deployment)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("reading the manifest Secrets of deployment '%s' in namespace %s: %w", deployment, ns, err))
 			continue

@@ -14,7 +14,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -45,40 +44,8 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/model/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/model/update"
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 	"github.com/bosh-injector/bosh-injector/inject"
-)
-
-// Event reasons, also the states of the status annotation.
-const (
-	ReasonInvalidManifest = "InvalidManifest"
-	ReasonGatherStarted   = "GatherStarted"
-	ReasonGathered        = "Gathered"
-	ReasonGatherFailed    = "GatherFailed"
-	// ReasonNotAccepted: a gathering succeeded but did not report the
-	// versions it wrote, so none is accepted (see package trust).
-	ReasonNotAccepted = "VersionsNotAccepted"
-	// ReasonRegenerating: a generated variable Secret was deleted.
-	ReasonRegenerating = "RegeneratingVariables"
-	// ReasonForeignJob: a Job of a gathering's name that the runner did
-	// not create; it is deleted and the runner creates its own.
-	ReasonForeignJob = "ForeignGatherJob"
-)
-
-// Exit codes of the gather container: bad input fails the Job at once, as
-// retrying cannot help; an API error is retried up to the backoff limit.
-const (
-	ExitInvalidInput = 1
-	ExitTransient    = 3
-)
-
-// JobsDir is where the gathering Job's copy init containers put the releases'
-// jobs, and where gather reads them.
-const JobsDir = "/var/vcap/all-releases/jobs-src"
-
-// LabelComponent marks the objects the runner creates for a deployment.
-const (
-	LabelComponent  = "app.kubernetes.io/component"
-	ComponentGather = "gather"
 )
 
 // Release is a release the deployment uses and the image that ships it.
@@ -137,42 +104,6 @@ type Reconciler struct {
 	metrics stateMetrics
 }
 
-// Status is the JSON of the manifest Secret's status annotation.
-type Status struct {
-	State   string `json:"state"`
-	Digest  string `json:"digest,omitempty"`
-	Job     string `json:"job,omitempty"`
-	Message string `json:"message,omitempty"`
-	// Versions is the resolved version of each instance group (by its
-	// label value) after a successful gathering: what the deploy
-	// controller (package deploy) rolls out, following Plan.
-	Versions map[string]int `json:"versions,omitempty"`
-	// BPM is each group's BPM info version beside Versions: a new one
-	// alone (rebuilt release images) is rolled out too.
-	BPM  map[string]int `json:"bpm,omitempty"`
-	Plan update.Plan    `json:"plan,omitempty"`
-	// Regenerations counts the gatherings started because a generated
-	// variable Secret was deleted after a successful gathering; it is part
-	// of the digest, so the same inputs gather again and regenerate it.
-	Regenerations int `json:"regenerations,omitempty"`
-	// LastChange is when any other field last changed (RFC 3339).
-	LastChange string `json:"lastChange,omitempty"`
-}
-
-// States, the values of the manifest Secret's state label, by the reason
-// the status annotation records.
-var states = map[string]string{
-	ReasonGatherStarted:   "Gathering",
-	ReasonGathered:        "Gathered",
-	ReasonGatherFailed:    "Failed",
-	ReasonInvalidManifest: "Invalid",
-}
-
-// same is whether a and b differ in nothing but LastChange.
-func (a Status) same(b Status) bool {
-	return a.State == b.State && a.Digest == b.Digest && a.Job == b.Job && a.Message == b.Message && maps.Equal(a.Versions, b.Versions) && maps.Equal(a.BPM, b.BPM) && reflect.DeepEqual(a.Plan, b.Plan) && a.Regenerations == b.Regenerations
-}
-
 // SetupWithManager registers the runner with mgr. Controllers are leader
 // elected by the manager, so two operator replicas never both create Jobs.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -181,7 +112,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("gather-runner").
-		For(&corev1.Secret{}, builder.WithPredicates(isManifest, inputChanged)).
+		For(&corev1.Secret{}, builder.WithPredicates(predicate.NewPredicateFuncs(status.IsManifest), inputChanged)).
 		Owns(&batchv1.Job{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.manifestsOfVariable),
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return isVariable(o) }))).
@@ -189,11 +120,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.NewPredicateFuncs(r.isRecord))).
 		Complete(r)
 }
-
-var isManifest = predicate.NewPredicateFuncs(func(o client.Object) bool {
-	s, ok := o.(*corev1.Secret)
-	return ok && s.Labels[names.LabelDeployment] != "" && s.Data[names.ManifestKey] != nil
-})
 
 // inputChanged ignores updates that touch only metadata, such as the status
 // annotation the runner itself writes, but for a deletion starting and the
@@ -214,29 +140,11 @@ func isVariable(o client.Object) bool {
 // manifestsOfVariable maps a variable Secret to its deployment's manifest
 // Secrets.
 func (r *Reconciler) manifestsOfVariable(ctx context.Context, o client.Object) []reconcile.Request {
-	reqs, err := ManifestRequests(ctx, r.Client, o.GetNamespace(), o.GetLabels()[names.LabelDeployment])
+	reqs, err := status.ManifestRequests(ctx, r.Client, o.GetNamespace(), o.GetLabels()[names.LabelDeployment])
 	if err != nil {
 		r.Log.Error(err, "listing manifest Secrets")
 	}
 	return reqs
-}
-
-// ManifestRequests are reconcile requests for the manifest Secrets of a
-// deployment in namespace. Users label objects with BOSH names as they
-// are, so labels are compared after sanitizing.
-func ManifestRequests(ctx context.Context, c client.Reader, namespace, deployment string) ([]reconcile.Request, error) {
-	var list corev1.SecretList
-	if err := c.List(ctx, &list, client.InNamespace(namespace), client.HasLabels{names.LabelDeployment}); err != nil {
-		return nil, err
-	}
-	var reqs []reconcile.Request
-	for i := range list.Items {
-		s := &list.Items[i]
-		if s.Data[names.ManifestKey] != nil && names.LabelValue(s.Labels[names.LabelDeployment]) == names.LabelValue(deployment) {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(s)})
-		}
-	}
-	return reqs, nil
 }
 
 // Reconcile brings one manifest Secret's gathering up to date.
@@ -257,7 +165,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, err
 	}
-	if manifest.Data[names.ManifestKey] == nil {
+	if !status.IsManifest(&manifest) {
 		return reconcile.Result{}, nil
 	}
 	deployment := manifest.Labels[names.LabelDeployment]
@@ -267,14 +175,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	log := r.Log.WithValues("namespace", manifest.Namespace, "deployment", deployment)
 
 	ops := opsFiles(&manifest)
-	prev := StatusOf(&manifest)
+	prev := status.GatheringOf(&manifest)
 	inputs, err := Inspect(manifest.Data[names.ManifestKey], ops)
 	if err != nil {
-		st := Status{State: ReasonInvalidManifest, Message: err.Error(), Regenerations: prev.Regenerations}
-		if !StatusOf(&manifest).same(st) {
-			log.Info("manifest rejected", "reason", ReasonInvalidManifest, "error", err.Error())
-			r.Recorder.Eventf(&manifest, nil, corev1.EventTypeWarning, ReasonInvalidManifest, "Inspect", "%s", err.Error())
-			finished(&manifest, ReasonInvalidManifest, nil)
+		st := status.Gathering{State: status.ReasonInvalidManifest, Message: err.Error(), Regenerations: prev.Regenerations}
+		if !status.GatheringOf(&manifest).Same(st) {
+			log.Info("manifest rejected", "reason", status.ReasonInvalidManifest, "error", err.Error())
+			r.Recorder.Eventf(&manifest, nil, corev1.EventTypeWarning, status.ReasonInvalidManifest, "Inspect", "%s", err.Error())
+			finished(&manifest, status.ReasonInvalidManifest, nil)
 		}
 		return reconcile.Result{}, r.setStatus(ctx, &manifest, st)
 	}
@@ -285,10 +193,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// A variable missing after the gathering of these very inputs
 	// succeeded was deleted since: gather again to regenerate it (rotation).
 	regenerations := prev.Regenerations
-	if len(missing) > 0 && prev.State == ReasonGathered && prev.Digest == regenerated(digest, regenerations) {
+	if len(missing) > 0 && prev.State == status.ReasonGathered && prev.Digest == regenerated(digest, regenerations) {
 		regenerations++
 		log.Info("regenerating deleted variables", "variables", missing)
-		r.Recorder.Eventf(&manifest, nil, corev1.EventTypeNormal, ReasonRegenerating, "Gather", "variable Secrets deleted, gathering again to regenerate them: %s", strings.Join(missing, ", "))
+		r.Recorder.Eventf(&manifest, nil, corev1.EventTypeNormal, status.ReasonRegenerating, "Gather", "variable Secrets deleted, gathering again to regenerate them: %s", strings.Join(missing, ", "))
 	}
 	digest = regenerated(digest, regenerations)
 	jobName := fmt.Sprintf("%s-gather-%s", names.DNS1123Label(deployment), digest[:10])
@@ -313,8 +221,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, err
 		}
 		log.Info("gathering", "job", jobName)
-		r.Recorder.Eventf(&manifest, job, corev1.EventTypeNormal, ReasonGatherStarted, "Gather", "started gathering Job %s", jobName)
-		return reconcile.Result{}, r.setStatus(ctx, &manifest, Status{State: ReasonGatherStarted, Digest: digest, Job: jobName, Regenerations: regenerations})
+		r.Recorder.Eventf(&manifest, job, corev1.EventTypeNormal, status.ReasonGatherStarted, "Gather", "started gathering Job %s", jobName)
+		return reconcile.Result{}, r.setStatus(ctx, &manifest, status.Gathering{State: status.ReasonGatherStarted, Digest: digest, Job: jobName, Regenerations: regenerations})
 	case err != nil:
 		return reconcile.Result{}, err
 	}
@@ -323,15 +231,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	switch {
-	case JobCondition(&job, batchv1.JobComplete):
-		if StatusOf(&manifest).State != ReasonGathered || StatusOf(&manifest).Digest != digest {
+	case status.JobCondition(&job, batchv1.JobComplete):
+		if status.GatheringOf(&manifest).State != status.ReasonGathered || status.GatheringOf(&manifest).Digest != digest {
 			log.Info("gathered", "job", jobName)
-			r.Recorder.Eventf(&manifest, &job, corev1.EventTypeNormal, ReasonGathered, "Gather", "gathering Job %s succeeded", jobName)
-			finished(&manifest, ReasonGathered, &job)
+			r.Recorder.Eventf(&manifest, &job, corev1.EventTypeNormal, status.ReasonGathered, "Gather", "gathering Job %s succeeded", jobName)
+			finished(&manifest, status.ReasonGathered, &job)
 		}
 		notAccepted := func(why string) {
-			log.Info("versions not accepted", "reason", ReasonNotAccepted, "job", jobName, "error", why)
-			r.Recorder.Eventf(&manifest, &job, corev1.EventTypeWarning, ReasonNotAccepted, "Accept",
+			log.Info("versions not accepted", "reason", status.ReasonNotAccepted, "job", jobName, "error", why)
+			r.Recorder.Eventf(&manifest, &job, corev1.EventTypeWarning, status.ReasonNotAccepted, "Accept",
 				"gathering Job %s succeeded, but its versions cannot be accepted: %s; pods keep being injected from the versions accepted before", jobName, why)
 		}
 		report, err := r.report(ctx, &job)
@@ -360,15 +268,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err != nil {
 			return reconcile.Result{}, err
 		}
-		return reconcile.Result{RequeueAfter: next}, r.setStatus(ctx, &manifest, Status{State: ReasonGathered, Digest: digest, Job: jobName, Versions: latest, BPM: bpmLatest, Plan: inputs.Plan, Regenerations: regenerations})
-	case JobCondition(&job, batchv1.JobFailed):
+		return reconcile.Result{RequeueAfter: next}, r.setStatus(ctx, &manifest, status.Gathering{State: status.ReasonGathered, Digest: digest, Job: jobName, Versions: latest, BPM: bpmLatest, Plan: inputs.Plan, Regenerations: regenerations})
+	case status.JobCondition(&job, batchv1.JobFailed):
 		message := r.terminationMessage(ctx, &job)
-		if StatusOf(&manifest).State != ReasonGatherFailed || StatusOf(&manifest).Digest != digest {
-			log.Info("gathering failed", "job", jobName, "reason", ReasonGatherFailed)
-			r.Recorder.Eventf(&manifest, &job, corev1.EventTypeWarning, ReasonGatherFailed, "Gather", "gathering Job %s failed: %s", jobName, message)
-			finished(&manifest, ReasonGatherFailed, &job)
+		if status.GatheringOf(&manifest).State != status.ReasonGatherFailed || status.GatheringOf(&manifest).Digest != digest {
+			log.Info("gathering failed", "job", jobName, "reason", status.ReasonGatherFailed)
+			r.Recorder.Eventf(&manifest, &job, corev1.EventTypeWarning, status.ReasonGatherFailed, "Gather", "gathering Job %s failed: %s", jobName, message)
+			finished(&manifest, status.ReasonGatherFailed, &job)
 		}
-		return reconcile.Result{}, r.setStatus(ctx, &manifest, Status{State: ReasonGatherFailed, Digest: digest, Job: jobName, Message: message, Regenerations: regenerations})
+		return reconcile.Result{}, r.setStatus(ctx, &manifest, status.Gathering{State: status.ReasonGatherFailed, Digest: digest, Job: jobName, Message: message, Regenerations: regenerations})
 	}
 	return reconcile.Result{}, nil
 }
@@ -542,7 +450,7 @@ func (r *Reconciler) labels(deployment string) map[string]string {
 	return map[string]string{
 		names.LabelDeployment: names.LabelValue(deployment),
 		names.LabelManagedBy:  names.ManagedBy,
-		LabelComponent:        ComponentGather,
+		status.LabelComponent: status.ComponentGather,
 	}
 }
 
@@ -571,7 +479,7 @@ func (r *Reconciler) gatherJob(manifest *corev1.Secret, deployment, name, digest
 			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
 				Action: batchv1.PodFailurePolicyActionFailJob,
 				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
-					ContainerName: ptr.To("gather"), Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{ExitInvalidInput}},
+					ContainerName: ptr.To("gather"), Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{status.ExitInvalidInput}},
 			}}},
 			TTLSecondsAfterFinished: ptr.To(int32(r.Config.JobTTL.Seconds())),
 			Template: corev1.PodTemplateSpec{
@@ -589,7 +497,7 @@ func (r *Reconciler) gatherJob(manifest *corev1.Secret, deployment, name, digest
 						Args: []string{"gather",
 							"--namespace=" + manifest.Namespace,
 							"--manifest-secret=" + manifest.Name,
-							"--jobs-dir=" + JobsDir,
+							"--jobs-dir=" + status.JobsDir,
 							"--cluster-domain=" + r.Config.ClusterDomain,
 							"--plan=" + plan.String(),
 						},
@@ -642,13 +550,6 @@ func tokenVolumeSource() corev1.Volume {
 // variable shadows the package.
 func opsFiles(s *corev1.Secret) []deployment.OpsFile { return deployment.OpsFilesOf(s.Data) }
 
-// JobCondition says whether job has condition t.
-func JobCondition(job *batchv1.Job, t batchv1.JobConditionType) bool {
-	return slices.ContainsFunc(job.Status.Conditions, func(c batchv1.JobCondition) bool {
-		return c.Type == t && c.Status == corev1.ConditionTrue
-	})
-}
-
 // terminationMessage returns why job failed: its deadline, or the gather
 // container's termination message (the director-format error list) of the
 // Job's last failed pod.
@@ -690,8 +591,8 @@ func (r *Reconciler) created(ctx context.Context, manifest *corev1.Secret, deplo
 	if job.DeletionTimestamp != nil {
 		return false, nil
 	}
-	r.Log.Info("deleting a gathering Job the operator did not create", "reason", ReasonForeignJob, "namespace", job.Namespace, "job", job.Name)
-	r.Recorder.Eventf(manifest, job, corev1.EventTypeWarning, ReasonForeignJob, "Gather",
+	r.Log.Info("deleting a gathering Job the operator did not create", "reason", status.ReasonForeignJob, "namespace", job.Namespace, "job", job.Name)
+	r.Recorder.Eventf(manifest, job, corev1.EventTypeWarning, status.ReasonForeignJob, "Gather",
 		"Job %s was not created by the operator, which ignores its result: deleting it to run its own gathering", job.Name)
 	err := r.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &job.UID})
 	return false, client.IgnoreNotFound(err)
@@ -828,24 +729,16 @@ func (u uncached) List(ctx context.Context, list client.ObjectList, opts ...clie
 	return u.reader.List(ctx, list, opts...)
 }
 
-// StatusOf reads a manifest Secret's status annotation; a Secret without
-// one has the zero Status.
-func StatusOf(s *corev1.Secret) Status {
-	var st Status
-	_ = json.Unmarshal([]byte(s.Annotations[names.AnnotationStatus]), &st)
-	return st
-}
-
 // setStatus records st in the manifest Secret's status annotation and state
 // label, stamping the time of the change.
-func (r *Reconciler) setStatus(ctx context.Context, manifest *corev1.Secret, st Status) error {
+func (r *Reconciler) setStatus(ctx context.Context, manifest *corev1.Secret, st status.Gathering) error {
 	r.metrics.state(manifest, st.State)
 	// The versions in use stay those of the last good gathering until
 	// another one succeeds.
 	if st.Versions == nil {
-		st.Versions, st.Plan = StatusOf(manifest).Versions, StatusOf(manifest).Plan
+		st.Versions, st.Plan = status.GatheringOf(manifest).Versions, status.GatheringOf(manifest).Plan
 	}
-	if StatusOf(manifest).same(st) && manifest.Labels[names.LabelState] == states[st.State] {
+	if status.GatheringOf(manifest).Same(st) && manifest.Labels[names.LabelState] == status.StateOf(st.State) {
 		return nil
 	}
 	st.LastChange = time.Now().UTC().Format(time.RFC3339)
@@ -858,7 +751,7 @@ func (r *Reconciler) setStatus(ctx context.Context, manifest *corev1.Secret, st 
 		manifest.Annotations = map[string]string{}
 	}
 	manifest.Annotations[names.AnnotationStatus] = string(data)
-	manifest.Labels[names.LabelState] = states[st.State]
+	manifest.Labels[names.LabelState] = status.StateOf(st.State)
 	return r.Client.Patch(ctx, manifest, patch)
 }
 

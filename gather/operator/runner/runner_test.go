@@ -40,7 +40,9 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/gathering/trust"
 	"github.com/bosh-injector/bosh-injector/gather/model/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/operator/manager"
 	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
+	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 	"github.com/bosh-injector/bosh-injector/gather/render/ruby"
 	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
@@ -52,15 +54,15 @@ import (
 // channel.
 func startOperator(ns string, leaderElection bool) <-chan struct{} {
 	GinkgoHelper()
-	return startOperatorWith(webhook.Options{
+	return startOperatorWith(manager.Options{
 		Namespace: ns, OperatorImage: "localhost/bosh-injector:test", ClusterDomain: "cluster.local",
 		LeaderElection: leaderElection, Runner: true,
 	})
 }
 
-func startOperatorWith(o webhook.Options) <-chan struct{} {
+func startOperatorWith(o manager.Options) <-chan struct{} {
 	GinkgoHelper()
-	mgr, err := webhook.NewManager(cp.Config, o, GinkgoLogr)
+	mgr, err := manager.New(cp.Config, o, GinkgoLogr)
 	Expect(err).NotTo(HaveOccurred())
 	mctx, cancel := context.WithCancel(ctx)
 	DeferCleanup(cancel)
@@ -185,7 +187,7 @@ var _ = Describe("the job runner", func() {
 		GinkgoHelper()
 		complete(job, gatherNow(job))
 	}
-	status := func() (string, error) {
+	gst := func() (string, error) {
 		var s corev1.Secret
 		err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop-manifest"}, &s)
 		return s.Annotations[names.AnnotationStatus], err
@@ -250,14 +252,14 @@ var _ = Describe("the job runner", func() {
 		Expect(first.Spec.Template.Spec.ServiceAccountName).To(Equal("shop-gather"))
 		var role corev1.ServiceAccount
 		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop-gather"}, &role)).To(Succeed())
-		Eventually(status).Should(ContainSubstring(`"state":"GatherStarted"`))
+		Eventually(gst).Should(ContainSubstring(`"state":"GatherStarted"`))
 		Eventually(stateLabel).Should(Equal("Gathering"))
 
 		runAndComplete(first)
-		Eventually(status).Should(ContainSubstring(`"state":"Gathered"`))
+		Eventually(gst).Should(ContainSubstring(`"state":"Gathered"`))
 		Eventually(stateLabel).Should(Equal("Gathered"))
-		var st runner.Status
-		s, err := status()
+		var st status.Gathering
+		s, err := gst()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(json.Unmarshal([]byte(s), &st)).To(Succeed())
 		Expect(st.Versions).To(Equal(map[string]int{"bus": 1, "db": 1, "web": 1, "smoke-tests": 1}))
@@ -339,7 +341,7 @@ var _ = Describe("the job runner", func() {
 		job := newestJob("")
 		gatherNow(job)
 		complete(job, trust.Report{})
-		Eventually(eventReasons).Should(ContainElement(runner.ReasonNotAccepted))
+		Eventually(eventReasons).Should(ContainElement(status.ReasonNotAccepted))
 		Eventually(func() (*trust.Record, error) {
 			return trust.Read(ctx, cp.Client, ns, ns, "shop")
 		}).Should(And(Not(BeNil()), HaveField("Groups", BeEmpty())))
@@ -386,7 +388,7 @@ var _ = Describe("the job runner", func() {
 		Expect(cp.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop.var-bus-password"}})).To(Succeed())
 		second := newestJob(first.Name)
 		// Gathered once the runner's own status says this Job runs.
-		Eventually(status).Should(ContainSubstring(second.Name))
+		Eventually(gst).Should(ContainSubstring(second.Name))
 		plan := jobPlan(second)
 		Expect(plan.Recorded).To(HaveKeyWithValue("db", HaveField("BPM.Name", "shop.bpm.db-v1")))
 		Expect(plan.Above).To(HaveKeyWithValue(gathering.Series(names.KindBPM, "db"), 999), "new versions go above the forged number")
@@ -445,14 +447,14 @@ var _ = Describe("the job runner", func() {
 			Immutable: ptr.To(true), Data: map[string][]byte{bpm.InfoKey: []byte(strings.Replace(string(b.Data[bpm.InfoKey]), "storefront", "storefrong", 1))}}
 		Expect(cp.Client.Create(ctx, recreated)).To(Succeed())
 		complete(job, written)
-		Eventually(eventReasons).Should(ContainElement(runner.ReasonNotAccepted))
+		Eventually(eventReasons).Should(ContainElement(status.ReasonNotAccepted))
 		rec, err := trust.Read(ctx, cp.Client, ns, ns, "shop")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(rec.Groups).To(HaveLen(3))
 		Expect(rec.Groups).NotTo(HaveKey("web"))
 		var events eventsv1.EventList
 		Expect(cp.Client.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
-		Expect(events.Items).To(ContainElement(And(HaveField("Reason", runner.ReasonNotAccepted), HaveField("Type", corev1.EventTypeWarning),
+		Expect(events.Items).To(ContainElement(And(HaveField("Reason", status.ReasonNotAccepted), HaveField("Type", corev1.EventTypeWarning),
 			HaveField("Note", ContainSubstring("instance group 'web': Secrets shop.bpm.web-v1 and shop.ig-resolved.web-v1 do not hold what the gathering wrote")))))
 	})
 
@@ -481,7 +483,7 @@ var _ = Describe("the job runner", func() {
 				Containers: []corev1.Container{{Name: "gather", Image: "busybox"}}}}}}
 		Expect(cp.Client.Create(ctx, preset)).To(Succeed())
 		applyManifest(manifest)
-		Eventually(eventReasons).WithTimeout(20 * time.Second).Should(ContainElement(runner.ReasonForeignJob))
+		Eventually(eventReasons).WithTimeout(20 * time.Second).Should(ContainElement(status.ReasonForeignJob))
 		var job *batchv1.Job
 		Eventually(func() bool {
 			jobs, _ := gatherJobs()
@@ -501,7 +503,7 @@ var _ = Describe("the job runner", func() {
 		impostor.Spec.Containers[0].Image = "localhost/forger:latest"
 		reportFrom(impostor, written)
 		complete(job, trust.Report{})
-		Eventually(eventReasons).Should(ContainElement(runner.ReasonNotAccepted))
+		Eventually(eventReasons).Should(ContainElement(status.ReasonNotAccepted))
 		Consistently(func() (*trust.Record, error) { return trust.Read(ctx, cp.Client, ns, ns, "shop") }, 2*time.Second).Should(
 			HaveField("Groups", BeEmpty()))
 	})
@@ -550,8 +552,8 @@ var _ = Describe("the job runner", func() {
 		first := newestJob("")
 		runAndComplete(first)
 		versions := func() (map[string]int, error) {
-			s, err := status()
-			var st runner.Status
+			s, err := gst()
+			var st status.Gathering
 			_ = json.Unmarshal([]byte(s), &st)
 			return st.Versions, err
 		}
@@ -567,7 +569,7 @@ var _ = Describe("the job runner", func() {
 		// A generated credential deleted: regenerated by a new gathering.
 		Expect(cp.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop.var-bus-password"}})).To(Succeed())
 		second := newestJob(first.Name)
-		Eventually(eventReasons).Should(ContainElement(runner.ReasonRegenerating))
+		Eventually(eventReasons).Should(ContainElement(status.ReasonRegenerating))
 		runAndComplete(second)
 		Expect(password()).NotTo(Equal(before))
 		Eventually(versions).Should(HaveKeyWithValue("bus", 2))
@@ -661,7 +663,7 @@ var _ = Describe("the job runner", func() {
 		Expect(spec.Containers[0].VolumeMounts).To(ContainElement(HaveField("MountPath", "/var/run/secrets/kubernetes.io/serviceaccount")))
 		// Bad input fails the Job at once: retrying cannot help.
 		Expect(job.Spec.PodFailurePolicy.Rules).To(ConsistOf(And(HaveField("Action", batchv1.PodFailurePolicyActionFailJob),
-			HaveField("OnExitCodes.Values", Equal([]int32{runner.ExitInvalidInput})))))
+			HaveField("OnExitCodes.Values", Equal([]int32{status.ExitInvalidInput})))))
 
 		var role rbacv1.Role
 		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop-gather"}, &role)).To(Succeed())
@@ -716,7 +718,7 @@ var _ = Describe("the job runner", func() {
 	It("with watch namespaces, works in those only", func() {
 		other := ns + "-unwatched"
 		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}})).To(Succeed())
-		startOperatorWith(webhook.Options{Namespace: ns, OperatorImage: "localhost/bosh-injector:test", ClusterDomain: "cluster.local",
+		startOperatorWith(manager.Options{Namespace: ns, OperatorImage: "localhost/bosh-injector:test", ClusterDomain: "cluster.local",
 			Runner: true, WatchNamespaces: []string{ns}})
 		_, err := fixtures.ApplyManifest(ctx, cp.Client, other, manifest)
 		Expect(err).NotTo(HaveOccurred())
@@ -732,7 +734,7 @@ var _ = Describe("the job runner", func() {
 	It("reports an invalid manifest as an event and a status, keeping what was gathered", func() {
 		startOperator(ns, false)
 		applyManifest([]byte("name: shop\nreleases: [{name: bus}]\ninstance_groups: []\n"))
-		Eventually(status).Should(ContainSubstring(`"state":"InvalidManifest"`))
+		Eventually(gst).Should(ContainSubstring(`"state":"InvalidManifest"`))
 		Eventually(stateLabel).Should(Equal("Invalid"))
 		Eventually(func() ([]string, error) {
 			var events corev1.EventList
@@ -749,7 +751,7 @@ var _ = Describe("the job runner", func() {
 
 	It("serves gathering metrics on the operator's metrics endpoint", func() {
 		port := freePort()
-		startOperatorWith(webhook.Options{Namespace: ns, OperatorImage: "localhost/bosh-injector:test", ClusterDomain: "cluster.local",
+		startOperatorWith(manager.Options{Namespace: ns, OperatorImage: "localhost/bosh-injector:test", ClusterDomain: "cluster.local",
 			Runner: true, MetricsPort: port})
 		applyManifest(manifest)
 		job := newestJob("")

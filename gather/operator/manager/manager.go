@@ -1,4 +1,8 @@
-package webhook
+// Package manager starts the operator: one controller-runtime manager
+// serving the admission webhook (package webhook) and running the
+// controllers (the job runner, the deploy controller, the disk controller),
+// with the cache they share.
+package manager
 
 import (
 	"context"
@@ -27,6 +31,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/operator/rollout"
 	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
 	"github.com/bosh-injector/bosh-injector/inject"
+	"github.com/bosh-injector/bosh-injector/webhook"
 )
 
 // Options configure the operator.
@@ -77,7 +82,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger) erro
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(GCPercent)
 	}
-	mgr, err := NewManager(cfg, o, log)
+	mgr, err := New(cfg, o, log)
 	if err != nil {
 		return err
 	}
@@ -91,8 +96,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger) erro
 // compares both in one run). The chart bounds the heap with GOMEMLIMIT at the memory limit.
 const GCPercent = 400
 
-// NewManager builds the operator's manager.
-func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
+// New builds the operator's manager.
+func New(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 	ctrl.SetLogger(log)
 	switch inject.ReleaseJobs(o.ReleaseJobs) {
 	case "", inject.ReleaseJobsCopy, inject.ReleaseJobsImage, ReleaseJobsAuto:
@@ -138,7 +143,7 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, err
 			log.Info("release jobs", "mode", settings.ReleaseJobs, "why", why)
 		}
 		hookServer := mgr.GetWebhookServer()
-		hookServer.Register(Path, &crwebhook.Admission{Handler: &Handler{
+		hookServer.Register(webhook.Path, &crwebhook.Admission{Handler: &webhook.Handler{
 			Cache:             mgr.GetCache(),
 			Settings:          settings,
 			DNSService:        o.DNSService,
@@ -151,7 +156,9 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, err
 				return nil, err
 			}
 		}
-		hookServer.Register(StatefulSetPath, &crwebhook.Admission{Handler: &StatefulSets{Log: log.WithName("statefulsets"), Operator: o.User}})
+		sets := &crwebhook.Admission{Handler: &webhook.StatefulSets{Log: log.WithName("statefulsets"), Operator: o.User}}
+		hookServer.Register(webhook.StatefulSetPath, sets)
+		hookServer.Register(webhook.LegacyStatefulSetPath, sets)
 		if err := mgr.AddReadyzCheck("webhook", hookServer.StartedChecker()); err != nil {
 			return nil, err
 		}
