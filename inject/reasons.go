@@ -2,7 +2,7 @@ package inject
 
 import "fmt"
 
-// Reason is why a pod is skipped or denied. The text is readable as it is,
+// Reason is why a pod is skipped or denied, or a StatefulSet update denied. The text is readable as it is,
 // and the same constant labels logs, events and the denial metric.
 type Reason string
 
@@ -34,6 +34,12 @@ const (
 	ReasonNotAPod         Reason = "admission request is not for a pod"
 	ReasonNoPodSpec       Reason = "pod has no spec"
 	ReasonBadReleaseJobs  Reason = "invalid release-jobs annotation"
+)
+
+// Deny reasons of a deployment's StatefulSet update (package statefulsets).
+const (
+	ReasonDiskShrink  Reason = "persistent disk cannot shrink"
+	ReasonDiskChanged Reason = "persistent disk changed beyond its size"
 )
 
 // Denial is an error that denies a pod's admission, with a message saying
@@ -71,6 +77,8 @@ var codes = map[Reason]string{
 	ReasonNoDeployment:          "NoDeploymentLabel",
 	ReasonNotAPod:               "NotAPod",
 	ReasonNoPodSpec:             "NoPodSpec",
+	ReasonDiskShrink:            "DiskShrink",
+	ReasonDiskChanged:           "DiskChanged",
 }
 
 // Code is the reason's CamelCase value for metrics.

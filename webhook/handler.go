@@ -253,6 +253,12 @@ func decodePod(req admission.Request) (*corev1.Pod, error) {
 // deny answers a denial, counted and logged with its reason.
 func deny(log logr.Logger, d *inject.Denial) admission.Response {
 	requests.WithLabelValues("denied").Inc()
+	return refuse(log, d)
+}
+
+// refuse answers a denial, for pods and StatefulSet updates alike: the
+// reason's code counts in the denial metric, its text goes to the log.
+func refuse(log logr.Logger, d *inject.Denial) admission.Response {
 	denials.WithLabelValues(d.Reason.Code()).Inc()
 	log.Info("denied", "reason", d.Reason, "message", d.Message)
 	return admission.Denied(d.Error())

@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/operator/disks"
-	"github.com/bosh-injector/bosh-injector/gather/operator/rollout"
+	"github.com/bosh-injector/bosh-injector/gather/operator/statefulsets"
+	"github.com/bosh-injector/bosh-injector/inject"
 )
 
 // StatefulSetPath is where the StatefulSet update webhook is served: it
@@ -28,9 +28,9 @@ const LegacyStatefulSetPath = "/resize-disks"
 // StatefulSets lets users change an instance group's persistent disk size
 // and instances with `objects` and `kubectl apply` as with any other
 // field: it keeps the immutable volumeClaimTemplates and records the new
-// sizes and set of disks for the disk controller (disks.KeepTemplates), and keeps lowered
+// sizes and set of disks for the disk controller (statefulsets.KeepTemplates), and keeps lowered
 // replicas, recording the count for the deploy controller to remove the
-// instances max_in_flight at a time (rollout.KeepReplicas).
+// instances max_in_flight at a time (statefulsets.KeepReplicas).
 type StatefulSets struct {
 	Log logr.Logger
 	// Operator is the operator's user name: its own updates (the deploy
@@ -54,20 +54,18 @@ func (h *StatefulSets) Handle(_ context.Context, req admission.Request) admissio
 		return admission.Allowed("not a deployment's StatefulSet")
 	}
 	log := h.Log.WithValues("namespace", req.Namespace, "statefulset", req.Name)
-	changed, err := disks.KeepTemplates(&old, &update)
-	var refusal *disks.Refusal
-	if errors.As(err, &refusal) {
-		denials.WithLabelValues(disks.ReasonCodes[refusal.Reason]).Inc()
-		log.Info("denied", "reason", refusal.Reason, "message", refusal.Message)
-		return admission.Denied(refusal.Error())
+	changed, err := statefulsets.KeepTemplates(&old, &update)
+	var denial *inject.Denial
+	if errors.As(err, &denial) {
+		return refuse(log, denial)
 	}
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	if changed {
-		log.Info("persistent disk changes recorded for the disk controller", "sizes", update.Annotations[names.AnnotationDiskSizes], "disks", disks.DiskNames(&update))
+		log.Info("persistent disk changes recorded for the disk controller", "sizes", update.Annotations[names.AnnotationDiskSizes], "disks", statefulsets.DiskNames(&update))
 	}
-	if req.UserInfo.Username != h.Operator && rollout.KeepReplicas(&old, &update) {
+	if req.UserInfo.Username != h.Operator && statefulsets.KeepReplicas(&old, &update) {
 		changed = true
 		if to, ok := update.Annotations[names.AnnotationScaleDown]; ok {
 			log.Info("scale-down recorded for the deploy controller", "replicas", *update.Spec.Replicas, "to", to)

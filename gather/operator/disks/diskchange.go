@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/operator/statefulsets"
 )
 
 // Event reasons of a changed set of disks.
@@ -117,7 +118,7 @@ func (r *Reconciler) changeDisks(ctx context.Context, namespace, deployment stri
 		}
 	}
 	for _, s := range sets {
-		templates, ok, err := WantedTemplates(s)
+		templates, ok, err := statefulsets.WantedTemplates(s)
 		if err != nil {
 			r.Log.Error(err, "unreadable wanted disks")
 			continue

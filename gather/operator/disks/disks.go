@@ -45,6 +45,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/model/update"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/operator/podstate"
+	"github.com/bosh-injector/bosh-injector/gather/operator/statefulsets"
 	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 )
 
@@ -253,7 +254,7 @@ func (r *Reconciler) groupConfig(ctx context.Context, namespace, deployment, gro
 func (r *Reconciler) resizeGroup(ctx context.Context, deployment, group string, sets []*appsv1.StatefulSet) (time.Duration, error) {
 	wanted := false
 	for _, s := range sets {
-		w, err := WantedSizes(s)
+		w, err := statefulsets.WantedSizes(s)
 		if err != nil {
 			r.Log.Error(err, "unreadable wanted sizes")
 			continue
@@ -349,7 +350,7 @@ func (r *Reconciler) stop(ctx context.Context, s *appsv1.StatefulSet, why stoppe
 // its pod) before touching a claim, grow the claim once the pod is gone,
 // then wait for the new capacity and the instance Ready.
 func (r *Reconciler) resizeInstance(ctx context.Context, group string, sl slot) (bool, error) {
-	wanted, err := WantedSizes(sl.set)
+	wanted, err := statefulsets.WantedSizes(sl.set)
 	if err != nil {
 		return true, nil
 	}

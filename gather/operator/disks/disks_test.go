@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,6 +27,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/model/instance"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/operator/disks"
+	"github.com/bosh-injector/bosh-injector/test/fixtures"
 )
 
 // node plays the kubelet (pods Ready), the volume binder (claims Bound at
@@ -115,35 +115,6 @@ func (n *node) snapshot() ([]string, int, []bool) {
 	return append([]string(nil), n.grown...), n.inFlight, append([]bool(nil), n.drainedFirst...)
 }
 
-func statefulSet(ns, class string, replicas int32) *appsv1.StatefulSet {
-	labels := map[string]string{names.LabelDeployment: "d", names.LabelInstanceGroup: "db", names.LabelAZIndex: "1"}
-	one := intstr.FromInt32(1)
-	return &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "d-db", Namespace: ns},
-		Spec: appsv1.StatefulSetSpec{
-			Replicas:            ptr.To(replicas),
-			PodManagementPolicy: appsv1.ParallelPodManagement,
-			Selector:            &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img"}}},
-			},
-			UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
-				RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{MaxUnavailable: &one}},
-			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
-				WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType, WhenScaled: appsv1.RetainPersistentVolumeClaimRetentionPolicyType},
-			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
-				ObjectMeta: metav1.ObjectMeta{Name: "store"},
-				Spec: corev1.PersistentVolumeClaimSpec{
-					AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-					StorageClassName: ptr.To(class),
-					Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-				},
-			}},
-		},
-	}
-}
-
 var _ = Describe("the disk controller", func() {
 	var ns string
 	var kube *node
@@ -201,7 +172,7 @@ var _ = Describe("the disk controller", func() {
 	orphaned := HaveField("Labels", HaveKeyWithValue(names.LabelOrphaned, "true"))
 
 	It("orphans a scaled-down instance's claim, adopts it back on scale-up, orphans all on deletion and deletes them after the retention", func() {
-		Expect(cp.Client.Create(ctx, statefulSet(ns, "any", 3))).To(Succeed())
+		Expect(cp.Client.Create(ctx, fixtures.DiskStatefulSet(ns, "any", 3))).To(Succeed())
 		Eventually(claim("store-d-db-2")).Should(HaveField("Status.Phase", corev1.ClaimBound))
 
 		scale(2)
@@ -215,7 +186,7 @@ var _ = Describe("the disk controller", func() {
 		scale(3)
 		Eventually(claim("store-d-db-2")).ShouldNot(orphaned)
 
-		Expect(cp.Client.Delete(ctx, statefulSet(ns, "any", 3))).To(Succeed())
+		Expect(cp.Client.Delete(ctx, fixtures.DiskStatefulSet(ns, "any", 3))).To(Succeed())
 		for i := range 3 {
 			Eventually(claim(fmt.Sprintf("store-d-db-%d", i))).Should(orphaned)
 		}
@@ -244,7 +215,7 @@ var _ = Describe("the disk controller", func() {
 		class := ns + "-grows"
 		Expect(cp.Client.Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class},
 			Provisioner: "example.com/none", AllowVolumeExpansion: ptr.To(true)})).To(Succeed())
-		s := statefulSet(ns, class, 3)
+		s := fixtures.DiskStatefulSet(ns, class, 3)
 		Expect(cp.Client.Create(ctx, s)).To(Succeed())
 		for i := range 3 {
 			Eventually(claim(fmt.Sprintf("store-d-db-%d", i))).Should(HaveField("Status.Phase", corev1.ClaimBound))
@@ -277,7 +248,7 @@ var _ = Describe("the disk controller", func() {
 	It("stops before draining anything, naming the StorageClass, when the class cannot grow", func() {
 		fixed := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{GenerateName: "fixed-"}, Provisioner: "example.com/none"}
 		Expect(cp.Client.Create(ctx, fixed)).To(Succeed())
-		s := statefulSet(ns, fixed.Name, 1)
+		s := fixtures.DiskStatefulSet(ns, fixed.Name, 1)
 		Expect(cp.Client.Create(ctx, s)).To(Succeed())
 		Eventually(claim("store-d-db-0")).Should(HaveField("Status.Phase", corev1.ClaimBound))
 		var pod corev1.Pod
@@ -297,7 +268,7 @@ var _ = Describe("the disk controller", func() {
 	})
 
 	It("replaces the StatefulSet to add and remove a disk, keeping pods and claims, then drains each instance so that it mounts them, across an operator restart", func() {
-		s := statefulSet(ns, "any", 2)
+		s := fixtures.DiskStatefulSet(ns, "any", 2)
 		Expect(cp.Client.Create(ctx, s)).To(Succeed())
 		pods := map[string]types.UID{}
 		for i := range 2 {

@@ -1,34 +1,18 @@
 package disks
 
 import (
-	"encoding/json"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/bosh-injector/bosh-injector/gather/model/update"
-	"github.com/bosh-injector/bosh-injector/gather/names"
 )
 
 // slot is one instance of a group: a StatefulSet's pod ordinal.
 type slot struct {
 	set     *appsv1.StatefulSet
 	ordinal int
-}
-
-// WantedSizes reads a StatefulSet's wanted claim sizes by template name.
-func WantedSizes(s *appsv1.StatefulSet) (map[string]resource.Quantity, error) {
-	raw := s.Annotations[names.AnnotationDiskSizes]
-	if raw == "" {
-		return nil, nil
-	}
-	var sizes map[string]resource.Quantity
-	if err := json.Unmarshal([]byte(raw), &sizes); err != nil {
-		return nil, fmt.Errorf("StatefulSet %s: annotation %s: %w", s.Name, names.AnnotationDiskSizes, err)
-	}
-	return sizes, nil
 }
 
 // batches are a group's instances in the order a deploy updates them

@@ -1,4 +1,4 @@
-package disks_test
+package statefulsets_test
 
 import (
 	"testing"
@@ -8,14 +8,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/operator/disks"
+	"github.com/bosh-injector/bosh-injector/gather/operator/statefulsets"
+	"github.com/bosh-injector/bosh-injector/test/fixtures"
 )
 
 // A group's named disks (persistent_disks) grow as the managed disk does,
 // each by its own template: a larger type of one records that one's size.
 func TestKeepTemplatesNamedDisks(t *testing.T) {
 	named := func(index, blob string) *appsv1.StatefulSet {
-		s := statefulSet("ns", "grows", 1)
+		s := fixtures.DiskStatefulSet("ns", "grows", 1)
 		t0 := s.Spec.VolumeClaimTemplates[0]
 		s.Spec.VolumeClaimTemplates = nil
 		for disk, size := range map[string]string{"index": index, "blob_store": blob} {
@@ -33,7 +34,7 @@ func TestKeepTemplatesNamedDisks(t *testing.T) {
 		return s
 	}
 	old, update := named("64Mi", "128Mi"), named("64Mi", "256Mi")
-	changed, err := disks.KeepTemplates(old, update)
+	changed, err := statefulsets.KeepTemplates(old, update)
 	if err != nil || !changed {
 		t.Fatalf("KeepTemplates = %v, %v; want a change", changed, err)
 	}

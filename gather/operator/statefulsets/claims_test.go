@@ -1,4 +1,4 @@
-package disks_test
+package statefulsets_test
 
 import (
 	"errors"
@@ -10,11 +10,13 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	"github.com/bosh-injector/bosh-injector/gather/operator/disks"
+	"github.com/bosh-injector/bosh-injector/gather/operator/statefulsets"
+	"github.com/bosh-injector/bosh-injector/inject"
+	"github.com/bosh-injector/bosh-injector/test/fixtures"
 )
 
 func sized(size string, class string) *appsv1.StatefulSet {
-	s := statefulSet("ns", class, 2)
+	s := fixtures.DiskStatefulSet("ns", class, 2)
 	s.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse(size)
 	return s
 }
@@ -22,7 +24,7 @@ func sized(size string, class string) *appsv1.StatefulSet {
 func TestKeepTemplates(t *testing.T) {
 	old := sized("1Gi", "grows")
 	update := sized("2Gi", "grows")
-	changed, err := disks.KeepTemplates(old, update)
+	changed, err := statefulsets.KeepTemplates(old, update)
 	if err != nil || !changed {
 		t.Fatalf("KeepTemplates = %v, %v; want a change", changed, err)
 	}
@@ -35,26 +37,26 @@ func TestKeepTemplates(t *testing.T) {
 
 	// The next apply: the template still says 1Gi, the user's object 2Gi.
 	old, again := update, sized("2Gi", "grows")
-	if changed, err := disks.KeepTemplates(old, again); err != nil || !changed || again.Annotations[names.AnnotationDiskSizes] != `{"store":"2Gi"}` {
+	if changed, err := statefulsets.KeepTemplates(old, again); err != nil || !changed || again.Annotations[names.AnnotationDiskSizes] != `{"store":"2Gi"}` {
 		t.Errorf("re-apply: %v, %v, %v", changed, err, again.Annotations)
 	}
 	// An update leaving the annotation out keeps it.
 	same := old.DeepCopy()
 	same.Annotations = nil
-	if changed, err := disks.KeepTemplates(old, same); err != nil || !changed || same.Annotations[names.AnnotationDiskSizes] != `{"store":"2Gi"}` {
+	if changed, err := statefulsets.KeepTemplates(old, same); err != nil || !changed || same.Annotations[names.AnnotationDiskSizes] != `{"store":"2Gi"}` {
 		t.Errorf("annotation dropped: %v, %v, %v", changed, err, same.Annotations)
 	}
 
 	for name, c := range map[string]struct {
 		update *appsv1.StatefulSet
-		reason string
+		reason inject.Reason
 	}{
-		"smaller than wanted":   {sized("1536Mi", "grows"), disks.ReasonDiskShrink},
-		"smaller than template": {sized("512Mi", "grows"), disks.ReasonDiskShrink},
-		"another class":         {sized("2Gi", "other"), disks.ReasonDiskChanged},
+		"smaller than wanted":   {sized("1536Mi", "grows"), inject.ReasonDiskShrink},
+		"smaller than template": {sized("512Mi", "grows"), inject.ReasonDiskShrink},
+		"another class":         {sized("2Gi", "other"), inject.ReasonDiskChanged},
 	} {
-		_, err := disks.KeepTemplates(old, c.update)
-		var r *disks.Refusal
+		_, err := statefulsets.KeepTemplates(old, c.update)
+		var r *inject.Denial
 		if !errors.As(err, &r) || r.Reason != c.reason {
 			t.Errorf("%s: err = %v, want %q", name, err, c.reason)
 		}
@@ -62,7 +64,7 @@ func TestKeepTemplates(t *testing.T) {
 	// Unlabelled fields are not ours: a plain update passes unchanged.
 	plain := sized("1Gi", "grows")
 	plain.Spec.Replicas = ptr.To(int32(5))
-	if changed, err := disks.KeepTemplates(sized("1Gi", "grows"), plain); changed || err != nil {
+	if changed, err := statefulsets.KeepTemplates(sized("1Gi", "grows"), plain); changed || err != nil {
 		t.Errorf("plain update: %v, %v", changed, err)
 	}
 }
@@ -75,7 +77,7 @@ func TestKeepTemplatesDiskSet(t *testing.T) {
 	index := *update.Spec.VolumeClaimTemplates[0].DeepCopy()
 	index.Name = names.NamedDiskVolume("index")
 	update.Spec.VolumeClaimTemplates = append(update.Spec.VolumeClaimTemplates, index)
-	changed, err := disks.KeepTemplates(old, update)
+	changed, err := statefulsets.KeepTemplates(old, update)
 	if err != nil || !changed {
 		t.Fatalf("KeepTemplates = %v, %v; want a change", changed, err)
 	}
@@ -85,7 +87,7 @@ func TestKeepTemplatesDiskSet(t *testing.T) {
 	if got := update.Annotations[names.AnnotationDiskSizes]; got != `{"store":"2Gi"}` {
 		t.Errorf("wanted sizes = %s", got)
 	}
-	wanted, ok, err := disks.WantedTemplates(update)
+	wanted, ok, err := statefulsets.WantedTemplates(update)
 	if err != nil || !ok || len(wanted) != 2 || wanted[0].Name != "store" || wanted[1].Name != "disk-index" {
 		t.Fatalf("wanted templates = %v, %v, %v", wanted, ok, err)
 	}
@@ -96,7 +98,7 @@ func TestKeepTemplatesDiskSet(t *testing.T) {
 	// The next apply leaves the annotations out: they are kept.
 	same := update.DeepCopy()
 	same.Annotations = nil
-	if changed, err := disks.KeepTemplates(update, same); err != nil || !changed || same.Annotations[names.AnnotationDiskTemplates] != update.Annotations[names.AnnotationDiskTemplates] {
+	if changed, err := statefulsets.KeepTemplates(update, same); err != nil || !changed || same.Annotations[names.AnnotationDiskTemplates] != update.Annotations[names.AnnotationDiskTemplates] {
 		t.Errorf("annotation dropped: %v, %v, %v", changed, err, same.Annotations)
 	}
 
@@ -104,7 +106,7 @@ func TestKeepTemplatesDiskSet(t *testing.T) {
 	// no longer wanted.
 	none := sized("2Gi", "grows")
 	none.Spec.VolumeClaimTemplates = nil
-	if changed, err := disks.KeepTemplates(update, none); err != nil || !changed {
+	if changed, err := statefulsets.KeepTemplates(update, none); err != nil || !changed {
 		t.Fatalf("remove: %v, %v", changed, err)
 	}
 	if got := none.Annotations[names.AnnotationDiskTemplates]; got != "[]" {

@@ -1,4 +1,10 @@
-package disks
+// Package statefulsets holds the operator's rules for updates of a
+// deployment's StatefulSets, which the webhook applies at admission and
+// the controllers read back: claim templates kept as they are with the sizes
+// and disks asked for recorded (the disk controller grows and replaces
+// them), and a lowered replica count kept for the deploy controller to pace.
+// It is pure: no client, no controller.
+package statefulsets
 
 import (
 	"encoding/json"
@@ -11,24 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/inject"
 )
-
-// Reasons a StatefulSet update is refused; the text is readable as it is
-// and labels logs and the denial metric.
-const (
-	ReasonDiskShrink  = "persistent disk cannot shrink"
-	ReasonDiskChanged = "persistent disk changed beyond its size"
-)
-
-// ReasonCodes are the reasons' stable CamelCase values for metric labels.
-var ReasonCodes = map[string]string{ReasonDiskShrink: "DiskShrink", ReasonDiskChanged: "DiskChanged"}
-
-// Refusal is a refused StatefulSet update, with what to do.
-type Refusal struct {
-	Reason, Message string
-}
-
-func (r *Refusal) Error() string { return r.Reason + ": " + r.Message }
 
 // KeepTemplates lets a StatefulSet update change its claims' sizes and add
 // or remove claims, which Kubernetes refuses (volumeClaimTemplates are
@@ -71,11 +61,11 @@ func KeepTemplates(old, update *appsv1.StatefulSet) (bool, error) {
 		resized := t.DeepCopy()
 		resized.Spec.Resources.Requests[corev1.ResourceStorage] = o.Spec.Resources.Requests[corev1.ResourceStorage]
 		if !equality.Semantic.DeepEqual(resized.Spec, o.Spec) || !equality.Semantic.DeepEqual(resized.ObjectMeta, o.ObjectMeta) {
-			return false, &Refusal{Reason: ReasonDiskChanged, Message: fmt.Sprintf("instance group '%s' (StatefulSet %s): persistent disk '%s' can only change its size: its StorageClass, access modes and labels stay as they are (the director would migrate the data to a new disk)", group, update.Name, t.Name)}
+			return false, &inject.Denial{Reason: inject.ReasonDiskChanged, Message: fmt.Sprintf("instance group '%s' (StatefulSet %s): persistent disk '%s' can only change its size: its StorageClass, access modes and labels stay as they are (the director would migrate the data to a new disk)", group, update.Name, t.Name)}
 		}
 		switch size.Cmp(current) {
 		case -1:
-			return false, &Refusal{Reason: ReasonDiskShrink, Message: fmt.Sprintf("instance group '%s' (StatefulSet %s): persistent disk '%s' of %s cannot shrink to %s: a claim only grows", group, update.Name, t.Name, current.String(), size.String())}
+			return false, &inject.Denial{Reason: inject.ReasonDiskShrink, Message: fmt.Sprintf("instance group '%s' (StatefulSet %s): persistent disk '%s' of %s cannot shrink to %s: a claim only grows", group, update.Name, t.Name, current.String(), size.String())}
 		case 1:
 			wanted[t.Name] = size
 		}
@@ -167,4 +157,17 @@ func DiskNames(s *appsv1.StatefulSet) []string {
 		out = append(out, t.Name)
 	}
 	return out
+}
+
+// WantedSizes reads a StatefulSet's wanted claim sizes by template name.
+func WantedSizes(s *appsv1.StatefulSet) (map[string]resource.Quantity, error) {
+	raw := s.Annotations[names.AnnotationDiskSizes]
+	if raw == "" {
+		return nil, nil
+	}
+	var sizes map[string]resource.Quantity
+	if err := json.Unmarshal([]byte(raw), &sizes); err != nil {
+		return nil, fmt.Errorf("StatefulSet %s: annotation %s: %w", s.Name, names.AnnotationDiskSizes, err)
+	}
+	return sizes, nil
 }
