@@ -19,6 +19,7 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/client/cluster"
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/operator/orphan"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
 
@@ -122,7 +123,7 @@ func (d *Deployment) reportOrphans(ctx context.Context, o DeleteOptions) {
 	var claims corev1.PersistentVolumeClaimList
 	for ctx.Err() == nil {
 		err := d.Client.List(ctx, &claims, client.InNamespace(d.Namespace), d.selector())
-		if err == nil && !slices.ContainsFunc(claims.Items, func(c corev1.PersistentVolumeClaim) bool { return c.Labels[names.LabelOrphaned] != "true" }) {
+		if err == nil && !slices.ContainsFunc(claims.Items, func(c corev1.PersistentVolumeClaim) bool { return !orphan.Is(&c) }) {
 			break
 		}
 		select {
@@ -131,8 +132,8 @@ func (d *Deployment) reportOrphans(ctx context.Context, o DeleteOptions) {
 		}
 	}
 	for _, c := range claims.Items {
-		if c.Labels[names.LabelOrphaned] == "true" {
-			fmt.Fprintf(o.Out, "Orphaning disk %s of %s\n", c.Name, c.Annotations[names.AnnotationOrphanedInstance])
+		if orphan.Is(&c) {
+			fmt.Fprintf(o.Out, "Orphaning disk %s of %s\n", c.Name, orphan.Instance(&c))
 		} else {
 			fmt.Fprintf(o.Out, "Warning: disk %s is not orphaned yet: the operator's disk controller labels it %s=true when it runs (see `bosh-injector disks --orphaned`)\n", c.Name, names.LabelOrphaned)
 		}

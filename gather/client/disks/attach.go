@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"strconv"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/operator/orphan"
 	"github.com/bosh-injector/bosh-injector/gather/operator/podstate"
 )
 
@@ -66,16 +68,11 @@ func instanceClaim(pod *corev1.Pod, template string) (string, error) {
 // held: the claim's labels and spec, bound to the volume by name.
 func orphanOf(current *corev1.PersistentVolumeClaim, volume, instance string, now time.Time) *corev1.PersistentVolumeClaim {
 	o := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{
-		Namespace:   current.Namespace,
-		Name:        current.Name + "-orphan-" + strconv.FormatInt(now.Unix(), 36),
-		Labels:      map[string]string{names.LabelOrphaned: "true"},
-		Annotations: map[string]string{names.AnnotationOrphanedAt: now.UTC().Format(time.RFC3339), names.AnnotationOrphanedInstance: instance},
+		Namespace: current.Namespace,
+		Name:      current.Name + "-orphan-" + strconv.FormatInt(now.Unix(), 36),
+		Labels:    maps.Clone(current.Labels),
 	}, Spec: *current.Spec.DeepCopy()}
-	for k, v := range current.Labels {
-		if k != names.LabelOrphaned {
-			o.Labels[k] = v
-		}
-	}
+	orphan.Mark(&o.ObjectMeta, instance, now)
 	o.Spec.VolumeName = volume
 	if size, ok := current.Status.Capacity[corev1.ResourceStorage]; ok {
 		o.Spec.Resources.Requests[corev1.ResourceStorage] = size
@@ -86,17 +83,17 @@ func orphanOf(current *corev1.PersistentVolumeClaim, volume, instance string, no
 // Run attaches the orphan.
 func (a *Attach) Run(ctx context.Context, template string) error {
 	ns := a.Pod.Namespace
-	var orphan, current corev1.PersistentVolumeClaim
-	if err := a.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: a.Orphan}, &orphan); err != nil {
+	var orphaned, current corev1.PersistentVolumeClaim
+	if err := a.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: a.Orphan}, &orphaned); err != nil {
 		return fmt.Errorf("disk '%s': %w", a.Orphan, err)
 	}
-	if orphan.Labels[names.LabelOrphaned] != "true" {
+	if !orphan.Is(&orphaned) {
 		return fmt.Errorf("disk '%s' is not orphaned: an instance mounts it (only orphaned disks can be attached)", a.Orphan)
 	}
-	if orphan.Spec.VolumeName == "" {
+	if orphaned.Spec.VolumeName == "" {
 		return fmt.Errorf("disk '%s' has no volume", a.Orphan)
 	}
-	if disk := orphan.Annotations[names.AnnotationDiskName]; disk != "" {
+	if disk := orphaned.Annotations[names.AnnotationDiskName]; disk != "" {
 		// A named disk's orphan replaces the instance's disk of that name.
 		template = names.NamedDiskVolume(disk)
 	}
@@ -110,7 +107,7 @@ func (a *Attach) Run(ctx context.Context, template string) error {
 	if current.Spec.VolumeName == "" {
 		return fmt.Errorf("instance '%s': its disk %s has no volume yet", a.Instance, name)
 	}
-	attached, previous := orphan.Spec.VolumeName, current.Spec.VolumeName
+	attached, previous := orphaned.Spec.VolumeName, current.Spec.VolumeName
 	restore := map[string]corev1.PersistentVolumeReclaimPolicy{}
 	for _, pv := range []string{attached, previous} {
 		policy, err := a.retain(ctx, pv)
@@ -120,10 +117,10 @@ func (a *Attach) Run(ctx context.Context, template string) error {
 		restore[pv] = policy
 	}
 	fmt.Fprintf(a.Out, "Retaining volumes %s (disk %s) and %s (disk %s) while they change claims\n", attached, a.Orphan, previous, name)
-	if err := a.Client.Delete(ctx, &orphan, client.Preconditions{UID: &orphan.UID}); err != nil {
+	if err := a.Client.Delete(ctx, &orphaned, client.Preconditions{UID: &orphaned.UID}); err != nil {
 		return fmt.Errorf("releasing disk '%s': %w", a.Orphan, err)
 	}
-	if err := a.waitGone(ctx, &orphan); err != nil {
+	if err := a.waitGone(ctx, &orphaned); err != nil {
 		return err
 	}
 	if err := a.bindTo(ctx, attached, ns, name); err != nil {

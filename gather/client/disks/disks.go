@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/operator/orphan"
 )
 
 // Disk is an orphaned claim. DiskName is a named disk's name in
@@ -28,7 +29,7 @@ type Disk struct {
 // first as the director lists them.
 func Orphaned(ctx context.Context, c client.Reader, namespace string) ([]Disk, error) {
 	var list corev1.PersistentVolumeClaimList
-	if err := c.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{names.LabelOrphaned: "true"}); err != nil {
+	if err := c.List(ctx, &list, client.InNamespace(namespace), orphan.Selector); err != nil {
 		return nil, fmt.Errorf("listing orphaned claims: %w", err)
 	}
 	var out []Disk
@@ -44,8 +45,8 @@ func Orphaned(ctx context.Context, c client.Reader, namespace string) ([]Disk, e
 		out = append(out, Disk{
 			Namespace: p.Namespace, Name: p.Name, DiskName: diskName, Size: size.String(),
 			Deployment: p.Labels[names.LabelDeployment],
-			Instance:   p.Annotations[names.AnnotationOrphanedInstance],
-			OrphanedAt: p.Annotations[names.AnnotationOrphanedAt],
+			Instance:   orphan.Instance(&p),
+			OrphanedAt: orphan.At(&p),
 		})
 	}
 	slices.SortFunc(out, func(a, b Disk) int {
@@ -83,11 +84,10 @@ func Delete(ctx context.Context, c client.Client, namespace, name string) error 
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &p); err != nil {
 		return fmt.Errorf("disk '%s': %w", name, err)
 	}
-	if p.Labels[names.LabelOrphaned] != "true" {
+	if !orphan.Is(&p) {
 		return fmt.Errorf("disk '%s' is not orphaned: an instance mounts it (scale the group down or delete its StatefulSet first)", name)
 	}
-	// The preconditions keep a claim adopted back meanwhile.
-	if err := c.Delete(ctx, &p, client.Preconditions{UID: &p.UID, ResourceVersion: &p.ResourceVersion}); err != nil {
+	if err := orphan.Delete(ctx, c, &p); err != nil {
 		return fmt.Errorf("deleting disk '%s': %w", name, err)
 	}
 	return nil

@@ -44,6 +44,7 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/model/update"
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/operator/orphan"
 	"github.com/bosh-injector/bosh-injector/gather/operator/podstate"
 	"github.com/bosh-injector/bosh-injector/gather/operator/statefulsets"
 	"github.com/bosh-injector/bosh-injector/gather/operator/status"
@@ -189,19 +190,15 @@ func (r *Reconciler) orphans(ctx context.Context, deployment string, claims []co
 		log := r.Log.WithValues("namespace", c.Namespace, "claim", c.Name)
 		switch a.change {
 		case expire:
-			// The precondition keeps a claim adopted meanwhile.
-			err := r.Client.Delete(ctx, c, client.Preconditions{UID: &c.UID, ResourceVersion: &c.ResourceVersion})
-			if client.IgnoreNotFound(err) != nil {
+			if err := orphan.Delete(ctx, r.Client, c); client.IgnoreNotFound(err) != nil {
 				return 0, fmt.Errorf("deleting orphaned claim %s: %w", c.Name, err)
 			}
-			log.Info("deleted an orphaned disk after the retention", "instance", c.Annotations[names.AnnotationOrphanedInstance])
-			r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, ReasonOrphanDeleted, "DeleteOrphan", "orphaned disk of %s deleted: kept %s", c.Annotations[names.AnnotationOrphanedInstance], r.retention())
+			log.Info("deleted an orphaned disk after the retention", "instance", orphan.Instance(c))
+			r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, ReasonOrphanDeleted, "DeleteOrphan", "orphaned disk of %s deleted: kept %s", orphan.Instance(c), r.retention())
 			continue
-		case orphan:
+		case mark:
 			patch := client.MergeFrom(c.DeepCopy())
-			metav1Set(&c.ObjectMeta.Labels, names.LabelOrphaned, "true")
-			metav1Set(&c.ObjectMeta.Annotations, names.AnnotationOrphanedAt, now.UTC().Format(time.RFC3339))
-			metav1Set(&c.ObjectMeta.Annotations, names.AnnotationOrphanedInstance, a.instance)
+			orphan.Mark(&c.ObjectMeta, a.instance, now)
 			if err := r.Client.Patch(ctx, c, patch); err != nil {
 				return 0, client.IgnoreNotFound(err)
 			}
@@ -209,9 +206,7 @@ func (r *Reconciler) orphans(ctx context.Context, deployment string, claims []co
 			r.Recorder.Eventf(c, nil, corev1.EventTypeNormal, ReasonOrphaned, "Orphan", "disk of %s orphaned: kept %s", a.instance, r.retention())
 		case adopt:
 			patch := client.MergeFrom(c.DeepCopy())
-			delete(c.Labels, names.LabelOrphaned)
-			delete(c.Annotations, names.AnnotationOrphanedAt)
-			delete(c.Annotations, names.AnnotationOrphanedInstance)
+			orphan.Unmark(&c.ObjectMeta)
 			if err := r.Client.Patch(ctx, c, patch); err != nil {
 				return 0, client.IgnoreNotFound(err)
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/model/instance"
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/operator/orphan"
 )
 
 // DefaultRetention is how long an orphaned claim is kept: the director's
@@ -21,8 +22,8 @@ const DefaultRetention = 5 * 24 * time.Hour
 type change int
 
 const (
-	// orphan: no instance uses the claim any more; label it.
-	orphan change = iota + 1
+	// mark: no instance uses the claim any more; mark it orphaned.
+	mark change = iota + 1
 	// adopt: an orphaned claim is an instance's again (the StatefulSet
 	// scaled back up, or was created again, and mounts it by its name).
 	adopt
@@ -124,7 +125,7 @@ func orphanActions(deployment string, claims []corev1.PersistentVolumeClaim, set
 		if c.DeletionTimestamp != nil {
 			continue
 		}
-		orphaned := c.Labels[names.LabelOrphaned] == "true"
+		orphaned := orphan.Is(c)
 		s, _, ordinal, owned := owner(c, sets)
 		used := owned && inUse(s, ordinal)
 		switch {
@@ -138,13 +139,13 @@ func orphanActions(deployment string, claims []corev1.PersistentVolumeClaim, set
 					continue
 				}
 			}
-			out = append(out, action{claim: c, change: orphan, instance: instanceOf(c, deployment, ordinal, azs[c.Labels[names.LabelInstanceGroup]])})
+			out = append(out, action{claim: c, change: mark, instance: instanceOf(c, deployment, ordinal, azs[c.Labels[names.LabelInstanceGroup]])})
 			next = soonest(next, retention)
 		default:
-			at, err := time.Parse(time.RFC3339, c.Annotations[names.AnnotationOrphanedAt])
+			at, err := time.Parse(time.RFC3339, orphan.At(c))
 			if err != nil {
 				// An orphan without a readable time is kept from now.
-				out = append(out, action{claim: c, change: orphan, instance: c.Annotations[names.AnnotationOrphanedInstance]})
+				out = append(out, action{claim: c, change: mark, instance: orphan.Instance(c)})
 				next = soonest(next, retention)
 				continue
 			}

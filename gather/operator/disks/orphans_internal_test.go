@@ -59,7 +59,7 @@ func TestOrphanActions(t *testing.T) {
 		gots = append(gots, got{a.claim.Name, a.change, a.instance})
 	}
 	want := []got{
-		{"store-d-db-z2-1", orphan, "db/" + instance.ID("d", "db", 3) + " (3)"},
+		{"store-d-db-z2-1", mark, "db/" + instance.ID("d", "db", 3) + " (3)"},
 		{"store-d-db-z2-0", adopt, ""},
 		{"store-d-old-0", expire, ""},
 	}
