@@ -34,7 +34,7 @@ while they change claims, so an interrupted attach-disk loses no data.`,
 				}
 				in := instances[0]
 				a := &disks.Attach{Client: d.Client, Out: cmd.OutOrStdout(), Pod: in.Pod, Orphan: args[1],
-					Instance: fmt.Sprintf("%s (%d)", in.Name(), in.Index), Poll: 200 * time.Millisecond, Timeout: timeout, Now: time.Now}
+					Instance: in.FullName(), Poll: 200 * time.Millisecond, Timeout: timeout, Now: time.Now}
 				return a.Run(cmd.Context(), objects.VolumeStore)
 			},
 		}

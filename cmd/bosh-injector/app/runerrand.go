@@ -4,12 +4,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bosh-injector/bosh-injector/gather/client/errand"
+	"github.com/bosh-injector/bosh-injector/gather/client/instances"
 )
 
 func init() {
 	register(func(*globalOptions) *cobra.Command {
 		var kubeconfig, namespace string
-		var instances []string
+		var selectors []string
 		var o errand.Options
 		cmd := &cobra.Command{
 			Use:   "run-errand DEPLOYMENT ERRAND",
@@ -28,8 +29,8 @@ It runs with your kubeconfig's credentials.`,
 			Args: cobra.ExactArgs(2),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				o.Deployment, o.Errand = args[0], args[1]
-				for _, s := range instances {
-					f, err := errand.ParseFilter(s)
+				for _, s := range selectors {
+					f, err := instances.ParseFilter(s)
 					if err != nil {
 						return err
 					}
@@ -53,7 +54,7 @@ It runs with your kubeconfig's credentials.`,
 		f := cmd.Flags()
 		f.StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig; $KUBECONFIG or ~/.kube/config when empty")
 		f.StringVarP(&namespace, "namespace", "n", "", "the deployment's namespace; the kubeconfig context's when empty")
-		f.StringArrayVar(&instances, "instance", nil, "run only on this instance: group, group/index or group/id (repeatable; for errands named by a job)")
+		f.StringArrayVar(&selectors, "instance", nil, "run only on this instance: group, group/index or group/id (repeatable; for errands named by a job)")
 		f.BoolVar(&o.WhenChanged, "when-changed", false, "skip the run when nothing it depends on changed since its last successful run")
 		f.BoolVar(&o.KeepAlive, "keep-alive", false, "keep the run's Job and its pods afterwards")
 		return cmd

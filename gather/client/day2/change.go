@@ -183,7 +183,7 @@ func (d *Deployment) batch(ctx context.Context, action string, b Batch, o Change
 				canary = " (canary)"
 			}
 			took := time.Since(start).Round(time.Second)
-			out.printf("%s | Updating instance %s: %s (%d)%s (%02d:%02d:%02d)\n", time.Now().UTC().Format("15:04:05"), b.Group, in.Name(), in.Index, canary,
+			out.printf("%s | Updating instance %s: %s%s (%02d:%02d:%02d)\n", time.Now().UTC().Format("15:04:05"), b.Group, in.FullName(), canary,
 				int(took.Hours()), int(took.Minutes())%60, int(took.Seconds())%60)
 			if errs[i] != nil {
 				out.printf("            L Error: %v\n", errs[i])

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/bosh-injector/bosh-injector/gather/client/instances"
 	"github.com/bosh-injector/bosh-injector/gather/model/instance"
 	"github.com/bosh-injector/bosh-injector/gather/model/manifest"
 	"github.com/bosh-injector/bosh-injector/gather/model/update"
@@ -106,7 +107,7 @@ func TestStateOfAsTheAgentAggregates(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
-func instances(t *testing.T, pods ...corev1.Pod) []Instance {
+func instancesOf(t *testing.T, pods ...corev1.Pod) []Instance {
 	t.Helper()
 	m, err := manifest.Parse([]byte(deploymentYAML))
 	if err != nil {
@@ -116,7 +117,7 @@ func instances(t *testing.T, pods ...corev1.Pod) []Instance {
 }
 
 func TestInstancesAndSpecsAsTheDirector(t *testing.T) {
-	all := instances(t, pod("api", 1, map[string]string{"a-a": "ready"}))
+	all := instancesOf(t, pod("api", 1, map[string]string{"a-a": "ready"}))
 	var got []string
 	for _, in := range all {
 		got = append(got, in.Name()+" "+in.AZ)
@@ -134,7 +135,7 @@ func TestInstancesAndSpecsAsTheDirector(t *testing.T) {
 		t.Errorf("pods and bootstrap: %+v", all)
 	}
 	for spec, n := range map[string]int{"": 4, "api": 3, "api/1": 1, "api/" + instance.ID("shop", "api", 2): 1} {
-		filters, err := ParseSpec(spec)
+		filters, err := instances.ParseSpec(spec)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,14 +144,14 @@ func TestInstancesAndSpecsAsTheDirector(t *testing.T) {
 			t.Errorf("%q selects %d instances (%v), want %d", spec, len(sel), err, n)
 		}
 	}
-	filters, _ := ParseSpec("api/7")
+	filters, _ := instances.ParseSpec("api/7")
 	if _, err := Select("shop", all, filters); err == nil || !strings.Contains(err.Error(), "No instances match 'api/7' in deployment 'shop'") {
 		t.Errorf("a spec matching nothing: %v", err)
 	}
 }
 
 func TestInstancesTableAsBoshPrintsIt(t *testing.T) {
-	all := instances(t, pod("db", 0, map[string]string{"a-a": "ready", "b-b": "crash"}), pod("api", 0, map[string]string{"a-a": "ready"}))
+	all := instancesOf(t, pod("db", 0, map[string]string{"a-a": "ready", "b-b": "crash"}), pod("api", 0, map[string]string{"a-a": "ready"}))
 	var rows []Row
 	for _, in := range all[:2] {
 		rows = append(rows, Row{Instance: in, State: StateOf(in.Pod, nil)})
@@ -261,7 +262,7 @@ func TestOrderAsTheDeploy(t *testing.T) {
 	if strings.Join(got, " | ") != want {
 		t.Errorf("order:\n%s\nwant\n%s", strings.Join(got, " | "), want)
 	}
-	filters, _ := ParseSpec("api/1")
+	filters, _ := instances.ParseSpec("api/1")
 	one, _ := Select("shop", all, filters)
 	if stages, _ := Order(plan, azs, one); len(stages) != 1 || len(stages[0][0]) != 1 || !stages[0][0][0].Canary || stages[0][0][0].Instances[0].Index != 1 {
 		t.Errorf("one instance: %+v", stages)

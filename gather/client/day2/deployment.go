@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/client/cluster"
+	"github.com/bosh-injector/bosh-injector/gather/client/instances"
 	"github.com/bosh-injector/bosh-injector/gather/model/manifest"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
@@ -46,7 +47,7 @@ func (d *Deployment) selector() client.MatchingLabels {
 
 // Instances are the deployment's instances the spec names (all for "").
 func (d *Deployment) Instances(ctx context.Context, spec string) ([]Instance, error) {
-	filters, err := ParseSpec(spec)
+	filters, err := instances.ParseSpec(spec)
 	if err != nil {
 		return nil, err
 	}

@@ -65,7 +65,7 @@ func (d *Deployment) Events(ctx context.Context) ([]Event, error) {
 	instances := map[string]string{}
 	for _, in := range Instances(d.Manifest, pods.Items) {
 		if in.Pod != nil {
-			instances[in.Pod.Name] = in.Group + "/" + in.ID
+			instances[in.Pod.Name] = in.Name()
 		}
 	}
 	var list corev1.EventList

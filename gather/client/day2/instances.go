@@ -14,7 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/bosh-injector/bosh-injector/gather/client/errand"
+	"github.com/bosh-injector/bosh-injector/gather/client/instances"
 	"github.com/bosh-injector/bosh-injector/gather/model/instance"
 	"github.com/bosh-injector/bosh-injector/gather/model/manifest"
 	"github.com/bosh-injector/bosh-injector/gather/names"
@@ -24,14 +24,11 @@ import (
 // Instance is one instance of a service group, with its pod (nil when it
 // has none).
 type Instance struct {
-	errand.Instance
+	instances.Instance
 	AZ        string
 	Bootstrap bool
 	Pod       *corev1.Pod
 }
-
-// Name is the director's name of the instance, "group/uuid".
-func (in Instance) Name() string { return in.Group + "/" + in.ID }
 
 // Instances are the deployment's service instances in manifest order as
 // the manifest has them (index i of a group over n AZs is in AZ i mod n),
@@ -43,7 +40,7 @@ func Instances(m *manifest.Manifest, pods []corev1.Pod) []Instance {
 			continue
 		}
 		for i := range g.Instances {
-			in := Instance{Instance: errand.Instance{Group: g.Name, Index: i, ID: instance.ID(m.Name, g.Name, i)}, Bootstrap: i == 0}
+			in := Instance{Instance: instances.Instance{Group: g.Name, Index: i, ID: instance.ID(m.Name, g.Name, i)}, Bootstrap: i == 0}
 			if len(g.AZs) > 0 {
 				in.AZ = g.AZs[i%len(g.AZs)]
 			}
@@ -60,26 +57,13 @@ func Instances(m *manifest.Manifest, pods []corev1.Pod) []Instance {
 	return out
 }
 
-// ParseSpec reads an instance spec: "group", "group/index" or
-// "group/uuid"; "" is the whole deployment.
-func ParseSpec(spec string) ([]errand.Filter, error) {
-	if spec == "" {
-		return nil, nil
-	}
-	f, err := errand.ParseFilter(spec)
-	if err != nil {
-		return nil, err
-	}
-	return []errand.Filter{f}, nil
-}
-
 // Select is the instances the filters name, all without filters; a filter
 // naming none is the director's error.
-func Select(deployment string, all []Instance, filters []errand.Filter) ([]Instance, error) {
+func Select(deployment string, all []Instance, filters []instances.Filter) ([]Instance, error) {
 	if len(filters) == 0 {
 		return all, nil
 	}
-	plain := make([]errand.Instance, len(all))
+	plain := make([]instances.Instance, len(all))
 	for i, in := range all {
 		plain[i] = in.Instance
 	}

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/bosh-injector/bosh-injector/gather/client/instances"
 	"github.com/bosh-injector/bosh-injector/gather/model/instance"
 	"github.com/bosh-injector/bosh-injector/gather/model/manifest"
 	"github.com/bosh-injector/bosh-injector/gather/names"
@@ -43,67 +44,17 @@ func SucceededAnnotation(errand string) string {
 	return AnnotationSucceededPrefix + names.LabelValue(errand)
 }
 
-// Instance is one instance that runs the errand.
-type Instance struct {
-	Group string
-	Index int
-	ID    string
-}
-
-func (i Instance) String() string { return i.Group + "/" + strconv.Itoa(i.Index) }
-
 // Target is what running an errand means in a deployment.
 type Target struct {
 	Errand string
 	// Lifecycle is the errand group (lifecycle: errand) run on its first
 	// instance, as the director runs it; nil for a colocated errand.
-	Lifecycle *Instance
+	Lifecycle *instances.Instance
 	// Colocated are the service groups' instances that have a job named
 	// Errand, which runs its bin/run there.
-	Colocated []Instance
+	Colocated []instances.Instance
 	// Warnings are what the director warns about the request.
 	Warnings []string
-}
-
-// Filter is an --instance argument: `group`, `group/index`, `group/id`
-// or `group/first`.
-type Filter struct{ Group, IndexOrID string }
-
-// ParseFilter reads an --instance argument.
-func ParseFilter(s string) (Filter, error) {
-	group, id, _ := strings.Cut(s, "/")
-	if group == "" || strings.Contains(id, "/") {
-		return Filter{}, fmt.Errorf("instance %q: want an instance group, group/index, group/id or group/first", s)
-	}
-	return Filter{Group: group, IndexOrID: id}, nil
-}
-
-func (f Filter) String() string {
-	if f.IndexOrID == "" {
-		return f.Group
-	}
-	return f.Group + "/" + f.IndexOrID
-}
-
-// Matches is the director's InstanceFilter#matches?: "first" is the
-// group's instance with the lowest id, as the director sorts its UUIDs.
-func (f Filter) Matches(in Instance, all []Instance) bool {
-	if in.Group != f.Group {
-		return false
-	}
-	switch f.IndexOrID {
-	case "":
-		return true
-	case "first":
-		var ids []string
-		for _, o := range all {
-			if o.Group == f.Group {
-				ids = append(ids, o.ID)
-			}
-		}
-		return slices.Min(ids) == in.ID
-	}
-	return in.ID == f.IndexOrID || strconv.Itoa(in.Index) == f.IndexOrID
 }
 
 // Resolve finds the errand as the director's errand provider does: a job
@@ -111,12 +62,12 @@ func (f Filter) Matches(in Instance, all []Instance) bool {
 // (a lifecycle errand group on its first instance); else an instance group
 // of that name, which must be an errand group, run on its first instance.
 // Filters narrow the instances, except for an errand named by its group.
-func Resolve(m *manifest.Manifest, errand string, filters []Filter) (Target, error) {
+func Resolve(m *manifest.Manifest, errand string, filters []instances.Filter) (Target, error) {
 	t := Target{Errand: errand}
-	var all []Instance
+	var all []instances.Instance
 	for _, g := range m.InstanceGroups {
 		for i := range g.Instances {
-			all = append(all, Instance{Group: g.Name, Index: i, ID: instance.ID(m.Name, g.Name, i)})
+			all = append(all, instances.Instance{Group: g.Name, Index: i, ID: instance.ID(m.Name, g.Name, i)})
 		}
 	}
 	matched := all
@@ -161,7 +112,7 @@ func Resolve(m *manifest.Manifest, errand string, filters []Filter) (Target, err
 		case len(filters) > 0:
 			return Target{}, fmt.Errorf("Filtering by instances is not supported when running errand by instance group name")
 		}
-		t.Lifecycle = &Instance{Group: g.Name, Index: 0, ID: instance.ID(m.Name, g.Name, 0)}
+		t.Lifecycle = &instances.Instance{Group: g.Name, Index: 0, ID: instance.ID(m.Name, g.Name, 0)}
 		return t, nil
 	}
 	// The director warns whenever a group has the errand's name too; when
@@ -172,7 +123,7 @@ func Resolve(m *manifest.Manifest, errand string, filters []Filter) (Target, err
 		t.Warnings = append(t.Warnings, fmt.Sprintf("Ambiguous request: the requested errand name '%s' matches both a job name and an errand instance group name. Executing errand on all relevant instances with job '%s'.", errand, errand))
 	}
 	for _, g := range byJob {
-		var in []Instance
+		var in []instances.Instance
 		for _, i := range matched {
 			if i.Group == g.Name {
 				in = append(in, i)
@@ -182,7 +133,7 @@ func Resolve(m *manifest.Manifest, errand string, filters []Filter) (Target, err
 			t.Warnings = append(t.Warnings, "Executing errand on multiple instances in parallel. Use the `--instance` flag to run the errand on a single instance.")
 		}
 		if g.Lifecycle == "errand" {
-			first := Instance{Group: g.Name, Index: 0, ID: instance.ID(m.Name, g.Name, 0)}
+			first := instances.Instance{Group: g.Name, Index: 0, ID: instance.ID(m.Name, g.Name, 0)}
 			if slices.Contains(in, first) {
 				t.Lifecycle = &first
 			}

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/client/cluster"
+	"github.com/bosh-injector/bosh-injector/gather/client/instances"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 	"github.com/bosh-injector/bosh-injector/inject"
@@ -29,7 +30,7 @@ import (
 // Options are one `run-errand`.
 type Options struct {
 	Namespace, Deployment, Errand string
-	Filters                       []Filter
+	Filters                       []instances.Filter
 	// WhenChanged skips the run when nothing it depends on changed since
 	// its last successful run; KeepAlive keeps a run Job and its pods.
 	WhenChanged, KeepAlive bool
@@ -91,7 +92,7 @@ func Run(ctx context.Context, c Cluster, o Options) (int, error) {
 // result is one instance's run; skipped when --when-changed found nothing
 // changed.
 type result struct {
-	Instance Instance
+	Instance instances.Instance
 	Exit     int
 	Skipped  bool
 	// Why the run failed without an exit status of its own.
@@ -137,7 +138,7 @@ type run struct {
 
 // lifecycle runs an errand group's first instance as a new Job made of the
 // group's template Job in that instance's AZ.
-func (r *run) lifecycle(ctx context.Context, in Instance, version int) ([]result, error) {
+func (r *run) lifecycle(ctx context.Context, in instances.Instance, version int) ([]result, error) {
 	tmpl, err := r.template(ctx, in.Group)
 	if err != nil {
 		return nil, err
@@ -250,7 +251,7 @@ func (r *run) recordSuccess(ctx context.Context, obj client.Object, key, state s
 
 // follow streams the output of the run Job's pod until the Job finished,
 // and returns how the instance's run ended.
-func (r *run) follow(ctx context.Context, job *batchv1.Job, in Instance) (result, error) {
+func (r *run) follow(ctx context.Context, job *batchv1.Job, in instances.Instance) (result, error) {
 	res := result{Instance: in}
 	var streams sync.WaitGroup
 	streaming := map[string]bool{}
@@ -371,16 +372,16 @@ func (r *run) stream(ctx context.Context, namespace, pod, container, prefix stri
 // colocated runs the errand job's bin/run in each instance's running pod,
 // all at once, as the director runs a colocated errand on a service
 // group's instances.
-func (r *run) colocated(ctx context.Context, instances []Instance, version func(string) (int, error)) ([]result, error) {
+func (r *run) colocated(ctx context.Context, all []instances.Instance, version func(string) (int, error)) ([]result, error) {
 	key := SucceededAnnotation(r.o.Errand)
 	type place struct {
-		in    Instance
+		in    instances.Instance
 		pod   *corev1.Pod
 		owner *appsv1.StatefulSet
 		state string
 	}
 	var places []place
-	for _, in := range instances {
+	for _, in := range all {
 		v, err := version(in.Group)
 		if err != nil {
 			return nil, err
@@ -441,7 +442,7 @@ func (r *run) colocated(ctx context.Context, instances []Instance, version func(
 // instancePod is the running pod of a service group's instance, nil when
 // it has none; a pod that is not running is an error, as the director
 // refuses stopped instances.
-func (r *run) instancePod(ctx context.Context, in Instance) (*corev1.Pod, error) {
+func (r *run) instancePod(ctx context.Context, in instances.Instance) (*corev1.Pod, error) {
 	var pods corev1.PodList
 	if err := r.Client.List(ctx, &pods, client.InNamespace(r.o.Namespace), client.MatchingLabels{
 		names.LabelDeployment:    names.LabelValue(r.o.Deployment),
@@ -488,7 +489,7 @@ func JobContainer(pod *corev1.Pod, job string) string {
 
 // exec runs the errand job's bin/run in the instance's pod through the
 // launcher, which runs it as the agent runs it on the instance's VM.
-func (r *run) exec(ctx context.Context, in Instance, pod *corev1.Pod) result {
+func (r *run) exec(ctx context.Context, in instances.Instance, pod *corev1.Pod) result {
 	res := result{Instance: in}
 	container := JobContainer(pod, r.o.Errand)
 	if container == "" {

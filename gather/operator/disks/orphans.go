@@ -85,7 +85,7 @@ func instanceOf(claim *corev1.PersistentVolumeClaim, deployment string, ordinal,
 		azIndex = 1
 	}
 	index := instance.Index(ordinal, azIndex, azCount)
-	return group + "/" + instance.ID(deployment, group, index) + " (" + strconv.Itoa(index) + ")"
+	return instance.FullName(group, instance.ID(deployment, group, index), index)
 }
 
 // azCounts is, per instance group, how many AZs it has: its StatefulSets,

@@ -42,6 +42,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/bosh-injector/bosh-injector/gather/model/instance"
 	"github.com/bosh-injector/bosh-injector/gather/model/update"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/operator/podstate"
@@ -305,8 +306,8 @@ func (d *run) unplaced(plan update.Plan) []string {
 
 // instanceName is the director's name of an instance: group/index.
 func instanceName(group string, pod *corev1.Pod) string {
-	if i, ok := pod.Labels[names.LabelInstanceIndex]; ok {
-		return group + "/" + i
+	if i, err := strconv.Atoi(pod.Labels[names.LabelInstanceIndex]); err == nil {
+		return instance.IndexName(group, i)
 	}
 	return group
 }
