@@ -20,6 +20,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/client/cluster"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/operator/orphan"
+	"github.com/bosh-injector/bosh-injector/gather/operator/podstate"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
 
@@ -187,7 +188,7 @@ func (d *Deployment) drainAll(ctx context.Context, o DeleteOptions) error {
 			continue
 		}
 		for _, p := range ProcessContainers(pod) {
-			if !slices.ContainsFunc(pod.Status.ContainerStatuses, func(s corev1.ContainerStatus) bool { return s.Name == p.Container && s.State.Running != nil }) {
+			if !podstate.Running(pod, p.Container) {
 				continue
 			}
 			wg.Go(func() {

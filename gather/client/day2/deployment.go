@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/client/instances"
 	"github.com/bosh-injector/bosh-injector/gather/model/manifest"
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/operator/podstate"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
 
@@ -105,7 +105,7 @@ func FirstProcess(pod *corev1.Pod) (string, error) {
 		return "", fmt.Errorf("it has no pod")
 	}
 	for _, p := range ProcessContainers(pod) {
-		if slices.ContainsFunc(pod.Status.ContainerStatuses, func(s corev1.ContainerStatus) bool { return s.Name == p.Container && s.State.Running != nil }) {
+		if podstate.Running(pod, p.Container) {
 			return p.Container, nil
 		}
 	}

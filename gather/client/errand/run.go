@@ -22,6 +22,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/client/cluster"
 	"github.com/bosh-injector/bosh-injector/gather/client/instances"
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/operator/podstate"
 	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
@@ -474,7 +475,7 @@ func JobContainer(pod *corev1.Pod, job string) string {
 		if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == dir }) {
 			continue
 		}
-		if !slices.ContainsFunc(pod.Status.ContainerStatuses, func(s corev1.ContainerStatus) bool { return s.Name == c.Name && s.State.Running != nil }) {
+		if !podstate.Running(pod, c.Name) {
 			continue
 		}
 		if c.Name == inject.ErrandContainer(job) {

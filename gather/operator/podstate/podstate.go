@@ -2,7 +2,11 @@
 // pod's status alike.
 package podstate
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // Ready says whether the pod's Ready condition is true.
 func Ready(pod *corev1.Pod) bool {
@@ -12,4 +16,9 @@ func Ready(pod *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// Running says whether the pod's container of that name runs.
+func Running(pod *corev1.Pod, container string) bool {
+	return slices.ContainsFunc(pod.Status.ContainerStatuses, func(s corev1.ContainerStatus) bool { return s.Name == container && s.State.Running != nil })
 }
