@@ -2,7 +2,6 @@ package inject
 
 import (
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -52,10 +51,8 @@ func ordinal(pod *corev1.Pod) int {
 		return n
 	}
 	if pod.Name != "" && pod.GenerateName == "" {
-		if i := strings.LastIndexByte(pod.Name, '-'); i >= 0 {
-			if n, err := strconv.Atoi(pod.Name[i+1:]); err == nil {
-				return n
-			}
+		if n, ok := names.Ordinal(pod.Name); ok {
+			return n
 		}
 	}
 	return 0

@@ -2,7 +2,6 @@ package disks
 
 import (
 	"strconv"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -43,11 +42,7 @@ type action struct {
 func owner(claim *corev1.PersistentVolumeClaim, sets []*appsv1.StatefulSet) (set *appsv1.StatefulSet, template string, ordinal int, ok bool) {
 	for _, s := range sets {
 		for _, t := range s.Spec.VolumeClaimTemplates {
-			rest, found := strings.CutPrefix(claim.Name, t.Name+"-"+s.Name+"-")
-			if !found {
-				continue
-			}
-			if n, err := strconv.Atoi(rest); err == nil && n >= 0 {
+			if n, ok := names.OrdinalIn(t.Name+"-"+s.Name, claim.Name); ok {
 				return s, t.Name, n, true
 			}
 		}
@@ -66,14 +61,6 @@ func inUse(s *appsv1.StatefulSet, ordinal int) bool {
 		replicas = int(*s.Spec.Replicas)
 	}
 	return s.DeletionTimestamp == nil && ordinal >= start && ordinal < start+replicas
-}
-
-// ordinalOf is the number a claim's name ends with, for a claim whose
-// StatefulSet is gone.
-func ordinalOf(name string) (int, bool) {
-	i := strings.LastIndexByte(name, '-')
-	n, err := strconv.Atoi(name[i+1:])
-	return n, i >= 0 && err == nil && n >= 0
 }
 
 // instanceOf names the instance that used a claim as the director names
@@ -135,7 +122,8 @@ func orphanActions(deployment string, claims []corev1.PersistentVolumeClaim, set
 		case !orphaned:
 			if !owned {
 				var ok bool
-				if ordinal, ok = ordinalOf(c.Name); !ok {
+				// Its StatefulSet is gone: the number its name ends with.
+				if ordinal, ok = names.Ordinal(c.Name); !ok {
 					continue
 				}
 			}

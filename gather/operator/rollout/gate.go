@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -45,7 +43,7 @@ func (r *Reconciler) sweep(ctx context.Context, st *status.Deploy, sets map[stri
 			}
 			if !known {
 				for _, p := range pods.Items {
-					if o, ok := ordinalIn(s, &p); ok && !inject.Gated(&p) {
+					if o, ok := names.OrdinalIn(s.Name, p.Name); ok && !inject.Gated(&p) {
 						started = max(started, o+1)
 					}
 				}
@@ -75,7 +73,7 @@ func (d *run) ungate(ctx context.Context, s *appsv1.StatefulSet, started int) er
 func (r *Reconciler) release(ctx context.Context, s *appsv1.StatefulSet, pods []corev1.Pod, started int) error {
 	for i := range pods {
 		p := &pods[i]
-		if o, ok := ordinalIn(s, p); !ok || o >= started || !inject.Gated(p) || p.DeletionTimestamp != nil {
+		if o, ok := names.OrdinalIn(s.Name, p.Name); !ok || o >= started || !inject.Gated(p) || p.DeletionTimestamp != nil {
 			continue
 		}
 		patch := client.MergeFromWithOptions(p.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -85,16 +83,6 @@ func (r *Reconciler) release(ctx context.Context, s *appsv1.StatefulSet, pods []
 		}
 	}
 	return nil
-}
-
-// ordinalIn is a pod's ordinal in StatefulSet s, from its name.
-func ordinalIn(s *appsv1.StatefulSet, p *corev1.Pod) (int, bool) {
-	suffix, ok := strings.CutPrefix(p.Name, s.Name+"-")
-	if !ok {
-		return 0, false
-	}
-	o, err := strconv.Atoi(suffix)
-	return o, err == nil && o >= 0
 }
 
 // scaledUp says whether a StatefulSet of a group the deploy rolls out has

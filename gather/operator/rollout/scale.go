@@ -114,7 +114,7 @@ func (d *run) shrink(ctx context.Context, g update.Group, sets []*appsv1.Statefu
 		}
 		sh := &shrinking{s: s, replicas: replicas, wanted: min(wanted, replicas), azIndex: az}
 		for i := range pods {
-			if o, ok := ordinalIn(s, &pods[i]); ok && o >= replicas {
+			if o, ok := names.OrdinalIn(s.Name, pods[i].Name); ok && o >= replicas {
 				sh.removing++
 			}
 		}
