@@ -9,7 +9,6 @@ package releaseimage
 
 import (
 	"archive/tar"
-	"compress/gzip"
 	"context"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -20,7 +19,6 @@ import (
 	"hash"
 	"io"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 
@@ -149,44 +147,24 @@ func Open(ctx context.Context, path, work string) (*Release, error) {
 	return r, nil
 }
 
-// each checks every member of the tarball (layer.CheckMember) and passes
-// each regular one to do, until do says it is done or fails (its error
-// names the member).
+// each passes each regular member of the tarball to do, as layer.Walk
+// does, until do says it is done or fails (its error names the member).
 func (r *Release) each(ctx context.Context, do func(name string, h *tar.Header, tr io.Reader) (done bool, err error)) error {
 	f, err := os.Open(r.Path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	gz, err := gzip.NewReader(ctxReader{ctx, f})
-	if err != nil {
-		return err
-	}
-	tr := tar.NewReader(gz)
-	seen := map[string]bool{}
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		name := path.Clean(strings.TrimPrefix(h.Name, "./"))
-		if err := layer.CheckMember(h, seen); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
+	return layer.Walk(ctxReader{ctx, f}, false, func(name string, h *tar.Header, tr io.Reader) error {
 		if h.Typeflag != tar.TypeReg {
-			continue
+			return nil
 		}
 		done, err := do(name, h, tr)
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+		if err == nil && done {
+			return layer.Stop
 		}
-		if done {
-			return nil
-		}
-	}
+		return err
+	})
 }
 
 // ctxReader fails its reads once ctx ends, so SIGTERM stops an extraction

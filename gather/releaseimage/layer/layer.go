@@ -319,16 +319,35 @@ func writeFile(root *os.Root, name string, r io.Reader, mode fs.FileMode) error 
 }
 
 // eachMember calls f for every member of the .tgz at archive, with its
-// cleaned relative name (the archive's root itself is skipped).
+// cleaned relative name (the archive's root itself is skipped); its
+// errors name the archive.
 func eachMember(archive string, f func(name string, h *tar.Header, r io.Reader) error) error {
 	file, err := os.Open(archive)
 	if err != nil {
 		return err
 	}
 	defer file.Close()
-	gz, err := gzip.NewReader(file)
-	if err != nil {
+	if err := Walk(file, true, f); err != nil {
 		return fmt.Errorf("%s: %w", filepath.Base(archive), err)
+	}
+	return nil
+}
+
+// Stop, returned by the function a Walk calls, ends the walk without an
+// error.
+var Stop = errors.New("stop the walk")
+
+// Walk reads the gzipped tar r and calls f for every member in archive
+// order, with its name relative ("./" removed, cleaned), once the member
+// passed CheckMember; an error of f names the member, and f returning Stop
+// ends the walk. With contained, a name that leaves the archive is an
+// error and the archive's root is skipped, as unpacking needs; without,
+// names are passed as they are, for a reader that looks members up by
+// name.
+func Walk(r io.Reader, contained bool, f func(name string, h *tar.Header, r io.Reader) error) error {
+	gz, err := gzip.NewReader(r)
+	if err != nil {
+		return err
 	}
 	tr := tar.NewReader(gz)
 	seen := map[string]bool{}
@@ -338,20 +357,26 @@ func eachMember(archive string, f func(name string, h *tar.Header, r io.Reader) 
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("%s: %w", filepath.Base(archive), err)
+			return err
 		}
-		name, err := clean(h.Name)
-		if err != nil {
-			return fmt.Errorf("%s: %w", filepath.Base(archive), err)
+		name := path.Clean(strings.TrimPrefix(h.Name, "./"))
+		if contained {
+			if name, err = clean(h.Name); err != nil {
+				return err
+			}
 		}
 		if err := CheckMember(h, seen); err != nil {
-			return fmt.Errorf("%s: %s: %w", filepath.Base(archive), name, err)
+			return fmt.Errorf("%s: %w", name, err)
 		}
-		if name == "" {
+		if contained && name == "" {
 			continue
 		}
-		if err := f(name, h, tr); err != nil {
-			return fmt.Errorf("%s: %s: %w", filepath.Base(archive), name, err)
+		err = f(name, h, tr)
+		if errors.Is(err, Stop) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -197,5 +198,43 @@ func TestDigests(t *testing.T) {
 	}
 	if again, err := readDigests(p); err != nil || again != computed {
 		t.Errorf("digests kept by Open: %+v %v", again, err)
+	}
+}
+
+// Walk passes names as they are to a reader that looks members up (a
+// release tarball's), stops when told, and in contained mode refuses a
+// name that leaves the archive.
+func TestWalkNames(t *testing.T) {
+	archive := filepath.Join(t.TempDir(), "walk.tgz")
+	writeTgz(t, archive, []tar.Header{
+		{Typeflag: tar.TypeDir, Name: "./", Mode: 0o755},
+		{Typeflag: tar.TypeReg, Name: "./release.MF", Size: 4, Mode: 0o644},
+		{Typeflag: tar.TypeReg, Name: "../up", Size: 4, Mode: 0o644},
+		{Typeflag: tar.TypeReg, Name: "jobs/a.tgz", Size: 4, Mode: 0o644},
+	})
+	walk := func(contained bool, stopAt string) ([]string, error) {
+		f, err := os.Open(archive)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		var seen []string
+		err = Walk(f, contained, func(name string, _ *tar.Header, _ io.Reader) error {
+			seen = append(seen, name)
+			if name == stopAt {
+				return Stop
+			}
+			return nil
+		})
+		return seen, err
+	}
+	if seen, err := walk(false, ""); err != nil || strings.Join(seen, " ") != ". release.MF ../up jobs/a.tgz" {
+		t.Errorf("as they are: %v, %v", seen, err)
+	}
+	if seen, err := walk(false, "release.MF"); err != nil || strings.Join(seen, " ") != ". release.MF" {
+		t.Errorf("stopped: %v, %v", seen, err)
+	}
+	if seen, err := walk(true, ""); err == nil || err.Error() != `member "../up" leaves the archive` || strings.Join(seen, " ") != "release.MF" {
+		t.Errorf("contained: %v, %v", seen, err)
 	}
 }
