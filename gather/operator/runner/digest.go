@@ -1,0 +1,106 @@
+package runner
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/bosh-injector/bosh-injector/gather/gathering/trust"
+	"github.com/bosh-injector/bosh-injector/gather/model/deployment"
+	"github.com/bosh-injector/bosh-injector/gather/names"
+)
+
+// digest covers every input of a gathering: the manifest, the ops files, the
+// variable Secrets the user provided and the links consumed from other
+// deployments. Variables bosh-injector generated
+// are outputs of gathering, not inputs, so they are left out: including them
+// would start a second gathering after every first one. It also returns
+// the variables that have no Secret.
+func (r *Reconciler) digest(ctx context.Context, manifest *corev1.Secret, ops []deployment.OpsFile, inputs Inputs) (string, []string, error) {
+	h := sha256.New()
+	write := func(name string, data []byte) {
+		fmt.Fprintf(h, "%s\x00%d\x00", name, len(data))
+		h.Write(data)
+	}
+	write(names.ManifestKey, manifest.Data[names.ManifestKey])
+	for _, op := range ops {
+		write(op.Name, op.Data)
+	}
+	deployment := manifest.Labels[names.LabelDeployment]
+	var missing []string
+	for _, v := range slices.Sorted(slices.Values(inputs.Variables)) {
+		var s corev1.Secret
+		key := types.NamespacedName{Namespace: manifest.Namespace, Name: names.VariableSecret(deployment, v)}
+		err := r.Client.Get(ctx, key, &s)
+		if apierrors.IsNotFound(err) {
+			// The cache holds labelled Secrets only: a user's unlabelled
+			// one is read from the API, so that it is never taken for a
+			// deleted variable to regenerate.
+			err = r.APIReader.Get(ctx, key, &s)
+		}
+		if apierrors.IsNotFound(err) {
+			missing = append(missing, v)
+			continue
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		if s.Labels[names.LabelManagedBy] == names.ManagedBy {
+			continue
+		}
+		for _, k := range slices.Sorted(maps.Keys(s.Data)) {
+			write("var/"+v+"/"+k, s.Data[k])
+		}
+	}
+	// A provider's newly accepted link content re-gathers its consumers,
+	// and a targeted deployment's newly accepted groups or instances the
+	// deployments whose aliases name them: what their plans read.
+	for _, in := range []struct {
+		deps []string
+		path string
+		refs func(*trust.Record) map[string]trust.Ref
+	}{
+		{inputs.Consumes, "link/", func(rec *trust.Record) map[string]trust.Ref { return rec.Links }},
+		{inputs.AliasTargets, "bpm/", func(rec *trust.Record) map[string]trust.Ref {
+			out := map[string]trust.Ref{}
+			for g, group := range rec.Groups {
+				if v := group.Latest(); v != nil {
+					out[g] = v.BPM
+				}
+			}
+			return out
+		}},
+	} {
+		for _, dep := range in.deps {
+			rec, err := trust.Read(ctx, r.Client, r.Config.TrustNamespace, manifest.Namespace, dep)
+			if err != nil {
+				return "", nil, err
+			}
+			if rec == nil {
+				continue
+			}
+			refs := in.refs(rec)
+			for _, l := range slices.Sorted(maps.Keys(refs)) {
+				write(in.path+dep+"/"+l, []byte(refs[l].Name+" "+refs[l].SHA256))
+			}
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), missing, nil
+}
+
+// regenerated is the digest of the n-th gathering of the same inputs started
+// to regenerate deleted variables; the first keeps the inputs' digest.
+func regenerated(digest string, n int) string {
+	if n == 0 {
+		return digest
+	}
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00regeneration\x00%d", digest, n))
+	return hex.EncodeToString(sum[:])
+}
