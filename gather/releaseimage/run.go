@@ -72,14 +72,41 @@ func (r Result) Ref() string {
 	return ref.Context().Digest(r.Digest).String()
 }
 
+// FieldError is an error about Config fields, named by their Go names
+// (Fields); a command line renames them to its flags before printing.
+type FieldError struct {
+	// Subject is what the error is about ("" or "release 'x': ").
+	Subject string
+	Fields  []string
+	// Text follows the fields; Err, when set, follows Text.
+	Text string
+	Err  error
+}
+
+func (e *FieldError) Error() string {
+	s := e.Subject + strings.Join(e.Fields, " and ") + e.Text
+	if e.Err != nil {
+		s += e.Err.Error()
+	}
+	return s
+}
+
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// build is one image to build: a release on a stemcell.
+type build struct {
+	release            *Release
+	stemcellOS, stemVr string
+}
+
 // Run builds an image per release and, only when every one built, writes
 // them out.
 func Run(ctx context.Context, cfg Config) ([]Result, error) {
 	if cfg.Repository == "" {
-		return nil, errors.New("--repository is required: images are named <repository>/<release>:<stemcell os>-<stemcell version>-<release version>")
+		return nil, &FieldError{Fields: []string{"Repository"}, Text: " is required: images are named <repository>/<release>:<stemcell os>-<stemcell version>-<release version>"}
 	}
 	if cfg.StemcellImage == "" {
-		return nil, errors.New("--stemcell-image is required")
+		return nil, &FieldError{Fields: []string{"StemcellImage"}, Text: " is required"}
 	}
 	work, err := os.MkdirTemp("", "release-image-")
 	if err != nil {
@@ -87,6 +114,35 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 	}
 	defer os.RemoveAll(work)
 
+	releases, err := openReleases(ctx, cfg, work)
+	if err != nil {
+		return nil, err
+	}
+	builds, err := planBuilds(ctx, cfg, releases, work)
+	if err != nil {
+		return nil, err
+	}
+	stemcell, err := OpenStemcell(ctx, cfg.StemcellImage, cfg.Insecure, filepath.Join(work, "stemcell"))
+	if err != nil {
+		return nil, err
+	}
+	compiler, err := newCompiler(cfg, stemcell)
+	if err != nil {
+		return nil, err
+	}
+	images, results, err := buildAll(ctx, cfg, builds, stemcell, compiler, work)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeOut(ctx, cfg, images, results, work); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// openReleases opens the tarballs and release directories given, each
+// release version once.
+func openReleases(ctx context.Context, cfg Config, work string) ([]*Release, error) {
 	var releases []*Release
 	var dirs []string
 	for i, t := range cfg.Tarballs {
@@ -108,15 +164,17 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 	if err := uniqueReleases(releases); err != nil {
 		return nil, err
 	}
-	type build struct {
-		release            *Release
-		stemcellOS, stemVr string
-	}
+	return releases, nil
+}
+
+// planBuilds is the images to build: every release given, or with a manifest
+// every release it names on its stemcell; each must have an image name.
+func planBuilds(ctx context.Context, cfg Config, releases []*Release, work string) ([]build, error) {
 	var builds []build
 	if cfg.Manifest != nil {
 		m, err := manifest.Parse(cfg.Manifest)
 		if err != nil {
-			return nil, fmt.Errorf("--manifest: %w", err)
+			return nil, &FieldError{Fields: []string{"Manifest"}, Text: ": ", Err: err}
 		}
 		for i, mr := range m.Releases {
 			r, err := forManifest(ctx, mr, releases, filepath.Join(work, "releases", fmt.Sprint("url-", i)), cfg)
@@ -153,7 +211,7 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 	}
 	for _, b := range builds {
 		if b.stemcellOS == "" || b.stemVr == "" {
-			return nil, fmt.Errorf("release '%s': --stemcell-os and --stemcell-version are required to name its image", b.release.Manifest.Name)
+			return nil, &FieldError{Subject: fmt.Sprintf("release '%s': ", b.release.Manifest.Name), Fields: []string{"StemcellOS", "StemcellVersion"}, Text: " are required to name its image"}
 		}
 		m := b.release.Manifest
 		tag := Stemcell{OS: b.stemcellOS, Version: b.stemVr}.Tag(cfg.Repository, m)
@@ -161,11 +219,12 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 			return nil, fmt.Errorf("release '%s' version '%s' (%s): its image name %s is not a valid image reference: %w", m.Name, m.Version, b.release.Path, tag, err)
 		}
 	}
+	return builds, nil
+}
 
-	stemcell, err := OpenStemcell(ctx, cfg.StemcellImage, cfg.Insecure, filepath.Join(work, "stemcell"))
-	if err != nil {
-		return nil, err
-	}
+// newCompiler compiles on the stemcell with cfg's engine (podman by
+// default) and caches.
+func newCompiler(cfg Config, stemcell Stemcell) (*compile.Compiler, error) {
 	engine := cfg.Engine
 	if engine == nil {
 		engine = compile.Podman{Insecure: cfg.Insecure}
@@ -179,9 +238,12 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 		}
 		compiler.Shared = shared
 	}
+	return compiler, nil
+}
 
-	// The releases build at once: a package several of them vendor
-	// compiles once, and the compiler keeps to cfg.Jobs compiles overall.
+// buildAll builds the images at once: a package several releases vendor
+// compiles once, and the compiler keeps to cfg.Jobs compiles overall.
+func buildAll(ctx context.Context, cfg Config, builds []build, stemcell Stemcell, compiler *compile.Compiler, work string) ([]v1.Image, []Result, error) {
 	images := make([]v1.Image, len(builds))
 	results := make([]Result, len(builds))
 	g, gctx := errgroup.WithContext(ctx)
@@ -209,31 +271,37 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	return images, results, nil
+}
+
+// writeOut pushes the images, adds them to the OCI layout and loads them,
+// as cfg asks.
+func writeOut(ctx context.Context, cfg Config, images []v1.Image, results []Result, work string) error {
 	if cfg.Push {
 		tags := make([]string, len(results))
 		for i, r := range results {
 			tags[i] = r.Tag
 		}
 		if err := Push(ctx, tags, images, cfg.Insecure); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for i, img := range images {
 		tag := results[i].Tag
 		if cfg.OCILayout != "" {
 			if err := WriteLayout(cfg.OCILayout, tag, img); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		if cfg.Load {
 			if err := Load(ctx, tag, img, work); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	return results, nil
+	return nil
 }
 
 // uniqueReleases fails on two tarballs of one release version: which one

@@ -1,7 +1,9 @@
 package app
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -67,7 +69,7 @@ others are listed in the image's label bosh-injector.io/skipped-packages).`,
 				}
 				results, err := releaseimage.Run(cmd.Context(), cfg)
 				if err != nil {
-					return err
+					return flagNames(err)
 				}
 				if manifestPath != "" {
 					ops, err := releaseimage.OpsFile(results)
@@ -101,6 +103,27 @@ others are listed in the image's label bosh-injector.io/skipped-packages).`,
 		f.StringArrayVar(&standInFlags, "stand-in", nil, "PACKAGE=DIR: a directory (packaging script and files) standing in for vendored package PACKAGE of a release directory")
 		return cmd
 	})
+}
+
+// releaseImageFlags are the flags of releaseimage.Config's fields.
+var releaseImageFlags = map[string]string{
+	"Repository":      "--repository",
+	"StemcellImage":   "--stemcell-image",
+	"StemcellOS":      "--stemcell-os",
+	"StemcellVersion": "--stemcell-version",
+	"Manifest":        "--manifest",
+}
+
+// flagNames names the Config fields of a releaseimage.FieldError by their
+// flags.
+func flagNames(err error) error {
+	var fe *releaseimage.FieldError
+	if errors.As(err, &fe) {
+		for i, f := range fe.Fields {
+			fe.Fields[i] = cmp.Or(releaseImageFlags[f], f)
+		}
+	}
+	return err
 }
 
 // interpolate applies ops files to a manifest, as bosh interpolate does.
