@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	operatordeploy "github.com/bosh-injector/bosh-injector/gather/operator/rollout"
 	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 	"github.com/bosh-injector/bosh-injector/inject"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
@@ -147,8 +146,8 @@ func startPod(ctx context.Context, c client.Client, ns, name, group string, jobs
 				if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "starter-manifest"}, &s); err != nil {
 					return false, nil
 				}
-				st, current := operatordeploy.Of(&s)
-				return current && st.Phase != operatordeploy.PhaseDeploying, nil
+				st, current := status.CurrentDeploy(&s)
+				return current && st.Phase != status.PhaseDeploying, nil
 			})
 		}
 		_ = c.Delete(ctx, sts, client.PropagationPolicy(metav1.DeletePropagationForeground))

@@ -21,7 +21,6 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/gathering/objects"
 	"github.com/bosh-injector/bosh-injector/gather/model/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	operatordeploy "github.com/bosh-injector/bosh-injector/gather/operator/rollout"
 	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 	"github.com/bosh-injector/bosh-injector/gather/releaseimage"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
@@ -183,7 +182,7 @@ func verdictsChain(t *testing.T, w *walkthrough.Walkthrough, source []byte, dep 
 	// phase and returns its status. When it says Deployed, every
 	// instance runs: each pod Ready at its StatefulSet's update revision,
 	// every container ready, no partition left.
-	deployed := func(t *testing.T, phase string) operatordeploy.Status {
+	deployed := func(t *testing.T, phase string) status.Deploy {
 		t.Helper()
 		deadline := time.Now().Add(2 * time.Minute)
 		for {
@@ -191,12 +190,12 @@ func verdictsChain(t *testing.T, w *walkthrough.Walkthrough, source []byte, dep 
 			if err := w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: manifestName}, &s); err != nil {
 				t.Fatal(err)
 			}
-			st, current := operatordeploy.Of(&s)
-			ended := current && s.Labels[names.LabelDeployState] == st.Phase && (st.Phase == operatordeploy.PhaseDeployed || st.Phase == operatordeploy.PhaseFailed)
+			st, current := status.CurrentDeploy(&s)
+			ended := current && s.Labels[names.LabelDeployState] == st.Phase && (st.Phase == status.PhaseDeployed || st.Phase == status.PhaseFailed)
 			if ended && st.Phase != phase {
 				t.Fatalf("the deploy is %s, want %s: %s", st.Phase, phase, st.Message)
 			}
-			if ended && phase == operatordeploy.PhaseDeployed {
+			if ended && phase == status.PhaseDeployed {
 				running(t, w, statefulSet(t), st)
 			}
 			if ended {
@@ -233,7 +232,7 @@ func verdictsChain(t *testing.T, w *walkthrough.Walkthrough, source []byte, dep 
 		tr.waitFor(t, 2*time.Minute, "both instances Ready", func(pods map[string]*corev1.Pod) bool {
 			return len(pods) == 2 && podReady(pods[other]) && podReady(pods[canary])
 		})
-		deployed(t, operatordeploy.PhaseDeployed)
+		deployed(t, status.PhaseDeployed)
 	})
 
 	step(stepFailTwice, "processes exiting twice before they run within the watch time: Deployed", func(t *testing.T) {
@@ -241,7 +240,7 @@ func verdictsChain(t *testing.T, w *walkthrough.Walkthrough, source []byte, dep 
 		// never take it for running (it counts once it lived
 		// runtime.StartCheck), so Deployed comes only after the third.
 		apply(t, opsOf(first, verdictsFailTwice))
-		st := deployed(t, operatordeploy.PhaseDeployed)
+		st := deployed(t, status.PhaseDeployed)
 		if st.Updated != 2 || st.Total != 2 {
 			t.Errorf("updated %d of %d, want 2 of 2", st.Updated, st.Total)
 		}
@@ -263,7 +262,7 @@ func verdictsChain(t *testing.T, w *walkthrough.Walkthrough, source []byte, dep 
 	step(stepSlowCanary, "a canary not running by canary_watch_time's maximum fails the deploy; the other instance keeps its version; a retry once it runs finishes it", func(t *testing.T) {
 		before := getPod(t, w, ns, other)
 		apply(t, opsOf(first, verdictsSlowCanary))
-		st := deployed(t, operatordeploy.PhaseFailed)
+		st := deployed(t, status.PhaseFailed)
 		t.Logf("failed: %s", st.Message)
 		for _, want := range []string{"'app/1 (" + canary + ")' is not running after update.", "flaky-flaky"} {
 			if !strings.Contains(st.Message, want) {
@@ -276,19 +275,19 @@ func verdictsChain(t *testing.T, w *walkthrough.Walkthrough, source []byte, dep 
 		// sees it and updates the other.
 		tr.waitFor(t, time.Minute, canary+" Ready", func(pods map[string]*corev1.Pod) bool { return pods[canary] != nil && podReady(pods[canary]) })
 		retryDeploy(t, w, ns, manifestName, "1")
-		deployed(t, operatordeploy.PhaseDeployed)
+		deployed(t, status.PhaseDeployed)
 	})
 
 	step(stepBrokenCanary, "a canary that never runs fails the deploy; a fixed manifest finishes it", func(t *testing.T) {
 		before := getPod(t, w, ns, other)
 		apply(t, opsOf(first, verdictsBroken))
-		st := deployed(t, operatordeploy.PhaseFailed)
+		st := deployed(t, status.PhaseFailed)
 		if !strings.Contains(st.Message, "'app/1 ("+canary+")' is not running after update.") {
 			t.Errorf("the deploy's message: %s", st.Message)
 		}
 		held(t, w, statefulSet(t), before)
 		apply(t, opsOf(first, verdictsFixed))
-		st = deployed(t, operatordeploy.PhaseDeployed)
+		st = deployed(t, status.PhaseDeployed)
 		if st.Updated != 2 || st.Total != 2 {
 			t.Errorf("updated %d of %d, want 2 of 2", st.Updated, st.Total)
 		}
@@ -321,7 +320,7 @@ func verdictsChain(t *testing.T, w *walkthrough.Walkthrough, source []byte, dep 
 			t.Errorf("objects printed other pod templates for the rebuilt images:\n%+v\n%+v", a, b)
 		}
 		apply(t, opsOf(b.results, verdictsFixed))
-		st := deployed(t, operatordeploy.PhaseDeployed)
+		st := deployed(t, status.PhaseDeployed)
 		if st.Updated != 2 || st.Total != 2 {
 			t.Errorf("updated %d of %d, want 2 of 2", st.Updated, st.Total)
 		}
@@ -408,7 +407,7 @@ func getPod(t *testing.T, w *walkthrough.Walkthrough, ns, name string) *corev1.P
 // running checks, when the deploy says Deployed, that every instance runs
 // the accepted version: each pod Ready at the StatefulSet's update revision
 // with every container ready, the StatefulSet at no partition.
-func running(t *testing.T, w *walkthrough.Walkthrough, s *appsv1.StatefulSet, st operatordeploy.Status) {
+func running(t *testing.T, w *walkthrough.Walkthrough, s *appsv1.StatefulSet, st status.Deploy) {
 	t.Helper()
 	var pods corev1.PodList
 	if err := w.Client.List(context.Background(), &pods, client.InNamespace(s.Namespace), client.MatchingLabels(s.Spec.Selector.MatchLabels)); err != nil {
@@ -456,9 +455,9 @@ func failedEvent(t *testing.T, w *walkthrough.Walkthrough, ns, manifest string) 
 		t.Fatal(err)
 	}
 	if !slices.ContainsFunc(events.Items, func(e corev1.Event) bool {
-		return e.InvolvedObject.Name == manifest && e.Reason == operatordeploy.ReasonDeployFailed && strings.Contains(e.Message, "deploy stopped at instance group 'app'")
+		return e.InvolvedObject.Name == manifest && e.Reason == status.ReasonDeployFailed && strings.Contains(e.Message, "deploy stopped at instance group 'app'")
 	}) {
-		t.Errorf("no %s Event on %s", operatordeploy.ReasonDeployFailed, manifest)
+		t.Errorf("no %s Event on %s", status.ReasonDeployFailed, manifest)
 	}
 }
 
@@ -478,9 +477,9 @@ func retryDeploy(t *testing.T, w *walkthrough.Walkthrough, ns, manifest, value s
 		t.Fatal(err)
 	}
 	// The failed deploy's status stays until the controller takes the retry.
-	for deadline := time.Now().Add(time.Minute); operatordeploy.StatusOf(&s).Retry != value; time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); status.DeployOf(&s).Retry != value; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the retry was not taken after 1m: %+v", operatordeploy.StatusOf(&s))
+			t.Fatalf("the retry was not taken after 1m: %+v", status.DeployOf(&s))
 		}
 		if err := w.Client.Get(context.Background(), client.ObjectKeyFromObject(&s), &s); err != nil {
 			t.Fatal(err)

@@ -26,7 +26,6 @@ import (
 	"github.com/bosh-injector/bosh-injector/cmd/bosh-injector/app"
 	"github.com/bosh-injector/bosh-injector/gather/gathering/objects"
 	"github.com/bosh-injector/bosh-injector/gather/names"
-	operatordeploy "github.com/bosh-injector/bosh-injector/gather/operator/rollout"
 	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
@@ -157,7 +156,7 @@ func TestZones(t *testing.T) {
 			if err := w.Client.Get(ctx, client.ObjectKey{Namespace: zonesNS, Name: "zones-manifest"}, &s); err != nil {
 				t.Fatal(err)
 			}
-			if st, current := operatordeploy.Of(&s); current && st.Phase == operatordeploy.PhaseDeployed {
+			if st, current := status.CurrentDeploy(&s); current && st.Phase == status.PhaseDeployed {
 				break
 			} else if time.Now().After(deadline) {
 				t.Fatalf("deploy not done after 3m: %+v", st)

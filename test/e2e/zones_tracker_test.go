@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,17 +15,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/bosh-injector/bosh-injector/test/progress"
 )
 
 // tracker follows a group's pods through a watch, as a user's `kubectl get
 // pods -w` would, and keeps the most instances it ever saw unavailable:
 // missing, terminating or not Ready.
 type tracker struct {
-	mu    sync.Mutex
-	pods  map[string]*corev1.Pod
-	want  int
-	worst int
-	seen  []string
+	mu   sync.Mutex
+	pods map[string]*corev1.Pod
+	// changes counts the watch's events: a wait lasts while they come.
+	changes int
+	want    int
+	worst   int
+	seen    []string
 	// removing are pods a scale-down removes; mostRemoving the most of
 	// them seen terminating at once.
 	removing     []string
@@ -62,6 +67,7 @@ func track(ctx context.Context, cs kubernetes.Interface, ns, selector string) *t
 				} else {
 					tr.pods[pod.Name] = pod
 				}
+				tr.changes++
 				tr.update(string(ev.Type) + " " + pod.Name)
 				tr.mu.Unlock()
 			}
@@ -130,25 +136,30 @@ func (tr *tracker) worstUnavailable() (int, string) {
 	return tr.worst, strings.Join(tr.seen, "\n")
 }
 
-// waitFor polls the pods the watch holds until done is true of them.
+// waitFor polls the pods the watch holds until done is true of them,
+// while the pods keep changing: it fails once they did not change for
+// timeout (see package progress).
 func (tr *tracker) waitFor(t *testing.T, timeout time.Duration, what string, done func(pods map[string]*corev1.Pod) bool) map[string]*corev1.Pod {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	var pods map[string]*corev1.Pod
+	changes := func() string {
 		tr.mu.Lock()
-		pods := maps.Clone(tr.pods)
-		tr.mu.Unlock()
-		if done(pods) {
-			return pods
-		}
-		if time.Now().After(deadline) {
-			var states []string
-			for _, name := range slices.Sorted(maps.Keys(pods)) {
-				p := pods[name]
-				states = append(states, fmt.Sprintf("%s on %s: ready %v, deleting %v, %s", name, p.Spec.NodeName, podReady(p), p.DeletionTimestamp != nil, p.Status.Phase))
-			}
-			t.Fatalf("%s: not after %s; pods:\n%s", what, timeout, strings.Join(states, "\n"))
-		}
-		time.Sleep(100 * time.Millisecond)
+		defer tr.mu.Unlock()
+		return strconv.Itoa(tr.changes)
 	}
+	err := progress.UntilChanging(context.Background(), what, timeout, changes, func() (bool, error) {
+		tr.mu.Lock()
+		pods = maps.Clone(tr.pods)
+		tr.mu.Unlock()
+		return done(pods), nil
+	})
+	if err != nil {
+		var states []string
+		for _, name := range slices.Sorted(maps.Keys(pods)) {
+			p := pods[name]
+			states = append(states, fmt.Sprintf("%s on %s: ready %v, deleting %v, %s", name, p.Spec.NodeName, podReady(p), p.DeletionTimestamp != nil, p.Status.Phase))
+		}
+		t.Fatalf("%v; pods:\n%s", err, strings.Join(states, "\n"))
+	}
+	return pods
 }

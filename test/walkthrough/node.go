@@ -53,7 +53,7 @@ func (p *Pod) Containers(ctx context.Context) ([]cluster.Container, error) {
 func (p *Pod) Wait(ctx context.Context, timeout time.Duration) ([]cluster.Container, error) {
 	var results []cluster.Container
 	phase := ""
-	err := poll(ctx, timeout, "pod "+p.key.String()+" to end", func() (bool, error) {
+	err := p.w.poll(ctx, timeout, "pod "+p.key.String()+" to end", func() (bool, error) {
 		var pod corev1.Pod
 		if err := p.w.Client.Get(ctx, p.key, &pod); err != nil {
 			return false, err
@@ -72,7 +72,7 @@ func (p *Pod) Wait(ctx context.Context, timeout time.Duration) ([]cluster.Contai
 // WaitForLog waits until a container's log holds text and returns it.
 func (p *Pod) WaitForLog(ctx context.Context, container, text string, timeout time.Duration) (string, error) {
 	var logs string
-	err := poll(ctx, timeout, fmt.Sprintf("container %s of pod %s to log %q", container, p.key, text), func() (bool, error) {
+	err := p.w.poll(ctx, timeout, fmt.Sprintf("container %s of pod %s to log %q", container, p.key, text), func() (bool, error) {
 		var err error
 		logs, err = p.Logs(ctx, container)
 		return err == nil && strings.Contains(logs, text), nil

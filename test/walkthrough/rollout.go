@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
+	"github.com/bosh-injector/bosh-injector/test/progress"
 )
 
 // RolloutPods are the rollout fixture's instances in the order a director
@@ -53,7 +55,7 @@ func (w *Walkthrough) Rollout(ctx context.Context, ns, releaseURL string) error 
 	}
 	deployed := func(phase string, timeout time.Duration) (status.Deploy, error) {
 		var st status.Deploy
-		err := poll(ctx, timeout, "the deploy to be "+phase, func() (bool, error) {
+		err := w.poll(ctx, timeout, "the deploy to be "+phase, func() (bool, error) {
 			var s corev1.Secret
 			if err := w.Client.Get(ctx, manifestKey, &s); err != nil {
 				return false, err
@@ -163,7 +165,7 @@ func (w *Walkthrough) Rollout(ctx context.Context, ns, releaseURL string) error 
 	if err := w.Client.Patch(ctx, &manifest, patch); err != nil {
 		return err
 	}
-	if err := poll(ctx, 30*time.Second, "the retried deploy", func() (bool, error) {
+	if err := w.poll(ctx, 30*time.Second, "the retried deploy", func() (bool, error) {
 		var s corev1.Secret
 		if err := w.Client.Get(ctx, manifestKey, &s); err != nil {
 			return false, err
@@ -337,9 +339,14 @@ func (r *recorder) readyAt(name string, before map[string]types.UID) int {
 // waitReady waits until each pod named is Ready, a pod other than
 // before's when before is given.
 func (r *recorder) waitReady(pods []string, before map[string]types.UID, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		missing := slices.DeleteFunc(slices.Clone(pods), func(name string) bool {
+	var missing []string
+	seq := func() string {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return strconv.Itoa(r.seq)
+	}
+	err := progress.UntilChanging(context.Background(), fmt.Sprintf("%v Ready", pods), timeout, seq, func() (bool, error) {
+		missing = slices.DeleteFunc(slices.Clone(pods), func(name string) bool {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			prs := r.byName[name]
@@ -349,14 +356,12 @@ func (r *recorder) waitReady(pods []string, before map[string]types.UID, timeout
 			pr := prs[len(prs)-1]
 			return pr.terminating == 0 && pr.ready != 0 && (before == nil || pr.uid != before[name])
 		})
-		if len(missing) == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not Ready after %s: %v\n%s", timeout, missing, r.log())
-		}
-		time.Sleep(200 * time.Millisecond)
+		return len(missing) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %v not Ready\n%s", err, missing, r.log())
 	}
+	return nil
 }
 
 func (r *recorder) log() string {

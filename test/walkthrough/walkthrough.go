@@ -33,7 +33,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -48,6 +47,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/test/cluster"
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
+	"github.com/bosh-injector/bosh-injector/test/progress"
 )
 
 // OperatorImage is the image `make image` builds: render init containers
@@ -112,14 +112,30 @@ type Walkthrough struct {
 	namespaces []string
 }
 
+// BinaryEnv names the bosh-injector binary `make test` built before the
+// tests ran, which BuildBinary then places instead of building one: no
+// compile competes with the clusters.
+const BinaryEnv = "BOSH_INJECTOR_BINARY"
+
 // BuildBinary builds bin/bosh-injector from this repository into dir, for
-// the walkthrough's operator, and returns its path.
+// the walkthrough's operator, and returns its path; with BinaryEnv set, it
+// links (or copies) that one there.
 func BuildBinary(dir string) (string, error) {
+	binary := filepath.Join(dir, "bosh-injector")
+	if built := os.Getenv(BinaryEnv); built != "" {
+		if err := os.Link(built, binary); err == nil {
+			return binary, nil
+		}
+		data, err := os.ReadFile(built)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", BinaryEnv, err)
+		}
+		return binary, os.WriteFile(binary, data, 0o755)
+	}
 	root, err := controlplane.RepoRoot()
 	if err != nil {
 		return "", err
 	}
-	binary := filepath.Join(dir, "bosh-injector")
 	build := exec.Command("go", "build", "-o", binary, "./cmd/bosh-injector")
 	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
@@ -278,14 +294,14 @@ func (w *Walkthrough) installChart(ctx context.Context, set ...string) error {
 func (w *Walkthrough) waitForCertificate(ctx context.Context) (*corev1.Secret, *admissionregistrationv1.MutatingWebhookConfiguration, error) {
 	w.Step("cert-manager issues the webhook's serving certificate; cainjector puts its CA into the MutatingWebhookConfiguration")
 	var serving corev1.Secret
-	if err := poll(ctx, time.Minute, "the serving certificate Secret", func() (bool, error) {
+	if err := w.poll(ctx, time.Minute, "the serving certificate Secret", func() (bool, error) {
 		err := w.Client.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: Release + "-serving-cert"}, &serving)
 		return err == nil, client.IgnoreNotFound(err)
 	}); err != nil {
 		return nil, nil, err
 	}
 	var hook admissionregistrationv1.MutatingWebhookConfiguration
-	if err := poll(ctx, time.Minute, "the webhook's CA bundle", func() (bool, error) {
+	if err := w.poll(ctx, time.Minute, "the webhook's CA bundle", func() (bool, error) {
 		err := w.Client.Get(ctx, client.ObjectKey{Name: Release}, &hook)
 		return err == nil && len(hook.Webhooks) > 0 && string(hook.Webhooks[0].ClientConfig.CABundle) == string(serving.Data["ca.crt"]), client.IgnoreNotFound(err)
 	}); err != nil {
@@ -316,7 +332,7 @@ func (w *Walkthrough) Deploy(ctx context.Context, ns string, apply func(context.
 
 	w.Step("The job runner starts a gathering Job; the kubelet runs its pod")
 	var pod corev1.Pod
-	if err := poll(ctx, time.Minute, "the gathering Job's pod", func() (bool, error) {
+	if err := w.poll(ctx, time.Minute, "the gathering Job's pod", func() (bool, error) {
 		var pods corev1.PodList
 		if err := w.Client.List(ctx, &pods, client.InNamespace(ns), gatherings,
 			client.MatchingLabels{names.LabelDeployment: names.LabelValue(manifest.Labels[names.LabelDeployment])}); err != nil {
@@ -346,7 +362,7 @@ func (w *Walkthrough) Deploy(ctx context.Context, ns string, apply func(context.
 
 	w.Step("The Job controller sees the pod's status, as the kubelet reported it; the job runner records the outcome on the manifest Secret")
 	var gst status.Gathering
-	if err := poll(ctx, time.Minute, "the gathering's outcome", func() (bool, error) {
+	if err := w.poll(ctx, time.Minute, "the gathering's outcome", func() (bool, error) {
 		var s corev1.Secret
 		if err := w.Client.Get(ctx, client.ObjectKeyFromObject(manifest), &s); err != nil {
 			return false, err
@@ -448,7 +464,7 @@ func (w *Walkthrough) StartInstance(ctx context.Context, ns string, in Instance)
 		return nil, err
 	}
 	var pod corev1.Pod
-	if err := poll(ctx, time.Minute, "the StatefulSet's pod", func() (bool, error) {
+	if err := w.poll(ctx, time.Minute, "the StatefulSet's pod", func() (bool, error) {
 		err := w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-0"}, &pod)
 		return err == nil, client.IgnoreNotFound(err)
 	}); err != nil {
@@ -651,13 +667,11 @@ func volumeKind(v corev1.Volume) string {
 	return "other"
 }
 
-// poll calls done every 200 ms until it is true or fails, or timeout passes.
-func poll(ctx context.Context, timeout time.Duration, what string, done func() (bool, error)) error {
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) { return done() })
-	if wait.Interrupted(err) {
-		return fmt.Errorf("waiting for %s: not there after %s", what, timeout)
-	}
-	return err
+// poll calls done until it is true or fails, or the cluster did nothing for
+// timeout (package progress): a loaded machine slows the walkthrough down
+// rather than failing it.
+func (w *Walkthrough) poll(ctx context.Context, timeout time.Duration, what string, done func() (bool, error)) error {
+	return progress.Until(ctx, w.Client, what, timeout, done)
 }
 
 // Status is the job runner's status on manifest Secret name in ns.

@@ -1,0 +1,317 @@
+// Command runner is `make test`: it compiles every test binary of the
+// module first, then runs them scheduled for the machine it is on, so that
+// no compile competes with a running cluster and no more real-node clusters
+// run at once than the cores carry. Its output is go test's: `ok` and `FAIL`
+// lines per package, a failed package's whole output, and a closing count.
+//
+//	go run ./test/runner [-cores N] [-timeout 20m] [-packages "./..."] [-- go test build flags]
+package main
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+func main() {
+	cores := flag.Int("cores", runtime.NumCPU(), "cores the tests may use: at most this many real-node clusters run at once")
+	timeout := flag.Duration("timeout", 20*time.Minute, "a test binary's -test.timeout")
+	dir := flag.String("dir", "", "where test binaries are written (a temporary directory when empty)")
+	packages := flag.String("packages", "./...", "the packages to test, as go list takes them (space-separated)")
+	flag.Parse()
+	if err := run(strings.Fields(*packages), *cores, *timeout, *dir, flag.Args()); err != nil {
+		fmt.Fprintln(os.Stderr, "runner:", err)
+		os.Exit(1)
+	}
+}
+
+func run(patterns []string, cores int, timeout time.Duration, dir string, buildFlags []string) error {
+	pkgs, err := list(patterns)
+	if err != nil {
+		return err
+	}
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "bosh-injector-tests-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	}
+	start := time.Now()
+	if err := compile(pkgs, dir, buildFlags); err != nil {
+		return err
+	}
+	fmt.Printf("==> compiled %d test binaries in %s\n", len(pkgs), time.Since(start).Round(time.Second))
+	results := schedule(pkgs, cores, func(p *pkg) result { return p.run(timeout) })
+	var passed, failed, skipped int
+	var failedPkgs []string
+	for _, r := range results {
+		passed, failed, skipped = passed+r.passed, failed+r.failed, skipped+r.skipped
+		if !r.ok {
+			failedPkgs = append(failedPkgs, r.pkg)
+		}
+	}
+	fmt.Printf("==> %d packages in %s\n", len(results), time.Since(start).Round(time.Second))
+	if len(failedPkgs) > 0 {
+		fmt.Printf("failed packages: %s\n", strings.Join(failedPkgs, " "))
+	}
+	fmt.Printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped)
+	if len(failedPkgs) > 0 {
+		fmt.Println("FAIL")
+		return errors.New("tests failed")
+	}
+	return nil
+}
+
+// pkg is a package with tests.
+type pkg struct {
+	ImportPath string
+	Dir        string
+	Name       string
+	// binary is its compiled test binary.
+	binary string
+	// clusters is how many real-node clusters its tests run at once.
+	clusters int
+}
+
+const module = "github.com/bosh-injector/bosh-injector"
+
+// clusterPackages are the packages whose tests start real-node clusters
+// (test/cluster), by how many they run at once: the end-to-end tests
+// run the shared cluster and TestZones' own beside it.
+var clusterPackages = map[string]int{
+	"test/e2e":     2,
+	"test/demo":    1,
+	"test/sandbox": 1,
+	"test/cluster": 1,
+}
+
+// longest are the packages that take longest, started first so that the
+// run ends soonest; the rest follow in `go list` order.
+var longest = []string{"test/e2e", "test/demo", "test/sandbox", "test/cluster", "gather/releaseimage", "webhook", "gather/operator/runner"}
+
+// list lists the module's packages with tests (the tools modules under
+// test/tools are modules of their own).
+func list(patterns []string) ([]*pkg, error) {
+	out, err := exec.Command("go", append([]string{"list", "-json=ImportPath,Dir,Name,TestGoFiles,XTestGoFiles"}, patterns...)...).Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list: %w", stderrOf(err))
+	}
+	var pkgs []*pkg
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var p struct {
+			pkg
+			TestGoFiles, XTestGoFiles []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			return nil, err
+		}
+		if len(p.TestGoFiles)+len(p.XTestGoFiles) > 0 {
+			q := p.pkg
+			q.clusters = clusterPackages[relative(q.ImportPath)]
+			pkgs = append(pkgs, &q)
+		}
+	}
+	order := func(p *pkg) int {
+		if i := slices.Index(longest, relative(p.ImportPath)); i >= 0 {
+			return i
+		}
+		return len(longest)
+	}
+	slices.SortStableFunc(pkgs, func(a, b *pkg) int { return cmp.Compare(order(a), order(b)) })
+	return pkgs, nil
+}
+
+// relative is a package's path in the module.
+func relative(importPath string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(importPath, module), "/")
+}
+
+// compile builds every test binary with one go command per group of
+// packages whose names differ (`go test -c -o dir/` names a binary after
+// its package), so the compiler's parallelism spans the whole module.
+func compile(pkgs []*pkg, dir string, buildFlags []string) error {
+	var groups [][]*pkg
+	for _, p := range pkgs {
+		placed := false
+		for i, g := range groups {
+			if !slices.ContainsFunc(g, func(q *pkg) bool { return q.Name == p.Name }) {
+				groups[i] = append(g, p)
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			groups = append(groups, []*pkg{p})
+		}
+	}
+	for i, g := range groups {
+		out := filepath.Join(dir, fmt.Sprint(i))
+		args := append([]string{"test", "-c", "-o", out + "/"}, buildFlags...)
+		for _, p := range g {
+			args = append(args, p.ImportPath)
+			p.binary = filepath.Join(out, p.Name+".test")
+		}
+		cmd := exec.Command("go", args...)
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("compiling tests: %w", err)
+		}
+	}
+	return nil
+}
+
+// schedule runs every package and returns their results in the order they
+// ended. Cluster packages run while the clusters running leave room for
+// theirs (at most cores at once; one package alone may run more), the
+// others cores at a time beside them; a package that does not fit waits and
+// lets the ones behind it that do fit start first.
+func schedule(pkgs []*pkg, cores int, run func(*pkg) result) []result {
+	var mu sync.Mutex
+	cond := sync.NewCond(&mu)
+	clusters, others := 0, 0
+	var results []result
+	fits := func(p *pkg) bool {
+		if p.clusters > 0 {
+			return clusters == 0 || clusters+p.clusters <= cores
+		}
+		return others < cores
+	}
+	take := func(p *pkg, n int) {
+		if p.clusters > 0 {
+			clusters += n * p.clusters
+		} else {
+			others += n
+		}
+	}
+	var wg sync.WaitGroup
+	pending := slices.Clone(pkgs)
+	mu.Lock()
+	for len(pending) > 0 {
+		i := slices.IndexFunc(pending, fits)
+		if i < 0 {
+			cond.Wait()
+			continue
+		}
+		p := pending[i]
+		pending = slices.Delete(pending, i, i+1)
+		take(p, 1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := run(p)
+			mu.Lock()
+			defer mu.Unlock()
+			take(p, -1)
+			results = append(results, r)
+			r.print(os.Stdout)
+			cond.Broadcast()
+		}()
+	}
+	mu.Unlock()
+	wg.Wait()
+	return results
+}
+
+// result is one package's outcome.
+type result struct {
+	pkg                     string
+	ok                      bool
+	elapsed                 time.Duration
+	passed, failed, skipped int
+	output                  []string
+}
+
+func (r result) print(w io.Writer) {
+	if r.ok {
+		fmt.Fprintf(w, "ok  \t%s\t%.3fs\n", r.pkg, r.elapsed.Seconds())
+		return
+	}
+	for _, l := range r.output {
+		fmt.Fprint(w, l)
+	}
+	fmt.Fprintf(w, "FAIL\t%s\t%.3fs\n", r.pkg, r.elapsed.Seconds())
+}
+
+// event is one of test2json's events.
+type event struct {
+	Action string
+	Test   string
+	Output string
+}
+
+// run runs the package's test binary in its directory, as go test does,
+// through test2json to count its tests.
+func (p *pkg) run(timeout time.Duration) result {
+	start := time.Now()
+	r := result{pkg: p.ImportPath}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout+time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "tool", "test2json", "-p", p.ImportPath, p.binary,
+		"-test.v=test2json", "-test.count=1", "-test.timeout="+timeout.String(), "-test.paniconexit0")
+	cmd.Dir = p.Dir
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err == nil {
+		err = cmd.Start()
+	}
+	if err != nil {
+		r.output = append(r.output, err.Error()+"\n")
+		return r
+	}
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var e event
+		if json.Unmarshal(sc.Bytes(), &e) != nil {
+			r.output = append(r.output, sc.Text()+"\n")
+			continue
+		}
+		if e.Output != "" {
+			r.output = append(r.output, e.Output)
+		}
+		if e.Test == "" || strings.Contains(e.Test, "/") {
+			continue
+		}
+		switch e.Action {
+		case "pass":
+			r.passed++
+		case "fail":
+			r.failed++
+		case "skip":
+			r.skipped++
+		}
+	}
+	err = cmd.Wait()
+	r.elapsed = time.Since(start)
+	r.ok = err == nil && r.failed == 0
+	if err != nil && r.failed == 0 {
+		// A binary that failed outside any test (TestMain, a timeout's
+		// panic, a crash) counts as one failure.
+		r.failed++
+		r.output = append(r.output, fmt.Sprintf("%s: %v\n", path.Base(p.binary), err))
+	}
+	return r
+}
+
+func stderrOf(err error) error {
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && len(exit.Stderr) > 0 {
+		return fmt.Errorf("%w: %s", err, exit.Stderr)
+	}
+	return err
+}
