@@ -8,7 +8,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/bosh-injector/bosh-injector/gather/client/cluster"
-	"github.com/bosh-injector/bosh-injector/gather/client/day2"
+	"github.com/bosh-injector/bosh-injector/gather/client/ssh"
 )
 
 func init() {
@@ -50,8 +50,8 @@ connection) when it never arrived, its output then possibly cut.`,
 				}
 				code := 0
 				for _, in := range instances {
-					c, err := d.SSH(cmd.Context(), in, root, command, streams)
-					if err != nil && c != day2.ErrCut {
+					c, err := ssh.Run(cmd.Context(), d, in, root, command, streams)
+					if err != nil && c != ssh.ErrCut {
 						return err
 					}
 					if err != nil {

@@ -1,8 +1,10 @@
 // Package day2 is the director's day-2 commands on a deployment the
 // operator runs: which instances a spec names (Select), their state as
-// `bosh instances` shows it (StateOf, InstancesTable), their logs, a shell
-// in them, their variables and events. The pure parts decide; the
-// Deployment's methods do the I/O with the user's credentials.
+// `bosh instances` shows it (StateOf, InstancesTable), their logs, their
+// variables and events, starting, stopping, restarting and recreating
+// them, deleting the deployment (a shell in them is gather/client/ssh).
+// The pure parts decide; the Deployment's methods do the I/O with the
+// user's credentials.
 package day2
 
 import (

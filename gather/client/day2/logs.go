@@ -3,10 +3,8 @@ package day2
 import (
 	"archive/tar"
 	"bytes"
-	"cmp"
 	"compress/gzip"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -63,7 +61,7 @@ func (d *Deployment) FetchLogs(ctx context.Context, instances []Instance, jobs [
 func (d *Deployment) instanceLogs(ctx context.Context, in Instance, jobs []string, w io.Writer) error {
 	container, err := FirstProcess(in.Pod)
 	if err != nil {
-		return d.unreachable(in, "fetch its logs", err)
+		return d.Unreachable(in, "fetch its logs", err)
 	}
 	cmd := []string{contract.Binary, contract.LogArchive}
 	for _, j := range jobs {
@@ -82,9 +80,9 @@ func (d *Deployment) instanceLogs(ctx context.Context, in Instance, jobs []strin
 	return nil
 }
 
-// unreachable is the director's error for an instance that cannot do what
+// Unreachable is the director's error for an instance that cannot do what
 // was asked, with what to do.
-func (d *Deployment) unreachable(in Instance, what string, err error) error {
+func (d *Deployment) Unreachable(in Instance, what string, err error) error {
 	return fmt.Errorf("Instance '%s' in deployment '%s' is not running (%v), unable to %s: see `bosh-injector instances -d %s --ps`, and `start` it if it is stopped", in.Name(), d.Name(), err, what, d.Name())
 }
 
@@ -106,7 +104,7 @@ func (d *Deployment) FollowLogs(ctx context.Context, instances []Instance, jobs 
 	for i, in := range instances {
 		container, err := FirstProcess(in.Pod)
 		if err != nil {
-			return d.unreachable(in, "follow its logs", err)
+			return d.Unreachable(in, "follow its logs", err)
 		}
 		prefix := ""
 		if len(instances) > 1 {
@@ -128,40 +126,4 @@ func (d *Deployment) FollowLogs(ctx context.Context, instances []Instance, jobs 
 		}
 	}
 	return nil
-}
-
-// SSH runs command (a login shell when empty) in the instance's first
-// process container as vcap, or root, as `bosh ssh` gives a shell as a
-// user with sudo; it returns the command's exit status, ErrCut with an
-// error when that never arrived (see cut.go).
-func (d *Deployment) SSH(ctx context.Context, in Instance, root bool, command string, s cluster.Streams) (int, error) {
-	container, err := FirstProcess(in.Pod)
-	if err != nil {
-		return 0, d.unreachable(in, "ssh into it", err)
-	}
-	cmd := []string{contract.Binary, contract.Shell}
-	if root {
-		cmd = append(cmd, "--root")
-	}
-	var trailer *exitTrailer
-	if command != "" {
-		trailer = &exitTrailer{w: cmp.Or[io.Writer](s.Stderr, io.Discard)}
-		cmd = append(cmd, "-c", withExitStatus(command))
-		s.Stderr = trailer
-	}
-	err = d.Exec(ctx, in.Pod, container, cmd, s)
-	var exit interface{ ExitStatus() int }
-	switch {
-	case trailer != nil && !trailer.seen:
-		_ = trailer.flush()
-		return ErrCut, fmt.Errorf("ssh into instance '%s' (pod %s, container %s): the command's exit status never arrived (%v), so its output may be cut: "+
-			"its container may have stopped (see `kubectl describe pod %s`); run it again", in.Name(), in.Pod.Name, container, cmp.Or[any](err, "the exec's streams ended early"), in.Pod.Name)
-	case errors.As(err, &exit):
-		return exit.ExitStatus(), nil
-	case err != nil:
-		return 0, fmt.Errorf("ssh into instance '%s' (pod %s, container %s): %w", in.Name(), in.Pod.Name, container, err)
-	case trailer != nil:
-		return trailer.code, nil
-	}
-	return 0, nil
 }
