@@ -1,6 +1,10 @@
-// Package webhook is the admission webhook that injects BOSH instances into
-// labelled pods at creation, and the operator process around it (the
-// manager that also runs the gathering job runner).
+// Package webhook is the operator's admission, and nothing else: Handler
+// injects BOSH instances into labelled pods at creation, StatefulSets
+// admits updates of a deployment's StatefulSets, keeping their claim
+// templates and lowered replicas for the controllers. The operator's
+// manager (gather/operator/manager) serves both; this package imports no
+// controller, only their contract (gather/operator/status) and the
+// StatefulSet update rules (gather/operator/statefulsets).
 package webhook
 
 import (

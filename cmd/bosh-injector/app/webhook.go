@@ -14,7 +14,7 @@ func init() {
 		var kubeconfig string
 		cmd := &cobra.Command{
 			Use:   "webhook",
-			Short: "Run the operator: the pod-injecting admission webhook and the gathering job runner",
+			Short: "Run the operator: the admission webhooks (pods, StatefulSet updates) and the controllers (gathering job runner, deploy, disks)",
 			Args:  cobra.NoArgs,
 			PreRunE: func(cmd *cobra.Command, _ []string) error {
 				return flagsFromEnv(cmd)
@@ -42,9 +42,9 @@ func init() {
 		f.IntVar(&o.Port, "port", 9443, "webhook server port")
 		f.IntVar(&o.MetricsPort, "metrics-port", 8080, "metrics port; 0 disables")
 		f.IntVar(&o.HealthPort, "health-port", 8081, "/healthz and /readyz port; 0 disables")
-		f.BoolVar(&o.LeaderElection, "leader-elect", true, "elect one replica to run the job runner")
+		f.BoolVar(&o.LeaderElection, "leader-elect", true, "elect one replica to run the controllers")
 		f.BoolVar(&o.Webhook, "webhook", true, "serve the admission webhook")
-		f.BoolVar(&o.Runner, "runner", true, "run the gathering job runner")
+		f.BoolVar(&o.Runner, "runner", true, "run the controllers: the gathering job runner, the deploy controller and the disk controller")
 		f.StringVar(&o.DNSService, "dns-service", "", "CoreDNS Service in --namespace that injected pods resolve BOSH DNS names with; empty leaves their DNS as it is")
 		f.StringVar(&o.ReleaseJobs, "release-jobs", manager.ReleaseJobsAuto, "how injected pods get the release images' jobs: image (image volumes), copy (an init container per release) or auto (image where the API server and every node support image volumes)")
 		f.StringSliceVar(&o.WatchNamespaces, "watch-namespaces", nil, "namespaces the operator caches and works in (comma-separated); all when empty")

@@ -48,7 +48,7 @@ type Batch struct {
 // Order is the deploy's order for a change of instances: the update
 // plan's stages (groups in manifest order; a stage of `serial: false`
 // groups together), each group's instances in steps of canaries then
-// max_in_flight, AZ by AZ, as gather/update computes them. Each stage is
+// max_in_flight, AZ by AZ, as gather/model/update computes them. Each stage is
 // a list of groups, each group a list of batches.
 func Order(plan update.Plan, azs map[string][]string, instances []Instance) ([][][]Batch, error) {
 	var out [][][]Batch

@@ -107,10 +107,10 @@ func golden(t *testing.T, file string, got []byte) {
 	}
 	want, err := os.ReadFile(golden)
 	if err != nil {
-		t.Fatalf("%v: run go test ./gather/dns -update", err)
+		t.Fatalf("%v: run go test ./gather/gathering/dns -update", err)
 	}
 	if string(got) != string(want) {
-		t.Errorf("zone differs from %s (run go test ./gather/dns -update and review the diff):\n%s", golden, got)
+		t.Errorf("zone differs from %s (run go test ./gather/gathering/dns -update and review the diff):\n%s", golden, got)
 	}
 }
 

@@ -21,7 +21,7 @@ import (
 )
 
 // Desired is one Service of a deployment. Names come from the instance
-// identity rules (gather/instance); Index is nil for a group Service.
+// identity rules (gather/model/instance); Index is nil for a group Service.
 type Desired struct {
 	Name          string
 	InstanceGroup string

@@ -21,7 +21,7 @@ func show(t *testing.T, manifest string, ops ...OpsFile) string {
 }
 
 // What the director's Psych reads of go-yaml v2's marshalling (Ruby 3.1's
-// YAML.load gives the same values; gather/rendering's values test renders
+// YAML.load gives the same values; gather/render/rendering's values test renders
 // them through the director's template code).
 func TestDocumentIsWhatTheDirectorReads(t *testing.T) {
 	tests := []struct{ name, manifest, want string }{

@@ -4,7 +4,7 @@
 // `from`/`as`, the string "nil" blocking, optional links, manual links,
 // custom provider definitions, and link properties with their own null
 // rule. Errors are aggregated in the director's format. Instance and group
-// addresses are the Kubernetes Service addresses of gather/instance.
+// addresses are the Kubernetes Service addresses of gather/model/instance.
 package links
 
 import (

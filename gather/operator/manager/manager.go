@@ -54,11 +54,12 @@ type Options struct {
 	CertDir string
 	// MetricsPort and HealthPort; 0 disables the endpoint.
 	MetricsPort, HealthPort int
-	// LeaderElection keeps the job runner to one replica; every replica
+	// LeaderElection keeps the controllers to one replica; every replica
 	// serves the webhook.
 	LeaderElection bool
-	// Webhook serves the admission webhook; Runner runs the gathering job
-	// runner and the deploy controller. The operator runs both.
+	// Webhook serves the admission webhooks; Runner runs the controllers:
+	// the gathering job runner, the deploy controller and the disk
+	// controller. The operator runs both.
 	Webhook, Runner bool
 	// DNSService names the CoreDNS Service in Namespace that injected pods
 	// resolve names with; empty leaves their DNS as it is.

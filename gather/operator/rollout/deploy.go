@@ -12,10 +12,12 @@
 // running by then stops the deploy: what was not updated keeps its version
 // and keeps running, what was not started stays held. A deploy is done
 // when every instance of its groups runs at the accepted version. It
-// touches nothing of a StatefulSet but its update strategy's partition,
+// changes nothing of a StatefulSet but its update strategy's partition,
 // its pod template's version annotations and, for a scale-down the webhook
-// groupHeld (KeepReplicas), its replicas, and nothing of a pod but the deploy's
-// scheduling gate.
+// held (statefulsets.KeepReplicas), its scale-down annotation and its
+// replicas; nothing of a pod but the deploy's scheduling gate; nothing of
+// the manifest Secret but the deploy status annotation and its state and
+// step labels; besides, it records Events.
 package rollout
 
 import (

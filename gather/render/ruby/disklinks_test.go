@@ -7,7 +7,7 @@ import (
 )
 
 // The director's multidisk test job (disk_using_job's disknames.json.erb)
-// renders the disk links gather/links resolves from persistent_disks as
+// renders the disk links gather/model/links resolves from persistent_disks as
 // unmanaged_persistent_disks_spec.rb expects: each link's properties are
 // the disk's name.
 func TestDiskLinks(t *testing.T) {

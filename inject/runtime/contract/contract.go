@@ -2,7 +2,7 @@
 // where the launcher binary is, where the instance's lifecycle state lives,
 // and the plan the webhook hands every process container (its own part in
 // its environment, the instance's part once through the render container).
-// inject writes it into the pod; the render command (gather/rendering) and
+// inject writes it into the pod; the render command (gather/render/rendering) and
 // inject/runtime read it inside the pod.
 package contract
 
