@@ -16,7 +16,7 @@ func TestObjects(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	golden, err := os.ReadFile(filepath.Join("..", "..", "..", "gather", "objects", "testdata", "shop.golden"))
+	golden, err := os.ReadFile(filepath.Join("..", "..", "..", "gather", "gathering", "objects", "testdata", "shop.golden"))
 	if err != nil {
 		t.Fatal(err)
 	}
