@@ -23,7 +23,7 @@ var _ = Describe("the webhook and a stopped instance", func() {
 			Annotations: map[string]string{
 				names.AnnotationDeploy:              `{"phase":"Deployed","instances":{"web-z1":2}}`,
 				names.AnnotationStopped("web-z1-1"): "web/1",
-			}}}
+			}}, Data: map[string][]byte{names.ManifestKey: []byte("name: shop\n")}}
 		Expect(cp.Client.Create(ctx, manifest)).To(Succeed())
 		Eventually(func() map[string]string {
 			var s corev1.Secret

@@ -99,7 +99,7 @@ var _ = Describe("the webhook on a real apiserver and controller manager", func(
 		storeInfo(ns, webInfo)
 		// The deploy started web-z1's first instance, none of web-z2's.
 		manifest := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "shop-manifest", Namespace: ns, Labels: map[string]string{names.LabelDeployment: "shop"},
-			Annotations: map[string]string{names.AnnotationDeploy: `{"phase":"Deploying","instances":{"web-z1":1}}`}}}
+			Annotations: map[string]string{names.AnnotationDeploy: `{"phase":"Deploying","instances":{"web-z1":1}}`}}, Data: map[string][]byte{names.ManifestKey: []byte("name: shop\n")}}
 		Expect(cp.Client.Create(ctx, manifest)).To(Succeed())
 		Eventually(func() error { return operatorCache.Get(ctx, client.ObjectKeyFromObject(manifest), &corev1.Secret{}) }).Should(Succeed())
 		for az := 1; az <= 2; az++ {
