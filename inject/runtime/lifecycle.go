@@ -199,10 +199,14 @@ const readyPoll = 50 * time.Millisecond
 
 // started says whether the process runs (confirmed) and every job's post-start
 // succeeded; final when the answer cannot change by waiting (a post-start
-// failed).
+// failed, the process stopped on request).
 func (in Instance) started() (final bool, err error) {
 	if err := in.confirmed(); err != nil {
-		return false, err
+		// A process stopped on request stays stopped until a start: the
+		// answer is now, so that the pod leaves its Services' endpoints
+		// within the probe's failures, not a wait longer each.
+		_, stopped := in.State.Read(stoppedFile(in.Plan.Container))
+		return stopped, err
 	}
 	for _, j := range in.Plan.Jobs {
 		if !j.Has(contract.PostStart) {

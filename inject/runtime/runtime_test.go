@@ -423,6 +423,24 @@ func TestReadyWaitsForTheProcess(t *testing.T) {
 	}
 }
 
+// A process stopped on request (`stop`) is not ready at once: the probe
+// does not wait the budget for it, so the pod leaves its Services' endpoints
+// within the probe's failure threshold.
+func TestReadyAnswersAtOnceForAStoppedProcess(t *testing.T) {
+	state := runtime.State{Dir: t.TempDir()}
+	if err := state.Mark("web-web.stopped", ""); err != nil {
+		t.Fatal(err)
+	}
+	in := runtime.Instance{Plan: contract.Plan{Job: "web", Process: "web", Container: "web-web"}, State: state}
+	start := time.Now()
+	if err := in.Ready(context.Background(), time.Now().Add(runtime.ReadyBudget)); err == nil {
+		t.Fatal("a stopped process is ready")
+	}
+	if waited := time.Since(start); waited > time.Second {
+		t.Errorf("not ready after %s, want at once", waited)
+	}
+}
+
 // A process that exits at once is never running, however its starts and
 // the probes fall: a start counts once the process lived StartCheck (the
 // agent's "starting" until monit's next cycle finds it). One that lives is

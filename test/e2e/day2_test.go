@@ -203,10 +203,14 @@ func TestDay2Commands(t *testing.T) {
 		return out
 	}
 
-	// stop: drain runs, the pod stays, not Ready, and a restart of its
-	// container keeps it stopped.
+	// stop: drain runs, the pod stays, not Ready (out of its Services'
+	// endpoints) when stop returns, and a restart of its container keeps it
+	// stopped.
 	if code, out := cli("stop", "app/0"); code != 0 || !strings.Contains(out, "Updating instance app: app/") {
 		t.Fatalf("stop: exit %d", code)
+	}
+	if ready(pod(appPod)) {
+		t.Errorf("stop returned with pod %s still Ready", appPod)
 	}
 	if log := lifecycleLog(); !strings.Contains(log, "pre-stop vm=keep instance=keep") || !strings.Contains(log, "drain job_shutdown hash_unchanged") {
 		t.Errorf("stop ran no pre-stop and drain:\n%s", log)

@@ -267,9 +267,11 @@ func (d *Deployment) record(ctx context.Context, in Instance, stopped bool) erro
 }
 
 // stop records the instance stopped, asks the pod's launchers to stop and
-// waits until every process is stopped; the pod turns not Ready with the
-// kubelet's readiness probe (failureThreshold probes later), and a pod
-// that cannot is a warning.
+// waits until every process is stopped and the pod is not Ready (the
+// kubelet's readiness probe, failureThreshold probes later), so that its
+// Services no longer send it traffic when stop returns, as bosh-dns stops
+// answering for a stopped instance; a pod that cannot turn not Ready is a
+// warning.
 func (d *Deployment) stop(ctx context.Context, in Instance, o ChangeOptions) error {
 	if err := d.record(ctx, in, true); err != nil {
 		return err
@@ -277,11 +279,12 @@ func (d *Deployment) stop(ctx context.Context, in Instance, o ChangeOptions) err
 	if err := d.setDesired(ctx, in.Pod, names.DesiredStopped, o.SkipDrain); err != nil {
 		return err
 	}
-	if c := unprobed(in.Pod); c != "" {
+	c := unprobed(in.Pod)
+	if c != "" {
 		fmt.Fprintf(o.Out, "Warning: instance '%s' stops but pod %s stays Ready: its container %s has no readiness probe, so its Services still select it\n", in.Name(), in.Pod.Name, c)
 	}
-	return d.waitFor(ctx, in, o, "stopped", func(pod *corev1.Pod) (bool, error) {
-		return d.processState(ctx, pod) == contract.StateStopped, nil
+	return d.waitFor(ctx, in, o, "stopped and out of its Services (not Ready)", func(pod *corev1.Pod) (bool, error) {
+		return (c != "" || !podstate.Ready(pod)) && d.processState(ctx, pod) == contract.StateStopped, nil
 	})
 }
 
