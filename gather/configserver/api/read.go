@@ -1,0 +1,155 @@
+package api
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/bosh-injector/bosh-injector/gather/configserver/auth"
+	"github.com/bosh-injector/bosh-injector/gather/configserver/credhub"
+	"github.com/bosh-injector/bosh-injector/gather/configserver/store"
+)
+
+// get is GET /api/v1/data: by name (all versions, versions=N or
+// current=true), by path or by name-like.
+func (s *Server) get(w http.ResponseWriter, r *http.Request, c *auth.Caller) error {
+	q := r.URL.Query()
+	switch {
+	case q.Has("path"):
+		p := strings.ToLower(absolute(q.Get("path")))
+		if !strings.HasSuffix(p, "/") {
+			p += "/"
+		}
+		return s.find(w, r, c, func(name string) bool { return strings.HasPrefix(strings.ToLower(name), p) })
+	case q.Has("name-like"):
+		like := strings.ToLower(q.Get("name-like"))
+		return s.find(w, r, c, func(name string) bool { return strings.Contains(strings.ToLower(name), like) })
+	}
+	name := q.Get("name")
+	if name == "" {
+		return credhub.Reject(credhub.MissingQueryParameter("name"))
+	}
+	current := false
+	if v := q.Get("current"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return credhub.Reject(credhub.BadRequest)
+		}
+		current = b
+	}
+	n := -1
+	if v := q.Get("versions"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil {
+			return credhub.Reject(credhub.BadRequest)
+		}
+		if current {
+			return credhub.Reject(credhub.CantUseVersionsAndCurrent)
+		}
+		if n < 0 {
+			return credhub.Reject(credhub.InvalidQueryParameter("versions"))
+		}
+	}
+	name = absolute(name)
+	if !c.May(name) {
+		return errNotFound
+	}
+	vs, err := s.Store.Versions(r.Context(), name)
+	if err != nil {
+		return err
+	}
+	if current {
+		n = 1
+	}
+	if n >= 0 && n < len(vs) {
+		vs = vs[:n]
+	}
+	if len(vs) == 0 {
+		return errNotFound
+	}
+	data := make([]view, len(vs))
+	for i := range vs {
+		data[i] = viewOf(&vs[i])
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"data": data})
+	return nil
+}
+
+// find answers a path or name-like search: each matching credential the
+// caller may see, newest first.
+func (s *Server) find(w http.ResponseWriter, r *http.Request, c *auth.Caller, match func(string) bool) error {
+	all, err := s.Store.All(r.Context())
+	if err != nil {
+		return err
+	}
+	results := []findResult{}
+	for _, v := range all {
+		if c.May(v.Name) && match(v.Name) {
+			results = append(results, findResult{VersionCreatedAt: instant(v.Created), Name: v.Name})
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"credentials": results})
+	return nil
+}
+
+// getByID is GET /api/v1/data/<id>: one version, unwrapped.
+func (s *Server) getByID(w http.ResponseWriter, r *http.Request, c *auth.Caller) error {
+	v, err := s.Store.ByID(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if v == nil || !c.May(v.Name) {
+		return errNotFound
+	}
+	writeJSON(w, http.StatusOK, viewOf(v))
+	return nil
+}
+
+// certificates is GET /api/v1/certificates[?name=]: certificate
+// credentials with their versions, signers and what they sign.
+func (s *Server) certificates(w http.ResponseWriter, r *http.Request, c *auth.Caller) error {
+	all, err := s.Store.All(r.Context())
+	if err != nil {
+		return err
+	}
+	all = slices.DeleteFunc(all, func(v store.Version) bool { return v.Type != typeCertificate || !c.May(v.Name) })
+	name := ""
+	if r.URL.Query().Has("name") {
+		name = absolute(r.URL.Query().Get("name"))
+	}
+	out := []certificateCredential{}
+	for _, cur := range all {
+		if name != "" && cur.Name != name {
+			continue
+		}
+		vs, err := s.Store.Versions(r.Context(), cur.Name)
+		if err != nil {
+			return err
+		}
+		cc := certificateCredential{Name: cur.Name, ID: cur.CredentialID, SignedBy: cur.CAName, Signs: []string{}}
+		for _, v := range vs {
+			info := certInfoOf(&v)
+			expiry := ""
+			if !info.expiry.IsZero() {
+				expiry = instant(info.expiry)
+			}
+			cc.Versions = append(cc.Versions, certificateVersion{ID: v.ID, ExpiryDate: expiry,
+				CertificateAuthority: info.isCA, SelfSigned: info.selfSigned, Generated: len(v.Parameters) > 0})
+		}
+		if cc.SignedBy == "" && len(cc.Versions) > 0 && cc.Versions[0].SelfSigned {
+			cc.SignedBy = cur.Name
+		}
+		for _, o := range all {
+			if o.CAName == cur.Name && o.Name != cur.Name {
+				cc.Signs = append(cc.Signs, o.Name)
+			}
+		}
+		out = append(out, cc)
+	}
+	if name != "" && len(out) == 0 {
+		return errNotFound
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"certificates": out})
+	return nil
+}

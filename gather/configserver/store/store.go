@@ -1,0 +1,265 @@
+// Package store keeps the config server's credentials as immutable
+// Kubernetes Secrets in one namespace: one Secret per version, never
+// changed after its creation, so what a reader got by id stays what it got.
+//
+// A version's Secret is named cred-<h>-<n>: h is a hash of the credential
+// name (names are not valid object names) and n the version's number,
+// 1, 2, 3… per credential. Labels carry h and the version's UUID (its id
+// in the API), so one List finds a credential's versions and one finds an
+// id; both survive restarts because they live in the Secrets.
+//
+// Concurrency. A writer lists the credential's versions, decides from the
+// newest (the current one) whether and what to write, and creates version
+// n+1 with create-only semantics. Two writers on two replicas racing on one
+// name both try the same Secret name; the apiserver lets exactly one create
+// it and answers the other AlreadyExists, and that one lists again and
+// decides anew from the winner's version: an overwrite becomes version
+// n+2 (both values kept, one current), a no-overwrite returns the winner's.
+// So versions form one gap-free sequence per name, nothing written is lost,
+// and exactly one version — the highest number — is current. Lists read
+// from the apiserver (no cache), so a replica sees another's write at once.
+package store
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Keys of the version Secrets.
+const (
+	prefix = "config-server.bosh-injector.io/"
+	// LabelCredential is the hash of the credential name.
+	LabelCredential = prefix + "credential"
+	// LabelID is the version's UUID.
+	LabelID = prefix + "id"
+
+	annotationName         = prefix + "name"
+	annotationType         = prefix + "type"
+	annotationVersion      = prefix + "version"
+	annotationCreated      = prefix + "created-at"
+	annotationCredentialID = prefix + "credential-id"
+	annotationCAName       = prefix + "ca-name"
+
+	keyValue      = "value"
+	keyMetadata   = "metadata"
+	keyParameters = "parameters"
+)
+
+// maxAttempts bounds a write's retries when other writers keep winning.
+const maxAttempts = 50
+
+// Version is one version of a credential.
+type Version struct {
+	// ID is the version's UUID.
+	ID string
+	// CredentialID is the credential's UUID, shared by its versions (the
+	// certificates endpoint's id).
+	CredentialID string
+	Name         string
+	Type         string
+	Number       int
+	Created      time.Time
+	// Value is the value's JSON: a string or an object, per type.
+	Value json.RawMessage
+	// Metadata is the request's metadata JSON, if any.
+	Metadata json.RawMessage
+	// Parameters are the generation parameters' JSON; empty for a value
+	// that was set rather than generated.
+	Parameters json.RawMessage
+	// CAName is the CA credential a generated certificate was signed by.
+	CAName string
+}
+
+// Store reads and writes versions in Namespace.
+type Store struct {
+	// Client must read from the apiserver, not from a cache.
+	Client    client.Client
+	Namespace string
+}
+
+// Hash is the label value standing for a credential name.
+func Hash(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return hex.EncodeToString(sum[:16])
+}
+
+// Versions returns name's versions, newest first.
+func (s *Store) Versions(ctx context.Context, name string) ([]Version, error) {
+	vs, err := s.list(ctx, client.MatchingLabels{LabelCredential: Hash(name)})
+	if err != nil {
+		return nil, err
+	}
+	// A hash collision would mix names; the annotation says whose it is.
+	vs = slices.DeleteFunc(vs, func(v Version) bool { return v.Name != name })
+	slices.SortFunc(vs, func(a, b Version) int { return cmp.Compare(b.Number, a.Number) })
+	return vs, nil
+}
+
+// Current returns name's newest version, nil when there is none.
+func (s *Store) Current(ctx context.Context, name string) (*Version, error) {
+	vs, err := s.Versions(ctx, name)
+	if err != nil || len(vs) == 0 {
+		return nil, err
+	}
+	return &vs[0], nil
+}
+
+// ByID returns the version with id, nil when there is none.
+func (s *Store) ByID(ctx context.Context, id string) (*Version, error) {
+	if uuid.Validate(id) != nil {
+		return nil, nil
+	}
+	vs, err := s.list(ctx, client.MatchingLabels{LabelID: id})
+	if err != nil || len(vs) == 0 {
+		return nil, err
+	}
+	return &vs[0], nil
+}
+
+// All returns the newest version of every credential, newest first.
+func (s *Store) All(ctx context.Context) ([]Version, error) {
+	req, err := labels.NewRequirement(LabelCredential, selection.Exists, nil)
+	if err != nil {
+		return nil, err
+	}
+	vs, err := s.list(ctx, client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*req)})
+	if err != nil {
+		return nil, err
+	}
+	newest := map[string]Version{}
+	for _, v := range vs {
+		if n, ok := newest[v.Name]; !ok || v.Number > n.Number {
+			newest[v.Name] = v
+		}
+	}
+	out := make([]Version, 0, len(newest))
+	for _, v := range newest {
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b Version) int { return cmp.Or(b.Created.Compare(a.Created), cmp.Compare(a.Name, b.Name)) })
+	return out, nil
+}
+
+// Decide is a writer's choice given the current version (nil if none): the
+// version to add (Name, Type, Value, Metadata, Parameters, CAName; the
+// store fills the rest), or nil to keep current. It may run more than
+// once, each time with the then current version.
+type Decide func(current *Version) (*Version, error)
+
+// Write adds the version decide asks for as name's new current version and
+// returns it, or returns current when decide keeps it.
+func (s *Store) Write(ctx context.Context, name string, decide Decide) (*Version, error) {
+	for range maxAttempts {
+		current, err := s.Current(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		next, err := decide(current)
+		if err != nil || next == nil {
+			return current, err
+		}
+		next.Name, next.ID, next.Number = name, uuid.NewString(), 1
+		next.CredentialID = uuid.NewString()
+		if current != nil {
+			next.Number, next.CredentialID = current.Number+1, current.CredentialID
+		}
+		next.Created = time.Now().UTC().Truncate(time.Second)
+		err = s.Client.Create(ctx, s.secret(next))
+		if apierrors.IsAlreadyExists(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("creating version %d of a credential: %w", next.Number, err)
+		}
+		return next, nil
+	}
+	return nil, errors.New("too many concurrent writers of one credential")
+}
+
+// Delete removes every version of name; false when there was none.
+func (s *Store) Delete(ctx context.Context, name string) (bool, error) {
+	vs, err := s.Versions(ctx, name)
+	if err != nil || len(vs) == 0 {
+		return false, err
+	}
+	for _, v := range vs {
+		err := s.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: secretName(v)}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+func secretName(v Version) string { return "cred-" + Hash(v.Name) + "-" + strconv.Itoa(v.Number) }
+
+func (s *Store) secret(v *Version) *corev1.Secret {
+	immutable := true
+	sec := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: s.Namespace,
+			Name:      secretName(*v),
+			Labels:    map[string]string{LabelCredential: Hash(v.Name), LabelID: v.ID},
+			Annotations: map[string]string{
+				annotationName:         v.Name,
+				annotationType:         v.Type,
+				annotationVersion:      strconv.Itoa(v.Number),
+				annotationCreated:      v.Created.Format(time.RFC3339),
+				annotationCredentialID: v.CredentialID,
+			},
+		},
+		Immutable: &immutable,
+		Type:      corev1.SecretTypeOpaque,
+		Data:      map[string][]byte{keyValue: v.Value},
+	}
+	if v.CAName != "" {
+		sec.Annotations[annotationCAName] = v.CAName
+	}
+	if len(v.Metadata) > 0 {
+		sec.Data[keyMetadata] = v.Metadata
+	}
+	if len(v.Parameters) > 0 {
+		sec.Data[keyParameters] = v.Parameters
+	}
+	return sec
+}
+
+// list returns the versions opts select.
+func (s *Store) list(ctx context.Context, opts ...client.ListOption) ([]Version, error) {
+	var secrets corev1.SecretList
+	if err := s.Client.List(ctx, &secrets, append(opts, client.InNamespace(s.Namespace))...); err != nil {
+		return nil, fmt.Errorf("listing credential versions: %w", err)
+	}
+	vs := make([]Version, 0, len(secrets.Items))
+	for _, sec := range secrets.Items {
+		a := sec.Annotations
+		n, err := strconv.Atoi(a[annotationVersion])
+		if err != nil || a[annotationName] == "" {
+			continue // not a version this package wrote
+		}
+		created, _ := time.Parse(time.RFC3339, a[annotationCreated])
+		vs = append(vs, Version{
+			ID: sec.Labels[LabelID], CredentialID: a[annotationCredentialID],
+			Name: a[annotationName], Type: a[annotationType], Number: n, Created: created,
+			Value: sec.Data[keyValue], Metadata: sec.Data[keyMetadata], Parameters: sec.Data[keyParameters],
+			CAName: a[annotationCAName],
+		})
+	}
+	return vs, nil
+}
