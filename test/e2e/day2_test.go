@@ -15,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
@@ -38,7 +39,8 @@ import (
 // pod was replaced), start, restart (same pod, drain and post-start
 // again) and recreate (a new pod, the disk's bytes kept) with the other
 // instances' pods untouched; delete-deployment, after which only the
-// orphaned claim and the generated variable are left.
+// orphaned claim and the generated variable are left (PodDisruptionBudgets
+// gone too, one created without the deployment label as before).
 func TestDay2Commands(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -56,7 +58,14 @@ func TestDay2Commands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	unlabelled := false
 	for _, o := range res.Objects {
+		if b, ok := o.(*policyv1.PodDisruptionBudget); ok && !unlabelled {
+			// As `objects` printed it before it labelled every object:
+			// delete-deployment finds it by its selector.
+			delete(b.Labels, names.LabelDeployment)
+			unlabelled = true
+		}
 		if o.GetObjectKind().GroupVersionKind().Kind != "Secret" {
 			if err := w.Client.Create(ctx, o); err != nil {
 				t.Fatal(err)
@@ -302,7 +311,8 @@ func TestDay2Commands(t *testing.T) {
 			list client.ObjectList
 		}{{"Pod", &corev1.PodList{}}, {"Secret", &corev1.SecretList{}}, {"ConfigMap", &corev1.ConfigMapList{}}, {"Service", &corev1.ServiceList{}},
 			{"PersistentVolumeClaim", &corev1.PersistentVolumeClaimList{}}, {"ServiceAccount", &corev1.ServiceAccountList{}},
-			{"StatefulSet", &appsv1.StatefulSetList{}}, {"Job", &batchv1.JobList{}}, {"Role", &rbacv1.RoleList{}}, {"RoleBinding", &rbacv1.RoleBindingList{}}} {
+			{"StatefulSet", &appsv1.StatefulSetList{}}, {"Job", &batchv1.JobList{}}, {"Role", &rbacv1.RoleList{}}, {"RoleBinding", &rbacv1.RoleBindingList{}},
+			{"PodDisruptionBudget", &policyv1.PodDisruptionBudgetList{}}} {
 			if err := w.Client.List(ctx, l.list, client.InNamespace(ns)); err != nil {
 				t.Fatal(err)
 			}

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,10 +40,10 @@ type DeleteOptions struct {
 // Delete deletes the deployment as `bosh delete-deployment` does: every
 // instance drained (drainAll), the manifest Secret, the StatefulSets and
 // Jobs, waiting for the pods to go; the persistent disk claims stay,
-// orphaned by the operator's disk controller (reportOrphans); then every
-// object gathering made (resolved and BPM Secrets, links, Services, DNS
-// records, the gathering's Jobs and RBAC), and the generated variables
-// when asked.
+// orphaned by the operator's disk controller (reportOrphans); then the
+// groups' PodDisruptionBudgets and every object gathering made (resolved
+// and BPM Secrets, links, Services, DNS records, the gathering's Jobs and
+// RBAC), and the generated variables when asked.
 func (d *Deployment) Delete(ctx context.Context, o DeleteOptions) error {
 	ns := client.InNamespace(d.Namespace)
 	label := names.LabelValue(d.Name())
@@ -85,6 +86,22 @@ func (d *Deployment) Delete(ctx context.Context, o DeleteOptions) error {
 	}
 
 	d.reportOrphans(ctx, o)
+
+	// The groups' PodDisruptionBudgets: `objects` labels them; those it
+	// printed before it did are the ones selecting the deployment's pods.
+	var budgets policyv1.PodDisruptionBudgetList
+	if err := d.Client.List(ctx, &budgets, ns); err != nil {
+		return err
+	}
+	for i := range budgets.Items {
+		b := &budgets.Items[i]
+		if b.Labels[names.LabelDeployment] != label && (b.Spec.Selector == nil || b.Spec.Selector.MatchLabels[names.LabelDeployment] != label) {
+			continue
+		}
+		if err := d.Client.Delete(ctx, b); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting PodDisruptionBudget %s: %w", b.Name, err)
+		}
+	}
 
 	for _, list := range []client.ObjectList{&corev1.SecretList{}, &corev1.ConfigMapList{}, &corev1.ServiceList{}, &batchv1.JobList{},
 		&corev1.PodList{}, &corev1.ServiceAccountList{}, &rbacv1.RoleList{}, &rbacv1.RoleBindingList{}} {

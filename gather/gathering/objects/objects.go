@@ -122,8 +122,11 @@ func (b *builder) warn(format string, args ...any) {
 	b.res.Warnings = append(b.res.Warnings, fmt.Sprintf(format, args...))
 }
 
+// meta is the metadata of every object printed: the deployment label lets
+// one selector find them all (delete-deployment, kubectl -l).
 func (b *builder) meta(name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: name, Namespace: b.opts.Namespace}
+	return metav1.ObjectMeta{Name: name, Namespace: b.opts.Namespace,
+		Labels: map[string]string{names.LabelDeployment: names.LabelValue(b.m.Name)}}
 }
 
 // SecretName is the manifest Secret's name.
@@ -147,7 +150,6 @@ func (b *builder) secret(manifestYAML []byte, ops []deployment.OpsFile) client.O
 		ObjectMeta: b.meta(SecretName(b.m.Name)),
 		Data:       map[string][]byte{names.ManifestKey: manifestYAML},
 	}
-	s.Labels = map[string]string{names.LabelDeployment: names.LabelValue(b.m.Name)}
 	for i, op := range ops {
 		s.Data[OpsKey(i, op.Name)] = op.Data
 	}

@@ -30,7 +30,7 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 // updateBlock is the update block the director requires of a manifest.
 const updateBlock = "update: {canaries: 1, max_in_flight: 1, canary_watch_time: 1000, update_watch_time: 1000}\n"
 
-var deployments = filepath.Join("..", "..", "test", "fixtures", "deployments")
+var deployments = filepath.Join("..", "..", "..", "test", "fixtures", "deployments")
 
 func read(t *testing.T, path string) []byte {
 	t.Helper()
@@ -116,6 +116,12 @@ func TestGolden(t *testing.T) {
 			res, err := objects.Build(read(t, c.manifest), ops, c.opts)
 			if err != nil {
 				t.Fatal(err)
+			}
+			// One selector finds everything printed (delete-deployment).
+			for _, o := range res.Objects {
+				if o.GetLabels()[names.LabelDeployment] == "" {
+					t.Errorf("%T %s has no label %s", o, o.GetName(), names.LabelDeployment)
+				}
 			}
 			got := golden(t, res)
 			again, err := objects.Build(read(t, c.manifest), ops, c.opts)
