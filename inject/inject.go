@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -228,6 +229,10 @@ func MutateFrom(pod *corev1.Pod, plan Plan, build func(Plan) *Parts) (Added, err
 		rec.DefaultContainer = true
 	}
 	pod.Spec.Volumes = slices.Concat(pod.Spec.Volumes, parts.volumes)
+	if parts.store != nil && !hasVolume(pod, VolumeStore) {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, *parts.store)
+		rec.Volumes = append(slices.Clip(rec.Volumes), VolumeStore)
+	}
 	rec.DNS = setDNS(pod, plan.Settings.DNS, plan.Namespace, info.Deployment)
 	// Unset, the grace is Kubernetes' default.
 	if grace := parts.gracePeriod; ptr.Deref(pod.Spec.TerminationGracePeriodSeconds, corev1.DefaultTerminationGracePeriodSeconds) < grace {
@@ -273,6 +278,9 @@ type Parts struct {
 	initNames, volumeNames   []string
 	gracePeriod              int64
 	hostPID                  bool
+	// store is the store of a group without a persistent disk, for a pod
+	// without a store volume of its own; nil when the jobs need none.
+	store *corev1.Volume
 	// denials are the plan's, in the order Mutate meets them.
 	denials []partDenial
 }
@@ -361,10 +369,32 @@ func Build(plan Plan) *Parts {
 		parts.volumeNames = append(parts.volumeNames, v.Name)
 	}
 	parts.denials = append(parts.denials, mountNamedDisks(info, inits, setup, containers)...)
+	if info.EphemeralStore {
+		parts.store = ephemeralStore(parts, info.EphemeralDiskMB)
+	}
 	parts.inits, parts.setup, parts.containers, parts.volumes = inits, setup, containers, volumes
 	parts.gracePeriod = gracePeriod(plan)
 	parts.hostPID = hostPID(configs)
 	return parts
+}
+
+// ephemeralStore takes the store denials of a group without a persistent
+// disk out of parts and returns the store its jobs get instead: an
+// emptyDir, as BPM makes /var/vcap/store/<job> on a VM's own disk when it
+// has none, bounded by the group's ephemeral disk when the manifest gives
+// one (bpm.WarnEphemeralStore says its data lives as long as the pod).
+// nil when no job needs a store.
+func ephemeralStore(parts *Parts, ephemeralMB int) *corev1.Volume {
+	n := len(parts.denials)
+	parts.denials = slices.DeleteFunc(parts.denials, func(d partDenial) bool { return d.without == VolumeStore })
+	if len(parts.denials) == n {
+		return nil
+	}
+	v := emptyDir(VolumeStore)
+	if ephemeralMB > 0 {
+		v.EmptyDir.SizeLimit = resource.NewQuantity(int64(ephemeralMB)<<20, resource.BinarySI)
+	}
+	return &v
 }
 
 // setupContainers are the instance's setup steps, render then pre-start,

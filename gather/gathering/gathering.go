@@ -383,5 +383,8 @@ func bpmInfo(m *manifest.Manifest, g *deployment.Group, instances []bpm.Instance
 		}
 		info.Releases = append(info.Releases, bpm.Release{Name: j.Release, Version: j.ReleaseVersion, Image: image})
 	}
+	if !g.Manifest.HasStoreDisk() && info.StoresData() {
+		info.EphemeralStore, info.EphemeralDiskMB = true, g.Manifest.EphemeralDiskMB()
+	}
 	return info, nil
 }

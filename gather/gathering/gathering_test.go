@@ -335,14 +335,15 @@ addons:
 
 	It("warns on the manifest Secret of BPM settings pods honour only in part", func() {
 		// The storefront job with a volume BPM mounts noexec, which a
-		// Kubernetes mount cannot be.
+		// Kubernetes mount cannot be, and asking for the persistent disk
+		// in web, which has none: its store is the pod's own.
 		dir := GinkgoT().TempDir()
 		Expect(os.CopyFS(dir, os.DirFS(jobsDir))).To(Succeed())
 		tmpl := filepath.Join(dir, "shop", "storefront", "templates", "bpm.yml.erb")
 		data, err := os.ReadFile(tmpl)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(os.WriteFile(tmpl, append(data, "  additional_volumes:\n  - path: /var/vcap/data/storefront/cache\n    writable: true\n"...), 0o644)).To(Succeed())
-		apply(manifest)
+		Expect(os.WriteFile(tmpl, append(data, "  persistent_disk: true\n  additional_volumes:\n  - path: /var/vcap/data/storefront/cache\n    writable: true\n"...), 0o644)).To(Succeed())
+		apply([]byte(strings.Replace(string(manifest), "- name: web\n", "- name: web\n  vm_resources: {cpu: 1, ram: 512, ephemeral_disk_size: 2048}\n", 1)))
 		type event struct{ Type, Reason, Message string }
 		var events []event
 		_, err = gatherAccepted(cp.Client, gathering.Config{
@@ -354,6 +355,11 @@ addons:
 		Expect(err).NotTo(HaveOccurred())
 		Expect(events).To(ContainElement(event{corev1.EventTypeWarning, gathering.ReasonBPMField,
 			"instance group 'web': job 'storefront', process 'storefront', volume /var/vcap/data/storefront/cache: " + bpm.WarnExecutableMount}))
+		Expect(events).To(ContainElement(event{corev1.EventTypeWarning, gathering.ReasonBPMField,
+			"instance group 'web': job 'storefront' stores data in /var/vcap/store: " + bpm.WarnEphemeralStore}))
+		Expect(bpmInfo("shop.bpm.web-v1")).To(And(HaveField("EphemeralStore", BeTrue()), HaveField("EphemeralDiskMB", 2048)))
+		// db's store is its disk.
+		Expect(bpmInfo("shop.bpm.db-v1").EphemeralStore).To(BeFalse())
 		Expect(events).To(ContainElement(HaveField("Reason", gathering.StageRendered)))
 	})
 

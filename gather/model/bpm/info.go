@@ -20,6 +20,15 @@ type Info struct {
 	Lifecycle string `json:"lifecycle"`
 	// PersistentDiskMB is the group's persistent disk size, 0 for none.
 	PersistentDiskMB int `json:"persistent_disk_mb,omitempty"`
+	// EphemeralStore says a job of the group mounts /var/vcap/store but the
+	// group has no persistent disk: the store is the pod's own ephemeral
+	// storage, as on a VM without a disk it is the VM's. Set only then, so
+	// that no other group's Info changes.
+	EphemeralStore bool `json:"ephemeral_store,omitempty"`
+	// EphemeralDiskMB is, with EphemeralStore, the group's
+	// vm_resources.ephemeral_disk_size (0 when not given): it bounds that
+	// store.
+	EphemeralDiskMB int `json:"ephemeral_disk_mb,omitempty"`
 	// NamedDisks are the names of the group's `persistent_disks`, which
 	// the webhook mounts at names.NamedDisksDir.
 	NamedDisks []string `json:"named_disks,omitempty"`

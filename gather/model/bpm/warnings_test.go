@@ -30,3 +30,26 @@ func TestWarnings(t *testing.T) {
 		t.Errorf("index 1: got %q, want none", got)
 	}
 }
+
+// A job asking for the persistent disk (persistent_disk or a volume under
+// /var/vcap/store) in a group without one warns once for the group, naming
+// the jobs; with a disk (EphemeralStore unset) it does not.
+func TestWarningsStoreWithoutDisk(t *testing.T) {
+	configs := map[string]bpm.Config{
+		"svc":   {Processes: []bpm.Process{{Name: "svc", PersistentDisk: true}}},
+		"cache": {Processes: []bpm.Process{{Name: "cache", AdditionalVolumes: []bpm.Volume{{Path: "/var/vcap/store/cache/blobs", AllowExecutions: true}}}}},
+		"web":   {Processes: []bpm.Process{{Name: "web"}}},
+	}
+	info := &bpm.Info{Jobs: []bpm.Job{{Name: "svc"}, {Name: "cache"}, {Name: "web"}}, BPM: []bpm.InstanceBPM{{Indexes: []int{0}, Jobs: configs}}}
+	if !info.StoresData() {
+		t.Error("StoresData is false")
+	}
+	if got := info.Warnings(0); got != nil {
+		t.Errorf("with a disk: got %q, want none", got)
+	}
+	info.EphemeralStore = true
+	want := []string{"jobs 'svc', 'cache' store data in /var/vcap/store: " + bpm.WarnEphemeralStore}
+	if got := info.Warnings(0); !slices.Equal(got, want) {
+		t.Errorf("without a disk: got %q, want %q", got, want)
+	}
+}

@@ -764,3 +764,42 @@ func eachMap(e *yamlvalue.Map, p, key string, f func(string, *yamlvalue.Map) err
 	}
 	return nil
 }
+
+// HasStoreDisk says whether the group has the disk the agent mounts at
+// /var/vcap/store: persistent_disk, or one of a type (persistent_disk_type,
+// the older persistent_disk_pool); named disks (persistent_disks) are not
+// mounted there.
+func (g *InstanceGroup) HasStoreDisk() bool {
+	if g.PersistentDisk > 0 {
+		return true
+	}
+	if g.Raw == nil {
+		return false
+	}
+	for _, k := range []string{"persistent_disk_type", "persistent_disk_pool"} {
+		if v, _ := g.Raw.Get(k); v != nil && v != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// EphemeralDiskMB is the group's vm_resources.ephemeral_disk_size in MiB,
+// 0 when not given or not a size (objects refuses a malformed
+// vm_resources).
+func (g *InstanceGroup) EphemeralDiskMB() int {
+	if g.Raw == nil {
+		return 0
+	}
+	v, _ := g.Raw.Get("vm_resources")
+	vm, ok := v.(*yamlvalue.Map)
+	if !ok {
+		return 0
+	}
+	size, _ := vm.Get("ephemeral_disk_size")
+	n, ok := size.(int64)
+	if !ok || n < 0 || n > MaxMiB {
+		return 0
+	}
+	return int(n)
+}
