@@ -6,6 +6,12 @@ SHELL := /bin/bash
 
 GO ?= go
 BIN_DIR := bin
+# Everything is built static, as Kubernetes releases its binaries: one cgo
+# setting for the tools, bin/bosh-injector, the demo and the test binaries
+# lets them share compiled packages (with cgo, `net` and all that imports it
+# build apart), so nothing is compiled twice between `make demo` and
+# `make test`.
+export CGO_ENABLED := 0
 
 # Test control plane binaries are built from pinned Go modules under
 # test/tools and cached outside the repository, keyed by their versions, so a
@@ -46,6 +52,55 @@ KUBE_LDFLAGS := -s -w \
 CSI_DIGEST := $(shell cat test/tools/csi/go.mod test/tools/csi/go.sum test/tools/csi/*.go 2>/dev/null | sha256sum | cut -c1-12)
 CSI := $(TESTBIN_CACHE)/csi-$(CSI_DIGEST)/bosh-injector-csi
 
+# One `go build` per module: the Kubernetes binaries (the kubelet shares
+# 1,500 packages with the rest) and containerd's are each built by one
+# invocation into the directory (`-o dir/`), linked at once; GNU make 4.3's
+# grouped targets (&:) run it once for all of its files.
+ifeq ($(filter grouped-target,$(.FEATURES)),)
+$(error GNU make 4.3 or later is needed (grouped targets &:); this is $(MAKE_VERSION))
+endif
+KUBE_CMDS := kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet kubectl
+KUBE_BINS := $(addprefix $(TESTBIN)/,$(KUBE_CMDS))
+# containerd keyed by its own version inside the control plane's directory,
+# linked beside the rest: containerd finds its shim next to itself.
+CONTAINERD_CMDS := containerd containerd-shim-runc-v2 ctr
+CONTAINERD_DIR := $(TESTBIN)/containerd-$(CONTAINERD_VERSION)
+CONTAINERD_BINS := $(addprefix $(CONTAINERD_DIR)/,$(CONTAINERD_CMDS))
+
+# A build step says what it builds, a line each minute while it runs, and
+# how long it took; its output shows as it comes and its failure fails
+# make. In a recipe: @$(call step,what it builds,command…); V=1 echoes the
+# command too. A command that is a shell function runs without set -e (a
+# function called left of || does): chain its commands with &&.
+step_sh = step() { \
+	local what=$$1 start ticker took rc=0; shift; start=$$(date +%s); \
+	echo "==> $$what"; \
+	if [ -n "$(V)" ]; then echo "$$*"; fi; \
+	( s=; trap 'kill $$s 2>/dev/null; exit 0' TERM; \
+	  while :; do sleep 60 >/dev/null 2>&1 </dev/null & s=$$!; wait $$s; \
+	    echo "    still $${what\#\[*\] }… $$(( ($$(date +%s) - start) / 60 ))m elapsed"; done ) & ticker=$$!; \
+	"$$@" || rc=$$?; \
+	kill $$ticker 2>/dev/null || true; wait $$ticker 2>/dev/null || true; \
+	took=$$(( $$(date +%s) - start )); \
+	if [ $$took -ge 60 ]; then took="$$((took / 60))m$$((took % 60))s"; else took="$${took}s"; fi; \
+	if [ $$rc -ne 0 ]; then echo "    failed after $$took (exit status $$rc)" >&2; return $$rc; fi; \
+	echo "    done in $$took"; \
+	}; step
+step = $(step_sh) "$(1)"
+
+# The testbin steps in the order make runs them (testbin's prerequisites'),
+# numbered [i/N] among those left to build (N computed once, when the
+# first runs) when the goal builds the whole testbin; a grouped step is
+# left when any of its files is.
+TESTBIN_STEPS := $(TESTBIN)/etcd $(firstword $(KUBE_BINS)) $(TESTBIN)/helm $(TESTBIN)/cert-manager-controller \
+	$(TESTBIN)/cert-manager-cainjector $(firstword $(CONTAINERD_BINS)) $(TESTBIN)/registry-$(REGISTRY_VERSION) $(CSI) $(COREDNS)
+step_files = $(if $(filter $(1),$(KUBE_BINS)),$(KUBE_BINS),$(if $(filter $(1),$(CONTAINERD_BINS)),$(CONTAINERD_BINS),$(1)))
+TESTBIN_TODO = $(eval TESTBIN_TODO := $(foreach s,$(TESTBIN_STEPS),$(if $(filter-out $(wildcard $(call step_files,$(s))),$(call step_files,$(s))),$(s))))$(TESTBIN_TODO)
+upto = $(if $(2),$(firstword $(2)) $(if $(filter $(1),$(firstword $(2))),,$(call upto,$(1),$(wordlist 2,$(words $(2)),$(2)))))
+TESTBIN_GOALS := testbin test e2e demo demo-cluster acceptance-cf bench
+# "[i/N] " for the step whose (first) file is $(1).
+testbin_no = $(if $(filter $(TESTBIN_GOALS),$(MAKECMDGOALS)),[$(words $(call upto,$(1),$(TESTBIN_TODO)))/$(words $(TESTBIN_TODO))] )
+
 .PHONY: testbin print-testbin
 testbin: $(addprefix $(TESTBIN)/,$(TESTBIN_TOOLS) $(NODE_TOOLS)) $(TESTBIN)/registry $(TESTBIN)/bosh-injector-csi $(COREDNS) ## Build the test cluster (control plane, node, CSI driver), the registry and CoreDNS (cached outside the repo)
 
@@ -61,7 +116,8 @@ print-coredns: ## Print the path of the CoreDNS binary tests run
 # Static: the test cluster runs it in a pod from an image holding only it.
 $(COREDNS): | test/tools/coredns/go.mod test/tools/coredns/main.go
 	@mkdir -p $(@D)
-	cd test/tools/coredns && CGO_ENABLED=0 $(GO) build -ldflags '-s -w' -o $@ .
+	@$(call step,$(call testbin_no,$@)building CoreDNS ($(COREDNS_VERSION))) \
+		env CGO_ENABLED=0 $(GO) -C test/tools/coredns build -ldflags '-s -w' -o $@ .
 
 # Every tool is built static (CGO_ENABLED=0), as Kubernetes releases its
 # binaries: one cgo setting for all lets the tools share their compiled
@@ -69,38 +125,31 @@ $(COREDNS): | test/tools/coredns/go.mod test/tools/coredns/main.go
 # binaries share 1,500 packages with the kubelet).
 $(TESTBIN)/etcd: | test/tools/etcd/go.mod test/tools/etcd/main.go
 	@mkdir -p $(@D)
-	cd test/tools/etcd && CGO_ENABLED=0 $(GO) build -ldflags '-s -w' -o $@ .
+	@$(call step,$(call testbin_no,$@)building etcd ($(ETCD_VERSION))) \
+		env CGO_ENABLED=0 $(GO) -C test/tools/etcd build -ldflags '-s -w' -o $@ .
 
-$(TESTBIN)/kube-%: | test/tools/kube/go.mod
-	@mkdir -p $(@D)
-	cd test/tools/kube && CGO_ENABLED=0 $(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kube-$*
+$(KUBE_BINS) &: | test/tools/kube/go.mod
+	@mkdir -p $(TESTBIN)
+	@$(call step,$(call testbin_no,$(firstword $(KUBE_BINS)))building $(KUBE_CMDS) (k8s $(KUBE_VERSION))) \
+		env CGO_ENABLED=0 $(GO) -C test/tools/kube build -ldflags '$(KUBE_LDFLAGS)' -o $(TESTBIN)/ $(addprefix k8s.io/kubernetes/cmd/,$(KUBE_CMDS))
 
-$(TESTBIN)/kubectl: | test/tools/kube/go.mod
-	@mkdir -p $(@D)
-	cd test/tools/kube && CGO_ENABLED=0 $(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kubectl
-
-$(TESTBIN)/kubelet: | test/tools/kube/go.mod
-	@mkdir -p $(@D)
-	cd test/tools/kube && CGO_ENABLED=0 $(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kubelet
-
-# containerd keyed by its own version inside the control plane's directory,
-# linked beside the rest: containerd finds its shim next to itself.
-CONTAINERD_DIR := $(TESTBIN)/containerd-$(CONTAINERD_VERSION)
 CONTAINERD_LDFLAGS := -s -w -X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION)
-$(CONTAINERD_DIR)/%: | test/tools/containerd/go.mod
-	@mkdir -p $(@D)
-	cd test/tools/containerd && CGO_ENABLED=0 $(GO) build -tags no_btrfs -ldflags '$(CONTAINERD_LDFLAGS)' -o $@ github.com/containerd/containerd/v2/cmd/$*
+$(CONTAINERD_BINS) &: | test/tools/containerd/go.mod
+	@mkdir -p $(CONTAINERD_DIR)
+	@$(call step,$(call testbin_no,$(firstword $(CONTAINERD_BINS)))building $(CONTAINERD_CMDS) ($(CONTAINERD_VERSION))) \
+		env CGO_ENABLED=0 $(GO) -C test/tools/containerd build -tags no_btrfs -ldflags '$(CONTAINERD_LDFLAGS)' -o $(CONTAINERD_DIR)/ $(addprefix github.com/containerd/containerd/v2/cmd/,$(CONTAINERD_CMDS))
 
 $(TESTBIN)/containerd $(TESTBIN)/containerd-shim-runc-v2 $(TESTBIN)/ctr: $(TESTBIN)/%: $(CONTAINERD_DIR)/%
-	ln -sf $(<:$(TESTBIN)/%=%) $@
+	@ln -sf $(<:$(TESTBIN)/%=%) $@
 
-HELM_K8S_VERSION = $(shell cd test/tools/helm && $(GO) list -m -f '{{.Version}}' k8s.io/client-go)
+# The Kubernetes minor version helm's client-go is, once.
+HELM_K8S_MINOR = $(eval HELM_K8S_MINOR := $(word 2,$(subst ., ,$(shell $(GO) -C test/tools/helm list -m -f '{{.Version}}' k8s.io/client-go))))$(HELM_K8S_MINOR)
 $(TESTBIN)/helm: | test/tools/helm/go.mod
 	@mkdir -p $(@D)
-	cd test/tools/helm && minor=$$(echo $(HELM_K8S_VERSION) | cut -d. -f2) && \
-	CGO_ENABLED=0 $(GO) build -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
-		-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$$minor \
-		-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$$minor" \
+	@$(call step,$(call testbin_no,$@)building helm ($(HELM_VERSION))) \
+		env CGO_ENABLED=0 $(GO) -C test/tools/helm build -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
+		-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$(HELM_K8S_MINOR) \
+		-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$(HELM_K8S_MINOR)" \
 		-o $@ helm.sh/helm/v3/cmd/helm
 
 # The image registry release-image pushes to in tests. Keyed by its own
@@ -108,31 +157,35 @@ $(TESTBIN)/helm: | test/tools/helm/go.mod
 # $KUBEBUILDER_ASSETS/registry.
 $(TESTBIN)/registry-$(REGISTRY_VERSION): | test/tools/registry/go.mod
 	@mkdir -p $(@D)
-	cd test/tools/registry && CGO_ENABLED=0 $(GO) build -ldflags '-s -w' -o $@ github.com/distribution/distribution/v3/cmd/registry
+	@$(call step,$(call testbin_no,$@)building the image registry ($(REGISTRY_VERSION))) \
+		env CGO_ENABLED=0 $(GO) -C test/tools/registry build -ldflags '-s -w' -o $@ github.com/distribution/distribution/v3/cmd/registry
 
 $(TESTBIN)/registry: $(TESTBIN)/registry-$(REGISTRY_VERSION)
-	ln -sf $(<F) $@
+	@ln -sf $(<F) $@
 
 $(CSI): | test/tools/csi/go.mod
 	@mkdir -p $(@D)
-	cd test/tools/csi && CGO_ENABLED=0 $(GO) build -ldflags '-s -w' -o $@ .
+	@$(call step,$(call testbin_no,$@)building the CSI driver (test/tools/csi $(CSI_DIGEST))) \
+		env CGO_ENABLED=0 $(GO) -C test/tools/csi build -ldflags '-s -w' -o $@ .
 
 # Linked where the cluster finds its binaries: relinked when the digest
 # (the target's path) changes.
 $(TESTBIN)/bosh-injector-csi: $(CSI)
 	@mkdir -p $(@D)
-	ln -sf $< $@
+	@ln -sf $< $@
 
 # cert-manager's CRDs are plain YAML in its module.
 $(TESTBIN)/cert-manager-crds: | test/tools/certmanager/go.mod
 	@mkdir -p $@
-	cp $$(cd test/tools/certmanager && $(GO) list -m -f '{{.Dir}}' github.com/cert-manager/cert-manager)/deploy/crds/*.yaml $@/
-	chmod 0644 $@/*.yaml
+	@echo "==> copying cert-manager's CRDs ($(CERT_MANAGER_VERSION))"
+	@cp $$($(GO) -C test/tools/certmanager list -m -f '{{.Dir}}' github.com/cert-manager/cert-manager)/deploy/crds/*.yaml $@/
+	@chmod 0644 $@/*.yaml
 
 # Static: the test cluster runs them in pods from images holding only them.
 $(TESTBIN)/cert-manager-%: | test/tools/certmanager/go.mod test/tools/certmanager/%/main.go
 	@mkdir -p $(@D)
-	cd test/tools/certmanager && CGO_ENABLED=0 $(GO) build -ldflags '-s -w' -o $@ ./$*
+	@$(call step,$(call testbin_no,$@)building cert-manager's $* ($(CERT_MANAGER_VERSION))) \
+		env CGO_ENABLED=0 $(GO) -C test/tools/certmanager build -ldflags '-s -w' -o $@ ./$*
 
 # Debian packages, installed only when missing.
 apt_install = missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
@@ -165,11 +218,13 @@ e2e-deps: deps ## Install podman, runc, catatonit and debootstrap, when missing
 
 base-image: e2e-deps ## Import a debootstrapped Debian as $(BASE_IMAGE), when missing
 	@if ! podman image exists $(BASE_IMAGE); then \
-		root=$$(mktemp -d); trap 'rm -rf "$$root"' EXIT; \
-		echo "debootstrap bookworm into $$root"; \
-		debootstrap --variant=minbase bookworm "$$root" $(DEBIAN_MIRROR) >/dev/null; \
-		tar -C "$$root" -c . | podman import --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-			--change 'CMD ["bash"]' - $(BASE_IMAGE) >/dev/null; \
+		debootstrap_import() { \
+			root=$$(mktemp -d) && trap 'rm -rf "$$root"' EXIT && \
+			debootstrap --variant=minbase bookworm "$$root" $(DEBIAN_MIRROR) >/dev/null && \
+			tar -C "$$root" -c . | podman import --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+				--change 'CMD ["bash"]' - $(BASE_IMAGE) >/dev/null; \
+		}; \
+		$(call step,debootstrapping Debian bookworm as $(BASE_IMAGE)) debootstrap_import; \
 	fi
 
 # The stemcell stand-in job scripts run on in the sandbox (`make demo
@@ -182,23 +237,26 @@ DEFAULT_STEMCELL_IMAGE := localhost/bosh-injector-stemcell:bookworm-$(shell sha2
 .PHONY: stemcell-image print-stemcell-image
 stemcell-image: base-image ## Build the stemcell stand-in image (perl, vcap, setcap, nc, curl, dig, ps, en_US locale…), when missing
 	@if ! podman image exists $(DEFAULT_STEMCELL_IMAGE); then \
-		echo "building $(DEFAULT_STEMCELL_IMAGE)"; \
-		podman build -q --network=host --build-arg BASE=$(BASE_IMAGE) -f $(STEMCELL_CONTAINERFILE) -t $(DEFAULT_STEMCELL_IMAGE) test/stemcell >/dev/null; \
+		build_stemcell() { podman build -q --network=host --build-arg BASE=$(BASE_IMAGE) -f $(STEMCELL_CONTAINERFILE) -t $(DEFAULT_STEMCELL_IMAGE) test/stemcell >/dev/null; }; \
+		$(call step,building the stemcell stand-in image $(DEFAULT_STEMCELL_IMAGE)) build_stemcell; \
 	fi
 
 print-stemcell-image: ## Print the stemcell stand-in image's name
 	@echo $(DEFAULT_STEMCELL_IMAGE)
 
 # A Go toolchain image for the Dockerfile's build stage, made from the base
-# image and this machine's Go when no registry can provide one.
+# image and this machine's Go when no registry can provide one: for
+# `podman build .` without the Makefile (`make image` needs none).
 GO_IMAGE := docker.io/library/golang:$(shell $(GO) env GOVERSION | sed 's/^go//; s/\.[0-9]*$$//')-bookworm
 .PHONY: go-image
-go-image: base-image
+go-image: base-image ## Make $(GO_IMAGE) from this machine's Go, when missing, for the Dockerfile's build stage
 	@if ! podman image exists $(GO_IMAGE); then \
-		ctr=$$(podman create $(BASE_IMAGE) true); trap 'podman rm -f $$ctr >/dev/null' EXIT; \
-		podman cp $$(go env GOROOT) $$ctr:/usr/local/go; \
-		podman commit -q --change 'ENV PATH=/usr/local/go/bin:/root/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' $$ctr $(GO_IMAGE) >/dev/null; \
-		echo "made $(GO_IMAGE) from $$(go env GOROOT)"; \
+		make_go_image() { \
+			ctr=$$(podman create $(BASE_IMAGE) true) && trap 'podman rm -f $$ctr >/dev/null' EXIT && \
+			podman cp $$($(GO) env GOROOT) $$ctr:/usr/local/go && \
+			podman commit -q --change 'ENV PATH=/usr/local/go/bin:/root/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' $$ctr $(GO_IMAGE) >/dev/null; \
+		}; \
+		$(call step,making $(GO_IMAGE) from $$($(GO) env GOROOT)) make_go_image; \
 	fi
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -208,25 +266,25 @@ LDFLAGS := -s -w -X github.com/bosh-injector/bosh-injector/cmd/bosh-injector/app
 
 .PHONY: build
 build: ## Build bin/bosh-injector (static)
-	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN_DIR)/bosh-injector ./cmd/bosh-injector
+	@$(call step,building $(BIN_DIR)/bosh-injector ($(VERSION))) \
+		env CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN_DIR)/bosh-injector ./cmd/bosh-injector
 
-# The README's test command: installs what is missing, then runs unit and
-# integration suites against the real control plane.
+# The README's test command: installs and builds what is missing, then
+# test/runner compiles every test binary before any runs (no compile
+# competes with a running cluster) and runs them scheduled for this
+# machine: at most as many real-node clusters at once as it has cores (the
+# end-to-end package runs two, the demo, sandbox and cluster packages one
+# each), and as many other packages beside them. Tests use the binary
+# `build` made (BOSH_INJECTOR_BINARY) instead of building their own.
 # -w: test binaries without DWARF link in half the time (stack traces keep
-# their lines); set GO_TEST_FLAGS without it to debug one.
-GO_TEST_FLAGS ?= -count=1 -timeout 20m -ldflags=-w
+# their lines); set TEST_BUILD_FLAGS without it to debug one.
+TEST_BUILD_FLAGS ?= -ldflags=-w
+TEST_TIMEOUT ?= 20m
+GO_TEST_FLAGS ?= -count=1 -timeout $(TEST_TIMEOUT) $(TEST_BUILD_FLAGS)
 .PHONY: test
-test: deps testbin image stemcell-image ## Build what is missing, then run every test suite
-	# Two local clusters at a time: the README's demo, then its sandbox
-	# and the cluster package's own, beside the end-to-end cluster and the
-	# other packages (go test starts them in the order given). Three
-	# clusters at once overloaded two cores: pods missed their watch times.
-	# The release-image package, compiling in podman, goes last, once the
-	# clusters are ending. Both runs end before the exit status is given.
-	pkgs=$$($(GO) list ./... | grep -v -e '/test/demo$$' -e '/test/sandbox$$' -e '/test/cluster$$' -e '/gather/releaseimage$$'); \
-	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) test -p 1 $(GO_TEST_FLAGS) ./test/demo ./test/sandbox ./test/cluster & demo=$$!; \
-	rc=0; KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) test -p 2 $(GO_TEST_FLAGS) ./test/e2e ./gather/operator/runner $$pkgs ./gather/releaseimage || rc=$$?; \
-	wait $$demo || rc=1; exit $$rc
+test: deps testbin image stemcell-image build ## Build what is missing, then run every test suite
+	KUBEBUILDER_ASSETS=$(TESTBIN) BOSH_INJECTOR_BINARY=$(abspath $(BIN_DIR)/bosh-injector) \
+		$(GO) run ./test/runner -timeout $(TEST_TIMEOUT) -- $(TEST_BUILD_FLAGS)
 	# The test cluster's CSI driver is a module of its own.
 	cd test/tools/csi && $(GO) test $(GO_TEST_FLAGS) ./...
 
@@ -236,7 +294,9 @@ $(STATICCHECK):
 	GOBIN=$(@D) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 .PHONY: e2e
-e2e: deps testbin image ## The end-to-end tests: injected pods on a local cluster of three real nodes
+# Two local clusters of three real nodes at once: the one most tests share
+# and TestZones' own (it drains and loses nodes).
+e2e: deps testbin image ## The end-to-end tests: injected pods on two local clusters of three real nodes, at once
 	KUBEBUILDER_ASSETS=$(TESTBIN) $(GO) test $(GO_TEST_FLAGS) -v ./test/e2e
 
 # The walkthrough runs on a local cluster of one real node (test/cluster);
@@ -307,8 +367,12 @@ IMAGE ?= localhost/bosh-injector:dev
 # (also the default of the webhook command's --operator-image).
 export BOSH_INJECTOR_OPERATOR_IMAGE := $(IMAGE)
 .PHONY: image
-image: go-image ## Build the operator image from the Dockerfile with podman
-	podman build --network=host --build-arg GO_IMAGE=$(GO_IMAGE) --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) \
-		-v $$($(GO) env GOMODCACHE):/root/go/pkg/mod -v $$($(GO) env GOCACHE):/root/.cache/go-build \
-		-v /etc/ssl/certs/ca-certificates.crt:/etc/bosh-injector-build-ca.crt:ro --build-arg SSL_CERT_FILE=/etc/bosh-injector-build-ca.crt \
-		-t $(IMAGE) .
+# The binary `make build` built here, with the Go build cache the tests
+# share, copied onto the Dockerfile's runtime stage (its prebuilt target),
+# as kind and ko do; podman's layer cache keeps the image as it is when
+# neither changed. `podman build .` alone builds the binary in the image.
+# (SSL_CERT_FILE, an argument of the build stage the target skips, is set
+# empty: podman warns of it otherwise.)
+image: base-image build ## Build the operator image with podman: bin/bosh-injector on the Dockerfile's runtime stage
+	@build_image() { podman build -q --network=host --build-arg BASE_IMAGE=$(BASE_IMAGE) --build-arg SSL_CERT_FILE= --target prebuilt -t $(IMAGE) . >/dev/null; }; \
+		$(call step,building the operator image $(IMAGE)) build_image

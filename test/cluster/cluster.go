@@ -78,8 +78,11 @@ type Cluster struct {
 	// to its registry: the pod sandbox, and CoreDNS with the plugins the
 	// chart's Corefile uses.
 	PauseImage, CoreDNSImage string
-	// Dir holds the cluster's files, LogDir one log per process.
-	Dir, LogDir string
+	// Dir holds the cluster's files, LogDir one log per process;
+	// NodesDir, a short path whatever Dir's, the nodes' sockets and
+	// kubelet root directories (a unix socket's path has at most 107
+	// bytes).
+	Dir, LogDir, NodesDir string
 	// BinDir holds the binaries `make testbin` built.
 	BinDir string
 
@@ -117,6 +120,10 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := rec.removeNodesDir(); err != nil {
+		lock.Close()
+		return nil, err
+	}
 	dir := opts.Dir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "bosh-injector-cluster-"); err != nil {
@@ -125,8 +132,8 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		}
 	}
 	rec.Dir, rec.Keep, rec.Nodes = dir, opts.Keep, len(zones)
-	c = &Cluster{opts: opts, rec: rec, lock: lock, Dir: dir, LogDir: filepath.Join(dir, "logs"), BinDir: binDir,
-		Registry: rec.innerIP() + ":5000"}
+	c = &Cluster{opts: opts, rec: rec, lock: lock, Dir: dir, LogDir: filepath.Join(dir, "logs"), NodesDir: rec.nodesDir(),
+		BinDir: binDir, Registry: rec.innerIP() + ":5000"}
 	for i, z := range zones {
 		c.Nodes = append(c.Nodes, newNode(rec, dir, i, z))
 	}
@@ -439,7 +446,9 @@ func (c *Cluster) startRuntime(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		containerd, err := c.startOn(n, "containerd", []string{"PATH=" + c.BinDir + ":" + os.Getenv("PATH")},
+		// Its shims make runc's console sockets in XDG_RUNTIME_DIR, else
+		// in TMPDIR.
+		containerd, err := c.startOn(n, "containerd", []string{"PATH=" + c.BinDir + ":" + os.Getenv("PATH"), "XDG_RUNTIME_DIR=" + n.runDir()},
 			filepath.Join(c.BinDir, "containerd"), "--config="+config)
 		if err != nil {
 			return err

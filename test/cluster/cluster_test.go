@@ -26,19 +26,31 @@ import (
 // images from the cluster's registry, Secret volumes and downward-API env,
 // cluster DNS through the kube-dns Service (kube-proxy's rules), a
 // provisioned PersistentVolumeClaim grown online, logs and exec through the apiserver;
-// then that teardown leaves nothing behind.
+// then that teardown leaves nothing behind. It runs from a TMPDIR of 150
+// bytes, which holds the cluster's directory: every socket (the kubelet's,
+// the CSI driver's, containerd's) lives at a short path of its own, as
+// TestSocketPaths checks for every node (issue 47).
 func TestCluster(t *testing.T) {
 	ctx := context.Background()
 	before, err := sysctls()
 	if err != nil {
 		t.Fatal(err)
 	}
+	tmpdir := t.TempDir()
+	tmpdir = filepath.Join(tmpdir, "long-tmpdir"+strings.Repeat("-", max(150-len(tmpdir)-len("/long-tmpdir"), 0)))
+	if err := os.Mkdir(tmpdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", tmpdir)
 	var log strings.Builder
 	c, err := cluster.Start(ctx, cluster.Options{Log: &log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Log(log.String())
+	if !strings.HasPrefix(c.Dir, tmpdir+"/") || len(tmpdir) < 150 {
+		t.Errorf("the cluster's directory %s is not under the TMPDIR of %d bytes %s", c.Dir, len(tmpdir), tmpdir)
+	}
 	stopped := false
 	t.Cleanup(func() {
 		if !stopped {
@@ -140,21 +152,25 @@ func TestCluster(t *testing.T) {
 	}
 	t.Logf("claim grown to 2Gi, df in the pod shows it, in %s", time.Since(grew).Round(time.Millisecond))
 
-	dir := c.Dir
+	dir, nodesDir := c.Dir, c.NodesDir
 	stopped = true
 	if err := c.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(dir); !os.IsNotExist(err) {
-		t.Errorf("%s remains: %v", dir, err)
+	for _, d := range []string{dir, nodesDir} {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("%s remains: %v", d, err)
+		}
 	}
 	loops, _ := exec.Command("losetup", "-a").Output()
 	if strings.Contains(string(loops), dir) {
 		t.Errorf("loop devices of the cluster remain:\n%s", loops)
 	}
 	mounts, _ := os.ReadFile("/proc/self/mountinfo")
-	if strings.Contains(string(mounts), dir) {
-		t.Errorf("mounts under %s remain", dir)
+	for _, d := range []string{dir, nodesDir} {
+		if strings.Contains(string(mounts), d+"/") {
+			t.Errorf("mounts under %s remain", d)
+		}
 	}
 	if out, _ := exec.Command("ip", "netns", "list").Output(); strings.Contains(string(out), "bosh-injector-") {
 		// Another package's cluster may run at the same time: only this
@@ -164,9 +180,10 @@ func TestCluster(t *testing.T) {
 	if now, _ := sysctls(); now != before {
 		t.Errorf("sysctls after teardown:\n%s\nbefore:\n%s", now, before)
 	}
-	out, _ := exec.Command("pgrep", "-af", dir).Output()
-	if len(out) > 0 {
-		t.Errorf("processes of the cluster remain:\n%s", out)
+	for _, d := range []string{dir, nodesDir + "/"} {
+		if out, _ := exec.Command("pgrep", "-af", d).Output(); len(out) > 0 {
+			t.Errorf("processes of the cluster remain:\n%s", out)
+		}
 	}
 }
 

@@ -7,13 +7,17 @@ import (
 )
 
 // A node's configuration files: containerd's, the CNI network's, the
-// kubelet's and kube-proxy's. Every path is under the node's directory,
-// every listener inside its namespace.
+// kubelet's and kube-proxy's. Every path is under the node's directory but
+// its sockets and the kubelet's root directory (under its run directory,
+// a short path), every listener inside its namespace.
 
 func (c *Cluster) writeContainerdConfig(n *Node) (string, error) {
 	dir := filepath.Join(n.dir, "containerd")
 	hosts := filepath.Join(dir, "certs.d", c.Registry)
 	if err := os.MkdirAll(hosts, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(n.runDir(), 0o711); err != nil {
 		return "", err
 	}
 	// The run's registry speaks plain HTTP, as a cluster-local one does.

@@ -72,9 +72,6 @@ func (c *Cluster) startCSI(ctx context.Context) error {
 	})
 }
 
-// kubeletDir is the node's kubelet's --root-dir.
-func (n *Node) kubeletDir() string { return filepath.Join(n.dir, "kubelet", "root") }
-
 // detachLoops detaches the loop devices still backed by files under dir:
 // a volume mounted when the cluster was torn down (its lazy unmount
 // releases the device once nothing holds it; this does not wait). The

@@ -23,6 +23,10 @@ import (
 // every hierarchy holding every process the cluster started.
 const (
 	stateRoot = "/run/bosh-injector/clusters"
+	// nodesRoot holds, per slot, its nodes' run directories (Node.runDir):
+	// their kubelets' root directories and containerd's sockets, at a
+	// short path whatever TMPDIR is, as a kind node has /var/lib/kubelet.
+	nodesRoot = "/var/lib/bosh-injector"
 	maxSlots  = 64
 	// The node's address inside the namespace, on a bridge with no ports
 	// that also carries the default route: nothing leaves the namespace
@@ -65,6 +69,7 @@ func (r *record) cgroup() string    { return "/bosh-injector-" + strconv.Itoa(r.
 // here as from any node of a cluster.
 func (r *record) podSubnet() string { return fmt.Sprintf("10.244.%d.0/24", r.Slot) }
 func (r *record) path() string      { return filepath.Join(stateRoot, strconv.Itoa(r.Slot)+".json") }
+func (r *record) nodesDir() string  { return filepath.Join(nodesRoot, strconv.Itoa(r.Slot)) }
 func lockPath(slot int) string      { return filepath.Join(stateRoot, strconv.Itoa(slot)+".lock") }
 func (r *record) save() error       { return writeJSON(r.path(), r) }
 func writeJSON(path string, v any) error {
@@ -388,19 +393,35 @@ func (r *record) shimSockets() []string {
 	if r.Dir == "" {
 		return nil
 	}
-	dirs, _ := filepath.Glob(filepath.Join(r.Dir, "nodes", "*", "containerd"))
 	var out []string
-	for _, dir := range append([]string{filepath.Join(r.Dir, "containerd")}, dirs...) {
-		address := filepath.Join(dir, "containerd.sock")
-		tasks, _ := os.ReadDir(filepath.Join(dir, "state", "io.containerd.runtime.v2.task", "k8s.io"))
+	for i := range max(r.Nodes, 1) {
+		n := newNode(r, r.Dir, i, "")
+		tasks, _ := os.ReadDir(filepath.Join(n.dir, "containerd", "state", "io.containerd.runtime.v2.task", "k8s.io"))
 		for _, t := range tasks {
 			for _, suffix := range []string{"", "/debug"} {
-				sum := sha256.Sum256([]byte(filepath.Join(address, "k8s.io", t.Name()) + suffix))
-				out = append(out, fmt.Sprintf("/run/containerd/s/%x", sum))
+				out = append(out, shimSocket(n.containerdSocket(), "k8s.io", t.Name(), suffix))
 			}
 		}
 	}
 	return out
+}
+
+// shimSocket is the socket of the shim of task id in namespace ns of the
+// containerd at address (suffix "/debug" its debug socket), as
+// containerd's shim.SocketAddress names it.
+func shimSocket(address, ns, id, suffix string) string {
+	sum := sha256.Sum256([]byte(filepath.Join(address, ns, id) + suffix))
+	return fmt.Sprintf("/run/containerd/s/%x", sum)
+}
+
+// removeNodesDir removes what a cluster of the slot left in its nodes'
+// run directories (the machine restarted under a kept one: its record
+// went with /run, /var/lib stays), detaching what is mounted there first.
+func (r *record) removeNodesDir() error {
+	if err := unmountUnder(r.nodesDir()); err != nil {
+		return err
+	}
+	return os.RemoveAll(r.nodesDir())
 }
 
 // teardown removes everything the record names: processes, mounts, the
@@ -414,6 +435,7 @@ func (r *record) teardown() error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, unmountUnder(r.nodesDir()))
 	if r.Dir != "" {
 		errs = append(errs, unmountUnder(r.Dir), detachLoops(r.Dir))
 	}
@@ -433,7 +455,7 @@ func (r *record) teardown() error {
 	if exec.Command("ip", "link", "show", r.hostVeth()).Run() == nil {
 		_ = exec.Command("ip", "link", "delete", r.hostVeth()).Run()
 	}
-	errs = append(errs, r.removeCgroups(), restoreSysctls(r.Sysctls))
+	errs = append(errs, r.removeCgroups(), restoreSysctls(r.Sysctls), os.RemoveAll(r.nodesDir()))
 	if r.Dir != "" {
 		errs = append(errs, os.RemoveAll(r.Dir))
 	}

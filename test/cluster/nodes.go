@@ -67,8 +67,41 @@ func (n *Node) podSubnet() string {
 	return fmt.Sprintf("10.244.%d.0/24", n.rec.Slot+maxSlots*n.index)
 }
 
+// runDir is the node's directory at a short path, outside the cluster's
+// directory (which is under TMPDIR, of any length): its kubelet's root
+// directory, from which the kubelet and the CSI driver derive their
+// sockets' paths, and containerd's sockets. A unix socket's path has at
+// most 107 bytes.
+func (n *Node) runDir() string {
+	return filepath.Join(n.rec.nodesDir(), "n"+strconv.Itoa(n.index+1))
+}
+
 func (n *Node) containerdSocket() string {
-	return filepath.Join(n.dir, "containerd", "containerd.sock")
+	return filepath.Join(n.runDir(), "containerd.sock")
+}
+
+// kubeletDir is the node's kubelet's --root-dir: its pods' volumes, its
+// pod-resources socket, and the plugin sockets (plugins/,
+// plugins_registry/) of the CSI driver.
+func (n *Node) kubeletDir() string { return filepath.Join(n.runDir(), "kubelet") }
+
+// sockets are the paths of every unix socket the node's daemons listen
+// on, the longest each may be: containerd's (gRPC, ttrpc), its shims' and
+// runc's console sockets (containerd's XDG_RUNTIME_DIR is the run
+// directory: os.MkdirTemp adds up to 10 digits), the kubelet's
+// pod-resources and device-plugin sockets, and the CSI driver's plugin and
+// registration sockets (test/tools/csi names them after --kubelet-dir).
+func (n *Node) sockets() []string {
+	return []string{
+		n.containerdSocket(), n.containerdSocket() + ".ttrpc",
+		shimSocket(n.containerdSocket(), "k8s.io", strings.Repeat("f", 64), "/debug"),
+		filepath.Join(n.runDir(), "pty4294967295", "pty.sock"),
+		filepath.Join(n.kubeletDir(), "pod-resources", "kubelet.sock"),
+		// A constant of the kubelet's, the same for every node.
+		"/var/lib/kubelet/device-plugins/kubelet.sock",
+		filepath.Join(n.kubeletDir(), "plugins", "disks.sock"),
+		filepath.Join(n.kubeletDir(), "plugins_registry", "disks.sock"),
+	}
 }
 
 // logName is the node's log file of a daemon: node 0's plain, as a

@@ -54,3 +54,35 @@ func TestNodeNames(t *testing.T) {
 		}
 	}
 }
+
+// TestSocketPaths: every unix socket of every node of every slot has a
+// path bind(2) takes (at most 107 bytes) and a socket of its own, however
+// long TMPDIR, which holds the cluster's directory, is: issue 47's
+// three-node demo failed from a TMPDIR a few characters longer than /tmp.
+// TestCluster starts a cluster from such a TMPDIR.
+func TestSocketPaths(t *testing.T) {
+	tmpdir := "/" + strings.Repeat("a-long-tmpdir/", 11) + "end"
+	if len(tmpdir) < 150 {
+		t.Fatalf("TMPDIR of %d bytes", len(tmpdir))
+	}
+	dir := tmpdir + "/bosh-injector-cluster-1234567890"
+	seen := map[string]bool{}
+	for slot := range maxSlots {
+		rec := &record{Slot: slot, Dir: dir}
+		for i := range maxNodes {
+			n := newNode(rec, dir, i, "")
+			for _, s := range n.sockets() {
+				if len(s) > 107 {
+					t.Errorf("slot %d node %d: socket %s has %d bytes", slot, i, s, len(s))
+				}
+				if strings.HasPrefix(s, dir) {
+					t.Errorf("slot %d node %d: socket %s is under the cluster's directory", slot, i, s)
+				}
+				if seen[s] && s != "/var/lib/kubelet/device-plugins/kubelet.sock" {
+					t.Errorf("slot %d node %d: socket %s is another node's too", slot, i, s)
+				}
+				seen[s] = true
+			}
+		}
+	}
+}
