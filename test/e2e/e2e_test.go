@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -66,7 +67,17 @@ func TestMain(m *testing.M) {
 	if !explicit {
 		_ = flag.Set("test.parallel", "16")
 	}
+	// The clusters (three nodes each) start from a TMPDIR far longer than
+	// /tmp, as a user's may be: their sockets live at short paths of
+	// their own (issue 47).
+	long, err := longTempDir()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "a long TMPDIR:", err)
+		os.Exit(1)
+	}
+	os.Setenv("TMPDIR", long)
 	code := m.Run()
+	_ = os.RemoveAll(filepath.Dir(long))
 	for _, c := range []*clusterOnce{shared, zonesCluster} {
 		if err := c.stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "stopping the walkthrough:", err)
@@ -295,4 +306,14 @@ func logTimes(t *testing.T, w *walkthrough.Walkthrough, pod client.ObjectKey, co
 		}
 	}
 	return times
+}
+
+// longTempDir makes a directory of 150 bytes' path under TMPDIR.
+func longTempDir() (string, error) {
+	base, err := os.MkdirTemp("", "bosh-injector-e2e-tmpdir-")
+	if err != nil {
+		return "", err
+	}
+	long := filepath.Join(base, "long"+strings.Repeat("-", max(150-len(base)-len("/long"), 0)))
+	return long, os.Mkdir(long, 0o755)
 }
