@@ -200,6 +200,24 @@ func schedule(pkgs []*pkg, cores int, run func(*pkg) result) []result {
 	}
 	var wg sync.WaitGroup
 	pending := slices.Clone(pkgs)
+	started := map[*pkg]time.Time{}
+	// A line a minute says what is still running, and for how long.
+	tick := time.NewTicker(time.Minute)
+	defer tick.Stop()
+	go func() {
+		for range tick.C {
+			mu.Lock()
+			var running []string
+			for p, t := range started {
+				running = append(running, fmt.Sprintf("%s (%s)", relative(p.ImportPath), time.Since(t).Round(time.Second)))
+			}
+			slices.Sort(running)
+			if len(running) > 0 {
+				fmt.Printf("    still running: %s; %d to start\n", strings.Join(running, ", "), len(pending))
+			}
+			mu.Unlock()
+		}
+	}()
 	mu.Lock()
 	for len(pending) > 0 {
 		i := slices.IndexFunc(pending, fits)
@@ -210,6 +228,7 @@ func schedule(pkgs []*pkg, cores int, run func(*pkg) result) []result {
 		p := pending[i]
 		pending = slices.Delete(pending, i, i+1)
 		take(p, 1)
+		started[p] = time.Now()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -217,6 +236,7 @@ func schedule(pkgs []*pkg, cores int, run func(*pkg) result) []result {
 			mu.Lock()
 			defer mu.Unlock()
 			take(p, -1)
+			delete(started, p)
 			results = append(results, r)
 			r.print(os.Stdout)
 			cond.Broadcast()
