@@ -95,3 +95,49 @@ var _ = Describe("kubectl apply of what `objects` prints", func() {
 		Expect(apply()).To(unchanged)
 	})
 })
+
+// A larger persistent_disk applied as users apply it (issue 48): kubectl's
+// client-side apply patches the StatefulSet with its last-applied
+// configuration.
+var _ = Describe("a larger persistent disk applied with kubectl apply", func() {
+	It("is recorded as the wanted size, also when applied again", func() {
+		ns := "apply-resize"
+		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		kubeconfig, err := cp.KubeconfigFile("readme-user")
+		Expect(err).NotTo(HaveOccurred())
+		manifest, err := fixtures.ShopManifest()
+		Expect(err).NotTo(HaveOccurred())
+		apply := func(ops ...deployment.OpsFile) string {
+			GinkgoHelper()
+			res, err := objects.Build(manifest, ops, objects.Options{})
+			Expect(err).NotTo(HaveOccurred())
+			yaml, err := objects.EncodeAll(res.Objects)
+			Expect(err).NotTo(HaveOccurred())
+			cmd := exec.Command(filepath.Join(cp.BinDir, "kubectl"), "--kubeconfig", kubeconfig, "--namespace", ns, "apply", "-f", "-")
+			cmd.Stdin = strings.NewReader(string(yaml))
+			out, err := cmd.CombinedOutput()
+			Expect(err).NotTo(HaveOccurred(), string(out))
+			return string(out)
+		}
+		db := func() *appsv1.StatefulSet {
+			GinkgoHelper()
+			var sets appsv1.StatefulSetList
+			Expect(cp.Client.List(ctx, &sets, client.InNamespace(ns))).To(Succeed())
+			for i := range sets.Items {
+				if sets.Items[i].Spec.Template.Labels[names.LabelInstanceGroup] == "db" {
+					return &sets.Items[i]
+				}
+			}
+			Fail("no db StatefulSet")
+			return nil
+		}
+		apply()
+		larger := []deployment.OpsFile{{Name: "larger-db.yml", Data: []byte("- type: replace\n  path: /instance_groups/name=db/persistent_disk\n  value: 2048\n")}}
+		for range 2 {
+			GinkgoWriter.Println(apply(larger...))
+			s := db()
+			Expect(s.Annotations).To(HaveKeyWithValue(names.AnnotationDiskSizes, `{"store":"2Gi"}`))
+			Expect(s.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage().String()).To(Equal("1Gi"))
+		}
+	})
+})

@@ -16,14 +16,18 @@ import (
 	"github.com/bosh-injector/bosh-injector/inject"
 )
 
-// StatefulSetPath is where the StatefulSet update webhook is served: it
-// keeps replicas and claim templates, so it is named for what it admits.
-const StatefulSetPath = "/admit-statefulset"
+// StatefulSetPath is where the chart's StatefulSet update webhook calls:
+// every operator release serves it, so that a configuration newer than the
+// running operator (an upgrade's pods not replaced yet, an older image)
+// reaches it. An operator not serving the path it is called at answers 404,
+// and the API server, ignoring the failure (failurePolicy Ignore), refuses
+// the update as a change of immutable volumeClaimTemplates: a larger
+// persistent disk applied then is never recorded.
+const StatefulSetPath = "/resize-disks"
 
-// LegacyStatefulSetPath is the path earlier charts' webhook configurations
-// call; it is served too, so an upgrade's old configuration reaches the new
-// operator until the chart replaces it.
-const LegacyStatefulSetPath = "/resize-disks"
+// AdmitStatefulSetPath is served too, for configurations made by the chart
+// while it called the webhook there.
+const AdmitStatefulSetPath = "/admit-statefulset"
 
 // StatefulSets lets users change an instance group's persistent disk size
 // and instances with `objects` and `kubectl apply` as with any other

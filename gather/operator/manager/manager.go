@@ -159,7 +159,7 @@ func New(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 		}
 		sets := &crwebhook.Admission{Handler: &webhook.StatefulSets{Log: log.WithName("statefulsets"), Operator: o.User}}
 		hookServer.Register(webhook.StatefulSetPath, sets)
-		hookServer.Register(webhook.LegacyStatefulSetPath, sets)
+		hookServer.Register(webhook.AdmitStatefulSetPath, sets)
 		if err := mgr.AddReadyzCheck("webhook", hookServer.StartedChecker()); err != nil {
 			return nil, err
 		}
