@@ -189,7 +189,7 @@ func diskChange(old, wanted []corev1.PersistentVolumeClaim) (added, removed []st
 // the first pod whose volumes differ from its templates (it cannot update
 // a pod's volumes), so it only makes again a pod below every old one.
 func (r *Reconciler) remountGroup(ctx context.Context, deployment, group string, sets []*appsv1.StatefulSet) (bool, error) {
-	again, err := r.inOrder(ctx, deployment, group, sets, func(sl slot) (bool, error) {
+	again, err := r.inOrder(ctx, deployment, group, sets, func(sl slot, _ []slot) (bool, error) {
 		if sl.set.Annotations[names.AnnotationDiskRemount] == "" {
 			return true, nil
 		}

@@ -37,6 +37,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -260,9 +261,9 @@ func (r *Reconciler) resizeGroup(ctx context.Context, deployment, group string, 
 		return 0, nil
 	}
 	var at *appsv1.StatefulSet
-	again, err := r.inOrder(ctx, deployment, group, sets, func(sl slot) (bool, error) {
+	again, err := r.inOrder(ctx, deployment, group, sets, func(sl slot, batch []slot) (bool, error) {
 		at = sl.set
-		return r.resizeInstance(ctx, group, sl)
+		return r.resizeInstance(ctx, group, sl, func() (string, error) { return r.unavailable(ctx, sets, batch) })
 	})
 	var stop stopped
 	if asStopped(err, &stop) {
@@ -282,9 +283,10 @@ func (r *Reconciler) resizeGroup(ctx context.Context, deployment, group string, 
 	return 0, nil
 }
 
-// inOrder moves each instance of a group on by step, a batch at a time in
-// the deploy's order; it returns whether an instance is not done yet.
-func (r *Reconciler) inOrder(ctx context.Context, deployment, group string, sets []*appsv1.StatefulSet, step func(slot) (bool, error)) (bool, error) {
+// inOrder moves each instance of a group on by step, given its batch, a
+// batch at a time in the deploy's order; it returns whether an instance is
+// not done yet.
+func (r *Reconciler) inOrder(ctx context.Context, deployment, group string, sets []*appsv1.StatefulSet, step func(slot, []slot) (bool, error)) (bool, error) {
 	slices.SortFunc(sets, func(a, b *appsv1.StatefulSet) int {
 		ai, _ := strconv.Atoi(a.Spec.Template.Labels[names.LabelAZIndex])
 		bi, _ := strconv.Atoi(b.Spec.Template.Labels[names.LabelAZIndex])
@@ -301,7 +303,7 @@ func (r *Reconciler) inOrder(ctx context.Context, deployment, group string, sets
 	for _, b := range order {
 		busy := false
 		for _, sl := range b {
-			done, err := step(sl)
+			done, err := step(sl, b)
 			if err != nil {
 				return false, err
 			}
@@ -341,10 +343,37 @@ func (r *Reconciler) stop(ctx context.Context, s *appsv1.StatefulSet, why stoppe
 	return client.IgnoreNotFound(r.Client.Patch(ctx, s, patch))
 }
 
+// unavailable names an instance of the group outside batch whose pod is
+// not Ready ("" when all are): one the deploy controller is updating, as a
+// manifest applied with the larger disk rolls the group too, or one
+// failing. Draining beside it would take more instances down at once than
+// max_in_flight; the director updates an instance's disk within its
+// deploy, one batch at a time.
+func (r *Reconciler) unavailable(ctx context.Context, sets []*appsv1.StatefulSet, batch []slot) (string, error) {
+	for _, s := range sets {
+		var pods corev1.PodList
+		if err := r.APIReader.List(ctx, &pods, client.InNamespace(s.Namespace), client.MatchingLabels(s.Spec.Selector.MatchLabels)); err != nil {
+			return "", err
+		}
+		for o := range int(ptr.Deref(s.Spec.Replicas, 1)) {
+			if slices.Contains(batch, slot{set: s, ordinal: o}) {
+				continue
+			}
+			name := s.Name + "-" + strconv.Itoa(o)
+			if !slices.ContainsFunc(pods.Items, func(p corev1.Pod) bool { return p.Name == name && ready(&p) }) {
+				return name, nil
+			}
+		}
+	}
+	return "", nil
+}
+
 // resizeInstance moves one instance's resize on by one step: drain (delete
-// its pod) before touching a claim, grow the claim once the pod is gone,
-// then wait for the new capacity and the instance Ready.
-func (r *Reconciler) resizeInstance(ctx context.Context, group string, sl slot) (bool, error) {
+// its pod) before touching a claim, once the group's other instances
+// outside its batch are Ready (unavailable names one that is not), grow
+// the claim once the pod is gone, then wait for the new capacity and the
+// instance Ready.
+func (r *Reconciler) resizeInstance(ctx context.Context, group string, sl slot, unavailable func() (string, error)) (bool, error) {
 	wanted, err := statefulsets.WantedSizes(sl.set)
 	if err != nil {
 		return true, nil
@@ -385,6 +414,15 @@ func (r *Reconciler) resizeInstance(ctx context.Context, group string, sl slot) 
 		case spec.Cmp(want) < 0 && drained == "":
 			if err := r.canGrow(ctx, &c, instance, want); err != nil {
 				return false, err
+			}
+			other, err := unavailable()
+			if err != nil {
+				return false, err
+			}
+			if other != "" {
+				r.Log.V(1).Info("waiting for the group's other instances to be Ready before draining", "namespace", c.Namespace, "instance", instance, "notReady", other)
+				done = false
+				continue
 			}
 			uid := "-"
 			if podExists {

@@ -245,6 +245,42 @@ var _ = Describe("the disk controller", func() {
 		Expect(drainedFirst).To(Equal([]bool{true, true, true}))
 	})
 
+	It("drains no instance while one outside its batch is not Ready (the deploy updating it), then goes on", func() {
+		class := ns + "-waits"
+		Expect(cp.Client.Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class},
+			Provisioner: "example.com/none", AllowVolumeExpansion: ptr.To(true)})).To(Succeed())
+		s := fixtures.DiskStatefulSet(ns, class, 2)
+		Expect(cp.Client.Create(ctx, s)).To(Succeed())
+		for i := range 2 {
+			Eventually(claim(fmt.Sprintf("store-d-db-%d", i))).Should(HaveField("Status.Phase", corev1.ClaimBound))
+		}
+		// Index 0 (the second batch) not Ready, as the deploy controller's
+		// rollout of a manifest applied with the larger disk leaves it.
+		var pod corev1.Pod
+		Eventually(func(g Gomega) {
+			g.Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "d-db-0"}, &pod)).To(Succeed())
+			g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning))
+			pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now()}}
+			g.Expect(cp.Client.Status().Update(ctx, &pod)).To(Succeed())
+		}).Should(Succeed())
+		Expect(cp.Client.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
+		patch := client.MergeFrom(s.DeepCopy())
+		s.Annotations = map[string]string{names.AnnotationDiskSizes: `{"store":"2Gi"}`}
+		Expect(cp.Client.Patch(ctx, s, patch)).To(Succeed())
+		Consistently(claim("store-d-db-1"), "3s").Should(HaveField("Annotations", Not(HaveKey(names.AnnotationDrainedPod))))
+
+		Expect(cp.Client.Get(ctx, client.ObjectKeyFromObject(&pod), &pod)).To(Succeed())
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+		Expect(cp.Client.Status().Update(ctx, &pod)).To(Succeed())
+		two := resource.MustParse("2Gi")
+		for i := range 2 {
+			Eventually(claim(fmt.Sprintf("store-d-db-%d", i)), "20s").Should(HaveField("Status.Capacity", HaveKeyWithValue(corev1.ResourceStorage, two)))
+		}
+		grown, inFlight, _ := kube.snapshot()
+		Expect(grown).To(Equal([]string{"store-d-db-1", "store-d-db-0"}))
+		Expect(inFlight).To(Equal(1))
+	})
+
 	It("stops before draining anything, naming the StorageClass, when the class cannot grow", func() {
 		fixed := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{GenerateName: "fixed-"}, Provisioner: "example.com/none"}
 		Expect(cp.Client.Create(ctx, fixed)).To(Succeed())
