@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -34,9 +36,10 @@ import (
 // operation that the bytes are there and the instances Ready: a rollout,
 // a recreate (every pod deleted); the group scaled down to two (index 2's claim orphaned, which
 // `disks --orphaned` lists with its instance) and up to three again (the
-// claim mounted back); a larger disk applied to the StatefulSet (taken by
-// the webhook, each instance drained then grown, one at a time, `df` in
-// the pod showing the new size, the operator restarted meanwhile); a smaller one refused; index 2's disk,
+// claim mounted back); a larger disk applied as users apply it (objects'
+// output through kubectl apply; taken by the webhook, each instance
+// drained then grown, one at a time, `df` in the pod showing the new size,
+// the operator restarted meanwhile); a smaller one refused; index 2's disk,
 // orphaned again, attached to index 1 (attach-disk), whose own disk is
 // orphaned; index 0's node drained (it waits for its node, its disk
 // being there) and uncordoned.
@@ -217,8 +220,33 @@ func TestPersistentDisks(t *testing.T) {
 		t.Errorf("df before the resize: %d bytes, want at most 1 GiB", size)
 	}
 	before = ready(3, "before the resize")
-	if err := resize("2Gi"); err != nil {
-		t.Fatalf("applying a larger disk: %v", err)
+	// As a user applies it: persistent_disk grown in the manifest, what
+	// `objects` prints of it through kubectl apply (the manifest Secret
+	// and db's objects: the namespace runs db alone).
+	larger := deployment.OpsFile{Name: "larger-db.yml", Data: []byte("- type: replace\n  path: /instance_groups/name=db/persistent_disk\n  value: 2048\n")}
+	res, err := objects.Build(manifest.Data[names.ManifestKey], append(deployment.OpsFilesOf(manifest.Data), larger), objects.Options{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied := slices.DeleteFunc(res.Objects, func(o client.Object) bool {
+		_, secret := o.(*corev1.Secret)
+		return !secret && o.GetName() != sts.Name && o.GetName() != "shop-db"
+	})
+	yaml, err := objects.EncodeAll(applied)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "objects.yaml")
+	if err := os.WriteFile(file, yaml, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := w.Kubectl(ctx, "apply", "-f", file); err != nil {
+		t.Fatalf("kubectl apply of a larger disk: %v\n%s", err, out)
+	} else {
+		t.Logf("kubectl apply of a larger disk:\n%s", out)
+	}
+	if err := w.Client.Get(ctx, key, &live); err != nil {
+		t.Fatal(err)
 	}
 	if got := live.Annotations[names.AnnotationDiskSizes]; got != `{"store":"2Gi"}` {
 		t.Errorf("wanted sizes = %q", got)
@@ -228,10 +256,10 @@ func TestPersistentDisks(t *testing.T) {
 	// The operator restarts in the middle: once the first instance is
 	// drained, its pod is deleted; the new one resumes from the claims.
 	restarted := false
-	deadline := time.Now().Add(4 * time.Minute)
+	deadline := time.Now().Add(resizeBound)
 	for len(grown) < 3 {
 		if time.Now().After(deadline) {
-			t.Fatalf("resize: claims grown %v\n%s", grown, w.OperatorLogs(ctx))
+			t.Fatalf("resize: claims grown %v after %s\n%s\n%s", grown, resizeBound, diskState(ctx, w.Client, ns), w.OperatorLogs(ctx))
 		}
 		var pods corev1.PodList
 		if err := w.Client.List(ctx, &pods, client.InNamespace(ns)); err != nil {
@@ -359,6 +387,44 @@ func TestPersistentDisks(t *testing.T) {
 	ready(2, "node drained and uncordoned")
 	intact("node drained", 0)
 	t.Logf("persistent disk checks took %s", time.Since(began).Round(time.Second))
+}
+
+// resizeBound is how long a larger disk applied to the three db instances
+// may take, each drained, grown and Ready again (README's bound).
+const resizeBound = 5 * time.Minute
+
+// diskState says, for a failed resize, what the StatefulSets, claims and
+// pods of ns are and what Events they had.
+func diskState(ctx context.Context, c client.Client, ns string) string {
+	var b strings.Builder
+	var sets appsv1.StatefulSetList
+	_ = c.List(ctx, &sets, client.InNamespace(ns))
+	for _, s := range sets.Items {
+		fmt.Fprintf(&b, "StatefulSet %s: partition %v, annotations %v, status %+v\n", s.Name, s.Spec.UpdateStrategy.RollingUpdate, s.Annotations, s.Status)
+	}
+	var claims corev1.PersistentVolumeClaimList
+	_ = c.List(ctx, &claims, client.InNamespace(ns))
+	for _, pvc := range claims.Items {
+		fmt.Fprintf(&b, "claim %s: spec %s, annotations %v, status %+v\n", pvc.Name, pvc.Spec.Resources.Requests.Storage(), pvc.Annotations, pvc.Status)
+	}
+	var pods corev1.PodList
+	_ = c.List(ctx, &pods, client.InNamespace(ns))
+	for _, p := range pods.Items {
+		fmt.Fprintf(&b, "pod %s: uid %s, phase %s, ready %v, gates %v, deleted %v\n", p.Name, p.UID, p.Status.Phase, podReady(&p), p.Spec.SchedulingGates, p.DeletionTimestamp)
+	}
+	var secrets corev1.SecretList
+	_ = c.List(ctx, &secrets, client.InNamespace(ns))
+	for _, s := range secrets.Items {
+		if status.IsManifest(&s) {
+			fmt.Fprintf(&b, "manifest Secret %s: labels %v, deploy %s\n", s.Name, s.Labels, s.Annotations[names.AnnotationDeploy])
+		}
+	}
+	var events corev1.EventList
+	_ = c.List(ctx, &events, client.InNamespace(ns))
+	for _, e := range events.Items {
+		fmt.Fprintf(&b, "event %s %s/%s %s: %s\n", e.LastTimestamp.Format(time.TimeOnly), e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+	}
+	return b.String()
 }
 
 // statefulSetOf is the manifest Secret secret of namespace ns and the
