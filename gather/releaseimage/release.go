@@ -161,7 +161,7 @@ func (r *Release) each(ctx context.Context, do func(name string, h *tar.Header, 
 		}
 		done, err := do(name, h, tr)
 		if err == nil && done {
-			return layer.Stop
+			return layer.ErrStop
 		}
 		return err
 	})

@@ -333,13 +333,13 @@ func eachMember(archive string, f func(name string, h *tar.Header, r io.Reader) 
 	return nil
 }
 
-// Stop, returned by the function a Walk calls, ends the walk without an
+// ErrStop, returned by the function a Walk calls, ends the walk without an
 // error.
-var Stop = errors.New("stop the walk")
+var ErrStop = errors.New("stop the walk")
 
 // Walk reads the gzipped tar r and calls f for every member in archive
 // order, with its name relative ("./" removed, cleaned), once the member
-// passed CheckMember; an error of f names the member, and f returning Stop
+// passed CheckMember; an error of f names the member, and f returning ErrStop
 // ends the walk. With contained, a name that leaves the archive is an
 // error and the archive's root is skipped, as unpacking needs; without,
 // names are passed as they are, for a reader that looks members up by
@@ -372,7 +372,7 @@ func Walk(r io.Reader, contained bool, f func(name string, h *tar.Header, r io.R
 			continue
 		}
 		err = f(name, h, tr)
-		if errors.Is(err, Stop) {
+		if errors.Is(err, ErrStop) {
 			return nil
 		}
 		if err != nil {

@@ -222,7 +222,7 @@ func TestWalkNames(t *testing.T) {
 		err = Walk(f, contained, func(name string, _ *tar.Header, _ io.Reader) error {
 			seen = append(seen, name)
 			if name == stopAt {
-				return Stop
+				return ErrStop
 			}
 			return nil
 		})
