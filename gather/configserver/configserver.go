@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/bosh-injector/bosh-injector/gather/configserver/api"
 	"github.com/bosh-injector/bosh-injector/gather/configserver/auth"
@@ -80,6 +81,8 @@ func New(ctx context.Context, c client.Client, o Options, log logr.Logger) (http
 
 // Run serves the API over TLS until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger) error {
+	// The certificate watcher logs through controller-runtime's logger.
+	ctrllog.SetLogger(log)
 	// No cache: a replica must see what the other wrote a moment ago.
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {

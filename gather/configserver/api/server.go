@@ -37,6 +37,10 @@ type Server struct {
 // maxBody bounds request bodies; CredHub's values are at most 64 KB.
 const maxBody = 1 << 20
 
+// Version is the CredHub release whose API this server follows; the
+// credhub CLI reads it at login to choose its requests.
+const Version = "2.15.20"
+
 // Handler routes CredHub's and UAA's endpoints.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -47,6 +51,11 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /oauth/token", s.Auth.ServeToken)
 	mux.HandleFunc("GET /token_keys", s.Auth.ServeKeys)
 	mux.HandleFunc("GET /token_key", s.Auth.ServeKey)
+	mux.HandleFunc("DELETE /oauth/token/revoke/{jti}", s.Auth.ServeRevoke)
+	mux.Handle("GET /version", s.authed("", func(w http.ResponseWriter, _ *http.Request, _ *auth.Caller) error {
+		writeJSON(w, http.StatusOK, map[string]string{"version": Version})
+		return nil
+	}))
 	mux.Handle("GET /api/v1/data", s.authed(auth.ScopeRead, s.get))
 	mux.Handle("GET /api/v1/data/{id}", s.authed(auth.ScopeRead, s.getByID))
 	mux.Handle("PUT /api/v1/data", s.authed(auth.ScopeWrite, s.set))
@@ -55,6 +64,11 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("POST /api/v1/regenerate", s.authed(auth.ScopeWrite, s.regenerate))
 	mux.Handle("GET /api/v1/certificates", s.authed(auth.ScopeRead, s.certificates))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// CredHub ignores a trailing slash (the CLI asks for
+		// /api/v1/certificates/).
+		if p := strings.TrimRight(r.URL.Path, "/"); p != r.URL.Path && p != "" {
+			r.URL.Path, r.URL.RawPath = p, ""
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		start := time.Now()
@@ -88,7 +102,7 @@ func (s *Server) info(w http.ResponseWriter, r *http.Request) {
 // CredHub's answer (see fail).
 type handler func(w http.ResponseWriter, r *http.Request, c *auth.Caller) error
 
-// authed authenticates the request and demands scope. CredHub itself
+// authed authenticates the request and demands scope, if any. CredHub itself
 // wants both scopes for every endpoint and leaves the rest to its
 // permissions; here credhub.read reads and credhub.write writes.
 func (s *Server) authed(scope string, h handler) http.Handler {

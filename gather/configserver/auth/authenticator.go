@@ -98,23 +98,32 @@ func (a *Authenticator) Authenticate(r *http.Request) (*Caller, *Failure) {
 		return nil, failMissing
 	}
 	if a.Issuer.Ours(token) {
-		claims, err := a.Issuer.Verify(token)
-		switch err {
-		case nil:
-			return &Caller{Who: "client " + claims.ClientID,
-				Read: slices.Contains(claims.Scope, ScopeRead), Write: slices.Contains(claims.Scope, ScopeWrite)}, nil
-		case ErrExpired:
-			return nil, failExpired
-		case ErrMalformed:
-			return nil, failMalformed
-		default:
-			return nil, failSignature
+		claims, failure := a.verify(token)
+		if failure != nil {
+			return nil, failure
 		}
+		return &Caller{Who: "client " + claims.ClientID,
+			Read: slices.Contains(claims.Scope, ScopeRead), Write: slices.Contains(claims.Scope, ScopeWrite)}, nil
 	}
 	if strings.Count(token, ".") != 2 {
 		return nil, failMalformed
 	}
 	return a.review(r.Context(), token)
+}
+
+// verify checks one of the issuer's tokens.
+func (a *Authenticator) verify(token string) (*Claims, *Failure) {
+	claims, err := a.Issuer.Verify(token)
+	switch err {
+	case nil:
+		return claims, nil
+	case ErrExpired:
+		return nil, failExpired
+	case ErrMalformed:
+		return nil, failMalformed
+	default:
+		return nil, failSignature
+	}
 }
 
 // review authenticates a ServiceAccount token with a TokenReview and maps
@@ -238,6 +247,23 @@ func (a *Authenticator) checkClient(ctx context.Context, id, secret string) ([]s
 		scopes = []string{ScopeRead, ScopeWrite}
 	}
 	return scopes, true
+}
+
+// ServeRevoke is UAA's DELETE /oauth/token/revoke/<jti>, which `credhub
+// logout` calls with the token itself. The tokens are JWTs that are not
+// revocable, as UAA's are unless made revocable: they stay valid until
+// they expire, and the answer says so only by being UAA's 200.
+func (a *Authenticator) ServeRevoke(w http.ResponseWriter, r *http.Request) {
+	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	claims, failure := a.verify(token)
+	if failure == nil && claims.ID != r.PathValue("jti") {
+		failure = failSignature
+	}
+	if failure != nil {
+		failure.Write(w)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
 }
 
 // ServeKeys is UAA's GET /token_keys.
