@@ -22,25 +22,32 @@ import (
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 )
 
+// applyIn makes namespace ns and returns the real kubectl run there as the
+// README's user, and the shop manifest.
+func applyIn(ns string) (func(stdin []byte, args ...string) (string, error), []byte) {
+	GinkgoHelper()
+	Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	kubeconfig, err := cp.KubeconfigFile("readme-user")
+	Expect(err).NotTo(HaveOccurred())
+	manifest, err := fixtures.ShopManifest()
+	Expect(err).NotTo(HaveOccurred())
+	return func(stdin []byte, args ...string) (string, error) {
+		cmd := exec.Command(filepath.Join(cp.BinDir, "kubectl"), append([]string{"--kubeconfig", kubeconfig, "--namespace", ns}, args...)...)
+		cmd.Stdin = strings.NewReader(string(stdin))
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}, manifest
+}
+
 // The README's loop, with the real kubectl: `objects … | kubectl apply`,
 // edit, apply again.
 var _ = Describe("kubectl apply of what `objects` prints", func() {
 	It("changes nothing when applied unchanged, also after the deploy controller's writes, and drops a removed ops file's key", func() {
 		ns := "apply"
-		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		kubeconfig, err := cp.KubeconfigFile("readme-user")
-		Expect(err).NotTo(HaveOccurred())
-		manifest, err := fixtures.ShopManifest()
-		Expect(err).NotTo(HaveOccurred())
+		kubectl, manifest := applyIn(ns)
 		broken, err := os.ReadFile(filepath.Join(fixtures.Dir(), "deployments", "ops", "missing-bus-password.yml"))
 		Expect(err).NotTo(HaveOccurred())
 		dir := GinkgoT().TempDir()
-		kubectl := func(stdin []byte, args ...string) (string, error) {
-			cmd := exec.Command(filepath.Join(cp.BinDir, "kubectl"), append([]string{"--kubeconfig", kubeconfig, "--namespace", ns}, args...)...)
-			cmd.Stdin = strings.NewReader(string(stdin))
-			out, err := cmd.CombinedOutput()
-			return string(out), err
-		}
 		// apply prints kubectl apply's lines for objects' output of ops.
 		apply := func(ops ...deployment.OpsFile) []string {
 			GinkgoHelper()
@@ -102,22 +109,16 @@ var _ = Describe("kubectl apply of what `objects` prints", func() {
 var _ = Describe("a larger persistent disk applied with kubectl apply", func() {
 	It("is recorded as the wanted size, also when applied again", func() {
 		ns := "apply-resize"
-		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		kubeconfig, err := cp.KubeconfigFile("readme-user")
-		Expect(err).NotTo(HaveOccurred())
-		manifest, err := fixtures.ShopManifest()
-		Expect(err).NotTo(HaveOccurred())
+		kubectl, manifest := applyIn(ns)
 		apply := func(ops ...deployment.OpsFile) string {
 			GinkgoHelper()
 			res, err := objects.Build(manifest, ops, objects.Options{})
 			Expect(err).NotTo(HaveOccurred())
 			yaml, err := objects.EncodeAll(res.Objects)
 			Expect(err).NotTo(HaveOccurred())
-			cmd := exec.Command(filepath.Join(cp.BinDir, "kubectl"), "--kubeconfig", kubeconfig, "--namespace", ns, "apply", "-f", "-")
-			cmd.Stdin = strings.NewReader(string(yaml))
-			out, err := cmd.CombinedOutput()
-			Expect(err).NotTo(HaveOccurred(), string(out))
-			return string(out)
+			out, err := kubectl(yaml, "apply", "-f", "-")
+			Expect(err).NotTo(HaveOccurred(), out)
+			return out
 		}
 		db := func() *appsv1.StatefulSet {
 			GinkgoHelper()
