@@ -258,6 +258,17 @@ var _ = Describe("CredHub's API", func() {
 		expectError(put(map[string]any{"name": "/certs/bad", "type": "certificate", "value": map[string]any{"certificate": "junk"}}), 400, credhub.InvalidCertificateValue)
 	})
 
+	It("treats names case-insensitively, as CredHub, keeping the first spelling", func() {
+		first := put(map[string]any{"name": "/Case/Mixed", "type": "value", "value": "a"}).json()
+		second := put(map[string]any{"name": "/case/MIXED", "type": "value", "value": "b"}).json()
+		Expect(second["name"]).To(Equal("/Case/Mixed"))
+		all := get("/api/v1/data?name=/CASE/mixed").json()["data"].([]any)
+		Expect(all).To(HaveLen(2))
+		Expect(all[1].(map[string]any)["id"]).To(Equal(first["id"]))
+		Expect(call(server.url, http.MethodDelete, "/api/v1/data?name=/case/mixed", token, nil).status).To(Equal(http.StatusNoContent))
+		expectError(get("/api/v1/data?name=/Case/Mixed"), 404, credhub.ResourceNotFound)
+	})
+
 	It("finds credentials by path and by name-like, newest first", func() {
 		for _, n := range []string{"/find/a/one", "/find/a/two", "/find/b/three", "/finder/x"} {
 			Expect(put(map[string]any{"name": n, "type": "value", "value": "v"}).status).To(Equal(200))

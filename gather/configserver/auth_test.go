@@ -191,6 +191,13 @@ var _ = Describe("gathering Jobs' ServiceAccount tokens", func() {
 		Expect(gen.status).To(Equal(http.StatusOK), gen.body)
 		Expect(call(server.url, http.MethodGet, "/api/v1/data?name=/shared/cert", token, nil).status).To(Equal(http.StatusOK))
 
+		// Names are case-insensitive: another deployment's /my-bosh/SHOP/
+		// is not this one's, whatever case the Job asks in.
+		Expect(call(server.url, http.MethodPut, "/api/v1/data", admin, map[string]any{"name": "/my-bosh/SHOP/upper", "type": "value", "value": "v"}).status).To(Equal(200))
+		Expect(call(server.url, http.MethodGet, "/api/v1/data?name=/my-bosh/shop/upper", token, nil).status).To(Equal(http.StatusNotFound))
+		Expect(call(server.url, http.MethodPut, "/api/v1/data", token, map[string]any{"name": "/my-bosh/shop/upper", "type": "value", "value": "x"}).status).To(Equal(http.StatusNotFound))
+		Expect(call(server.url, http.MethodDelete, "/api/v1/data?name=/my-bosh/shop/upper", token, nil).status).To(Equal(http.StatusNotFound))
+
 		otherID := call(server.url, http.MethodGet, "/api/v1/data?name=/my-bosh/other/password", admin, nil).json()["data"].([]any)[0].(map[string]any)["id"].(string)
 		for _, refused := range []answer{
 			call(server.url, http.MethodGet, "/api/v1/data?name=/my-bosh/other/password", token, nil),

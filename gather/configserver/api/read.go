@@ -65,7 +65,8 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, c *auth.Caller) err
 	if n >= 0 && n < len(vs) {
 		vs = vs[:n]
 	}
-	if len(vs) == 0 {
+	// The stored name's case may differ from the asked one's.
+	if len(vs) == 0 || !c.May(vs[0].Name) {
 		return errNotFound
 	}
 	data := make([]view, len(vs))
@@ -120,7 +121,7 @@ func (s *Server) certificates(w http.ResponseWriter, r *http.Request, c *auth.Ca
 	}
 	out := []certificateCredential{}
 	for _, cur := range all {
-		if name != "" && cur.Name != name {
+		if name != "" && !strings.EqualFold(cur.Name, name) {
 			continue
 		}
 		vs, err := s.Store.Versions(r.Context(), cur.Name)
@@ -141,7 +142,7 @@ func (s *Server) certificates(w http.ResponseWriter, r *http.Request, c *auth.Ca
 			cc.SignedBy = cur.Name
 		}
 		for _, o := range all {
-			if o.CAName == cur.Name && o.Name != cur.Name {
+			if strings.EqualFold(o.CAName, cur.Name) && o.Name != cur.Name {
 				cc.Signs = append(cc.Signs, o.Name)
 			}
 		}

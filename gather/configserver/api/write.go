@@ -117,6 +117,9 @@ func (s *Server) set(w http.ResponseWriter, r *http.Request, c *auth.Caller) err
 	}
 	keep, _ := req.common.keeps()
 	v, err := s.Store.Write(r.Context(), name, func(cur *store.Version) (*store.Version, error) {
+		if cur != nil && !c.May(cur.Name) {
+			return nil, errNotFound
+		}
 		if cur != nil && cur.Type != req.Type {
 			return nil, credhub.Reject(credhub.TypeMismatch)
 		}
@@ -256,6 +259,9 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, c *auth.Caller
 	keep, overwrite := req.common.keeps()
 	var made *store.Version
 	v, err := s.Store.Write(r.Context(), name, func(cur *store.Version) (*store.Version, error) {
+		if cur != nil && !c.May(cur.Name) {
+			return nil, errNotFound
+		}
 		if cur != nil && cur.Type != req.Type {
 			return nil, credhub.Reject(credhub.TypeMismatch)
 		}
@@ -442,7 +448,7 @@ func (s *Server) signer(ctx context.Context, c *auth.Caller, caName string) (*ge
 	if err != nil {
 		return nil, err
 	}
-	if ca == nil {
+	if ca == nil || !c.May(ca.Name) {
 		return nil, errCANotFound
 	}
 	if ca.Type != typeCertificate {
@@ -488,7 +494,7 @@ func (s *Server) regenerateName(w http.ResponseWriter, r *http.Request, c *auth.
 	if err != nil {
 		return err
 	}
-	if cur == nil {
+	if cur == nil || !c.May(cur.Name) {
 		return errNotFound
 	}
 	var p *plan
@@ -587,6 +593,13 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, c *auth.Caller) 
 	}
 	name = absolute(name)
 	if !c.May(name) {
+		return errNotFound
+	}
+	cur, err := s.Store.Current(r.Context(), name)
+	if err != nil {
+		return err
+	}
+	if cur == nil || !c.May(cur.Name) {
 		return errNotFound
 	}
 	found, err := s.Store.Delete(r.Context(), name)

@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/bosh-injector/bosh-injector/gather/configserver/credhub"
@@ -334,7 +335,7 @@ func (p CertParams) SameIgnoringDuration(q CertParams) bool {
 	}
 	return p.CommonName == q.CommonName && p.Organization == q.Organization && p.OrganizationUnit == q.OrganizationUnit &&
 		p.Locality == q.Locality && p.State == q.State && p.Country == q.Country &&
-		p.KeyLength == q.KeyLength && p.CA == q.CA && p.IsCA == q.IsCA && p.SelfSign == q.SelfSign &&
+		p.KeyLength == q.KeyLength && strings.EqualFold(p.CA, q.CA) && p.IsCA == q.IsCA && p.SelfSign == q.SelfSign &&
 		slices.Equal(set(p.AlternativeNames), set(q.AlternativeNames)) &&
 		slices.Equal(set(p.KeyUsage), set(q.KeyUsage)) &&
 		slices.Equal(set(p.ExtendedKeyUsage), set(q.ExtendedKeyUsage))

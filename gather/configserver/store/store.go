@@ -16,7 +16,10 @@
 // decides anew from the winner's version: an overwrite becomes version
 // n+2 (both values kept, one current), a no-overwrite returns the winner's.
 // So versions form one gap-free sequence per name, nothing written is lost,
-// and exactly one version — the highest number — is current. Lists read
+// and exactly one version — the highest number — is current.
+//
+// Names are case-insensitive, as CredHub's (its name_lowercase column):
+// /A/b and /a/B are one credential, named as its first version was. Lists read
 // from the apiserver (no cache), so a replica sees another's write at once.
 package store
 
@@ -30,6 +33,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -93,9 +97,9 @@ type Store struct {
 	Namespace string
 }
 
-// Hash is the label value standing for a credential name.
+// Hash is the label value standing for a credential name, in any case.
 func Hash(name string) string {
-	sum := sha256.Sum256([]byte(name))
+	sum := sha256.Sum256([]byte(strings.ToLower(name)))
 	return hex.EncodeToString(sum[:16])
 }
 
@@ -106,7 +110,7 @@ func (s *Store) Versions(ctx context.Context, name string) ([]Version, error) {
 		return nil, err
 	}
 	// A hash collision would mix names; the annotation says whose it is.
-	vs = slices.DeleteFunc(vs, func(v Version) bool { return v.Name != name })
+	vs = slices.DeleteFunc(vs, func(v Version) bool { return !strings.EqualFold(v.Name, name) })
 	slices.SortFunc(vs, func(a, b Version) int { return cmp.Compare(b.Number, a.Number) })
 	return vs, nil
 }
@@ -144,8 +148,9 @@ func (s *Store) All(ctx context.Context) ([]Version, error) {
 	}
 	newest := map[string]Version{}
 	for _, v := range vs {
-		if n, ok := newest[v.Name]; !ok || v.Number > n.Number {
-			newest[v.Name] = v
+		key := strings.ToLower(v.Name)
+		if n, ok := newest[key]; !ok || v.Number > n.Number {
+			newest[key] = v
 		}
 	}
 	out := make([]Version, 0, len(newest))
@@ -177,7 +182,7 @@ func (s *Store) Write(ctx context.Context, name string, decide Decide) (*Version
 		next.Name, next.ID, next.Number = name, uuid.NewString(), 1
 		next.CredentialID = uuid.NewString()
 		if current != nil {
-			next.Number, next.CredentialID = current.Number+1, current.CredentialID
+			next.Name, next.Number, next.CredentialID = current.Name, current.Number+1, current.CredentialID
 		}
 		next.Created = time.Now().UTC().Truncate(time.Second)
 		err = s.Client.Create(ctx, s.secret(next))
