@@ -256,6 +256,24 @@ var _ = Describe("CredHub's API", func() {
 		Expect(set.json()["value"].(map[string]any)["ca"]).To(Equal(rv["ca"]))
 		Expect(set.json()).To(HaveKeyWithValue("generated", false))
 		expectError(put(map[string]any{"name": "/certs/bad", "type": "certificate", "value": map[string]any{"certificate": "junk"}}), 400, credhub.InvalidCertificateValue)
+
+		// CA rotation's bulk step: an intermediate CA and what it signs
+		// are regenerated after the root.
+		Expect(post(map[string]any{"name": "/certs/intermediate", "type": "certificate", "parameters": map[string]any{"common_name": "int", "is_ca": true, "ca": "/certs/ca"}}).status).To(Equal(200))
+		Expect(post(map[string]any{"name": "/certs/deep", "type": "certificate", "parameters": map[string]any{"common_name": "deep", "ca": "/certs/intermediate"}}).status).To(Equal(200))
+		call(server.url, http.MethodPost, "/api/v1/regenerate", token, map[string]any{"name": "/certs/ca"})
+		bulk := call(server.url, http.MethodPost, "/api/v1/bulk-regenerate", token, map[string]any{"signed_by": "/certs/ca"})
+		Expect(bulk.status).To(Equal(http.StatusOK), bulk.body)
+		Expect(bulk.json()).To(Equal(map[string]any{"regenerated_credentials": []any{"/certs/deep", "/certs/intermediate", "/certs/leaf", "/certs/set"}}))
+		current := func(name string) map[string]any {
+			return get("/api/v1/data?current=true&name=" + name).json()["data"].([]any)[0].(map[string]any)["value"].(map[string]any)
+		}
+		root, intermediate, deep := current("/certs/ca"), current("/certs/intermediate"), current("/certs/deep")
+		Expect(intermediate["ca"]).To(Equal(root["certificate"]))
+		openSSLVerify(root["certificate"].(string), intermediate["certificate"].(string))
+		Expect(deep["ca"]).To(Equal(intermediate["certificate"]))
+		openSSLVerify(intermediate["certificate"].(string)+root["certificate"].(string), deep["certificate"].(string))
+		expectError(call(server.url, http.MethodPost, "/api/v1/bulk-regenerate", token, map[string]any{}), 400, credhub.MissingSignedBy)
 	})
 
 	It("treats names case-insensitively, as CredHub, keeping the first spelling", func() {

@@ -62,6 +62,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("POST /api/v1/data", s.authed(auth.ScopeWrite, s.generate))
 	mux.Handle("DELETE /api/v1/data", s.authed(auth.ScopeWrite, s.delete))
 	mux.Handle("POST /api/v1/regenerate", s.authed(auth.ScopeWrite, s.regenerate))
+	mux.Handle("POST /api/v1/bulk-regenerate", s.authed(auth.ScopeWrite, s.bulkRegenerate))
 	mux.Handle("GET /api/v1/certificates", s.authed(auth.ScopeRead, s.certificates))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// CredHub ignores a trailing slash (the CLI asks for

@@ -165,6 +165,7 @@ func (s *Server) setValue(ctx context.Context, c *auth.Caller, typ string, raw j
 		if v.Password == "" {
 			return nil, "", credhub.Reject(credhub.MissingPassword)
 		}
+		nilIfEmpty(&v.Username)
 		salt, err := generate.Salt()
 		if err != nil {
 			return nil, "", err
@@ -178,6 +179,7 @@ func (s *Server) setValue(ctx context.Context, c *auth.Caller, typ string, raw j
 		if empty(v.PublicKey) && empty(v.PrivateKey) {
 			return nil, "", credhub.Reject(credhub.MissingRSASSHParameters)
 		}
+		nilIfEmpty(&v.PublicKey, &v.PrivateKey)
 		return marshal(v), "", nil
 	default: // certificate
 		var v struct {
@@ -195,6 +197,7 @@ func (s *Server) setValue(ctx context.Context, c *auth.Caller, typ string, raw j
 				return nil, "", err
 			}
 		}
+		nilIfEmpty(&v.CA, &v.Certificate, &v.PrivateKey)
 		caName := ""
 		if !empty(v.CAName) {
 			caName = absolute(*v.CAName)
@@ -209,6 +212,16 @@ func (s *Server) setValue(ctx context.Context, c *auth.Caller, typ string, raw j
 }
 
 func empty(s *string) bool { return s == nil || *s == "" }
+
+// nilIfEmpty stores "" as absent, as CredHub's EmptyStringToNull reads
+// the fields the credhub CLI sends empty.
+func nilIfEmpty(fields ...**string) {
+	for _, f := range fields {
+		if empty(*f) {
+			*f = nil
+		}
+	}
+}
 
 // sameValue compares values for converge; a user's salt is no part of it.
 func sameValue(typ string, a, b json.RawMessage) bool {
@@ -485,26 +498,35 @@ func (s *Server) regenerateName(w http.ResponseWriter, r *http.Request, c *auth.
 	if rawName == nil || *rawName == "" {
 		return credhub.Reject(credhub.MissingName)
 	}
-	name := absolute(*rawName)
-	if !c.May(name) {
-		return errNotFound
-	}
-	ctx := r.Context()
-	cur, err := s.Store.Current(ctx, name)
+	v, err := s.regenerateVersion(r.Context(), c, absolute(*rawName), metadata)
 	if err != nil {
 		return err
 	}
+	writeJSON(w, http.StatusOK, viewOf(v))
+	return nil
+}
+
+// regenerateVersion writes a new version of name, generated with the
+// parameters of its current one; metadata, if any, replaces the current's.
+func (s *Server) regenerateVersion(ctx context.Context, c *auth.Caller, name string, metadata json.RawMessage) (*store.Version, error) {
+	if !c.May(name) {
+		return nil, errNotFound
+	}
+	cur, err := s.Store.Current(ctx, name)
+	if err != nil {
+		return nil, err
+	}
 	if cur == nil || !c.May(cur.Name) {
-		return errNotFound
+		return nil, errNotFound
 	}
 	var p *plan
 	switch cur.Type {
 	case typePassword, typeUser:
 		if len(cur.Parameters) == 0 {
 			if cur.Type == typePassword {
-				return credhub.Reject(credhub.CannotRegeneratePassword)
+				return nil, credhub.Reject(credhub.CannotRegeneratePassword)
 			}
-			return credhub.Reject(credhub.CannotRegenerateUser)
+			return nil, credhub.Reject(credhub.CannotRegenerateUser)
 		}
 		params := cur.Parameters
 		if cur.Type == typeUser {
@@ -517,7 +539,7 @@ func (s *Server) regenerateName(w http.ResponseWriter, r *http.Request, c *auth.
 			params = marshal(pp)
 		}
 		if p, err = s.plan(ctx, c, cur.Type, params, nil); err != nil {
-			return err
+			return nil, err
 		}
 	case typeRSA, typeSSH:
 		var k keyValue
@@ -537,11 +559,11 @@ func (s *Server) regenerateName(w http.ResponseWriter, r *http.Request, c *auth.
 	case typeCertificate:
 		info := certInfoOf(cur)
 		if info.value.Certificate == nil || (cur.CAName == "" && !info.selfSigned) {
-			return credhub.Reject(credhub.CannotRegenerateCert)
+			return nil, credhub.Reject(credhub.CannotRegenerateCert)
 		}
 		cert, err := generate.ParseCertificate(*info.value.Certificate)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		params := generate.ParamsOf(cert, cur.CAName)
 		var stored generate.CertParams
@@ -555,21 +577,21 @@ func (s *Server) regenerateName(w http.ResponseWriter, r *http.Request, c *auth.
 		var signer *generate.Signer
 		if !params.SelfSign {
 			if signer, err = s.signer(ctx, c, params.CA); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		p = certPlan(params, signer)
 	default:
-		return credhub.Reject(credhub.InvalidTypeRegenerate)
+		return nil, credhub.Reject(credhub.InvalidTypeRegenerate)
 	}
 	value, err := p.make(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(metadata) == 0 {
 		metadata = cur.Metadata
 	}
-	v, err := s.Store.Write(ctx, name, func(now *store.Version) (*store.Version, error) {
+	return s.Store.Write(ctx, name, func(now *store.Version) (*store.Version, error) {
 		if now == nil {
 			return nil, errNotFound
 		}
@@ -578,10 +600,59 @@ func (s *Server) regenerateName(w http.ResponseWriter, r *http.Request, c *auth.
 		}
 		return &store.Version{Type: cur.Type, Value: value, Metadata: metadata, Parameters: p.params, CAName: p.caName}, nil
 	})
-	if err != nil {
+}
+
+type bulkRegenerateRequest struct {
+	SignedBy *string `json:"signed_by"`
+}
+
+// bulkRegenerate is POST /api/v1/bulk-regenerate: every certificate the
+// CA signs regenerated, and what regenerated intermediate CAs sign in
+// turn (credhub bulk-regenerate --signed-by, for CA rotation).
+func (s *Server) bulkRegenerate(w http.ResponseWriter, r *http.Request, c *auth.Caller) error {
+	var req bulkRegenerateRequest
+	if err := decode(r, &req); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, viewOf(v))
+	if empty(req.SignedBy) {
+		return credhub.Reject(credhub.MissingSignedBy)
+	}
+	signer := absolute(*req.SignedBy)
+	if !c.May(signer) {
+		return errNotFound
+	}
+	done := map[string]bool{strings.ToLower(signer): true}
+	names := []string{}
+	var walk func(ca string) error
+	walk = func(ca string) error {
+		all, err := s.Store.All(r.Context())
+		if err != nil {
+			return err
+		}
+		for _, v := range all {
+			key := strings.ToLower(v.Name)
+			if v.Type != typeCertificate || !strings.EqualFold(v.CAName, ca) || done[key] {
+				continue
+			}
+			done[key] = true
+			nv, err := s.regenerateVersion(r.Context(), c, v.Name, nil)
+			if err != nil {
+				return err
+			}
+			names = append(names, nv.Name)
+			if certInfoOf(nv).isCA {
+				if err := walk(nv.Name); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := walk(signer); err != nil {
+		return err
+	}
+	slices.SortFunc(names, func(a, b string) int { return strings.Compare(strings.ToLower(a), strings.ToLower(b)) })
+	writeJSON(w, http.StatusOK, map[string][]string{"regenerated_credentials": names})
 	return nil
 }
 

@@ -44,6 +44,7 @@ const (
 	MissingPassword           = "A password value must be specified for the credential. Please validate and retry your request."
 	missingQueryParameter     = "The query parameter {0} is required for this request."
 	MissingRSASSHParameters   = "At least one key value must be set. Please validate your input and retry your request."
+	MissingSignedBy           = "You must specify a signing CA. Please update and retry your request."
 	MissingSigningCA          = "You must specify a signing CA or indicate self-signing when generating a certificate. Please update and retry your request."
 	MissingValue              = "A non-empty value must be specified for the credential. Please validate and retry your request."
 	MissingCertificateCreds   = "At least one certificate attribute must be set. Please validate your input and retry your request."
