@@ -16,18 +16,12 @@ import (
 	"github.com/bosh-injector/bosh-injector/inject"
 )
 
-// StatefulSetPath is where the chart's StatefulSet update webhook calls:
-// every operator release serves it, so that a configuration newer than the
-// running operator (an upgrade's pods not replaced yet, an older image)
-// reaches it. An operator not serving the path it is called at answers 404,
-// and the API server, ignoring the failure (failurePolicy Ignore), refuses
-// the update as a change of immutable volumeClaimTemplates: a larger
-// persistent disk applied then is never recorded.
+// StatefulSetPath is where the StatefulSet update webhook is served. The
+// name is older than what it admits (it keeps replicas too), and it stays:
+// an upgrade's webhook configuration calling a path the running operator
+// does not serve gets 404, which the API server ignores (failurePolicy
+// Ignore) and then refuses a larger disk as an immutable change.
 const StatefulSetPath = "/resize-disks"
-
-// AdmitStatefulSetPath is served too, for configurations made by the chart
-// while it called the webhook there.
-const AdmitStatefulSetPath = "/admit-statefulset"
 
 // StatefulSets lets users change an instance group's persistent disk size
 // and instances with `objects` and `kubectl apply` as with any other

@@ -157,9 +157,7 @@ func New(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 				return nil, err
 			}
 		}
-		sets := &crwebhook.Admission{Handler: &webhook.StatefulSets{Log: log.WithName("statefulsets"), Operator: o.User}}
-		hookServer.Register(webhook.StatefulSetPath, sets)
-		hookServer.Register(webhook.AdmitStatefulSetPath, sets)
+		hookServer.Register(webhook.StatefulSetPath, &crwebhook.Admission{Handler: &webhook.StatefulSets{Log: log.WithName("statefulsets"), Operator: o.User}})
 		if err := mgr.AddReadyzCheck("webhook", hookServer.StartedChecker()); err != nil {
 			return nil, err
 		}
