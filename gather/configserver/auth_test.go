@@ -86,21 +86,36 @@ var _ = Describe("OAuth clients", func() {
 		Expect(claims).To(HaveKeyWithValue("scope", ConsistOf("credhub.read", "credhub.write")))
 		Expect(claims).To(HaveKeyWithValue("iss", server.url+"/oauth/token"))
 
-		// And independently, with Ruby's OpenSSL and the PEM value.
+		// And independently: Debian's ruby-jwt with the JWKS as fetched.
 		ruby := tool("ruby", "ruby")
 		if ruby == "" {
 			return
 		}
+		if out, err := exec.Command(ruby, "-rjwt", "-e", "").CombinedOutput(); err != nil {
+			AddReportEntry("skipped check", "ruby-jwt is not installed (Debian package ruby-jwt); the token is not checked against /token_keys with it: "+string(out))
+			return
+		}
 		dir := GinkgoT().TempDir()
-		Expect(os.WriteFile(filepath.Join(dir, "key.pem"), []byte(jwk["value"].(string)), 0o600)).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(dir, "jwks.json"), []byte(keys.body), 0o600)).To(Succeed())
 		Expect(os.WriteFile(filepath.Join(dir, "token"), []byte(token), 0o600)).To(Succeed())
-		script := `require "openssl"; require "base64"
-key = OpenSSL::PKey::RSA.new(File.read(ARGV[0]))
-h, p, s = File.read(ARGV[1]).split(".")
-sig = Base64.urlsafe_decode64(s + "=" * ((4 - s.length % 4) % 4))
-exit(key.verify(OpenSSL::Digest::SHA256.new, sig, h + "." + p) ? 0 : 1)`
-		out, err := exec.Command(ruby, "-e", script, filepath.Join(dir, "key.pem"), filepath.Join(dir, "token")).CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), "Ruby's OpenSSL does not verify the token's signature: %s", out)
+		script := `require "jwt"; require "json"
+jwks = JSON.parse(File.read(ARGV[0]), symbolize_names: true)
+payload, header = JWT.decode(File.read(ARGV[1]), nil, true, algorithms: ["RS256"], jwks: jwks, aud: "credhub", verify_aud: true)
+puts payload["client_id"]`
+		out, err := exec.Command(ruby, "-e", script, filepath.Join(dir, "jwks.json"), filepath.Join(dir, "token")).CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "ruby-jwt does not verify the token with /token_keys: %s", out)
+		Expect(strings.TrimSpace(string(out))).To(Equal(clientName))
+		// A token signed by another key fails there too.
+		other, err := rsa.GenerateKey(rand.Reader, 2048)
+		Expect(err).NotTo(HaveOccurred())
+		forged := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.MapClaims{"aud": "credhub", "client_id": clientName})
+		forged.Header["kid"] = jwk["kid"]
+		forgedToken, err := forged.SignedString(other)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(os.WriteFile(filepath.Join(dir, "token"), []byte(forgedToken), 0o600)).To(Succeed())
+		out, err = exec.Command(ruby, "-e", script, filepath.Join(dir, "jwks.json"), filepath.Join(dir, "token")).CombinedOutput()
+		Expect(err).To(HaveOccurred(), "ruby-jwt accepts a forged token: %s", out)
+		Expect(string(out)).To(ContainSubstring("Signature verification failed"))
 	})
 
 	It("answers 401 with a JSON body for a missing, malformed, forged or expired token", func() {
