@@ -7,6 +7,11 @@
 // The rest of bosh-injector joins it through two things: the server's URL
 // (CredHub's API, so any CredHub client works) and auth.ScopeOf, which
 // says which names a gathering Job's ServiceAccount may use.
+//
+// The server's own ServiceAccount needs: get, list, create and delete on
+// Secrets in Options.Namespace (the versions, the signing key, the
+// clients' secrets); get on ServiceAccounts where gathering Jobs run; and
+// create on tokenreviews.authentication.k8s.io.
 package configserver
 
 import (
