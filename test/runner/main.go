@@ -80,7 +80,6 @@ func run(patterns []string, cores int, timeout time.Duration, dir string, buildF
 type pkg struct {
 	ImportPath string
 	Dir        string
-	Name       string
 	// binary is its compiled test binary.
 	binary string
 	// clusters is how many real-node clusters its tests run at once.
@@ -106,7 +105,7 @@ var longest = []string{"test/e2e", "test/demo", "test/sandbox", "test/cluster", 
 // list lists the module's packages with tests (the tools modules under
 // test/tools are modules of their own).
 func list(patterns []string) ([]*pkg, error) {
-	out, err := exec.Command("go", append([]string{"list", "-json=ImportPath,Dir,Name,TestGoFiles,XTestGoFiles"}, patterns...)...).Output()
+	out, err := exec.Command("go", append([]string{"list", "-json=ImportPath,Dir,TestGoFiles,XTestGoFiles"}, patterns...)...).Output()
 	if err != nil {
 		return nil, fmt.Errorf("go list: %w", stderrOf(err))
 	}
@@ -142,14 +141,15 @@ func relative(importPath string) string {
 }
 
 // compile builds every test binary with one go command per group of
-// packages whose names differ (`go test -c -o dir/` names a binary after
-// its package), so the compiler's parallelism spans the whole module.
+// packages whose paths end differently (`go test -c -o dir/` names a
+// binary after its import path's last element), so the compiler's
+// parallelism spans the whole module.
 func compile(pkgs []*pkg, dir string, buildFlags []string) error {
 	var groups [][]*pkg
 	for _, p := range pkgs {
 		placed := false
 		for i, g := range groups {
-			if !slices.ContainsFunc(g, func(q *pkg) bool { return q.Name == p.Name }) {
+			if !slices.ContainsFunc(g, func(q *pkg) bool { return path.Base(q.ImportPath) == path.Base(p.ImportPath) }) {
 				groups[i] = append(g, p)
 				placed = true
 				break
@@ -164,7 +164,7 @@ func compile(pkgs []*pkg, dir string, buildFlags []string) error {
 		args := append([]string{"test", "-c", "-o", out + "/"}, buildFlags...)
 		for _, p := range g {
 			args = append(args, p.ImportPath)
-			p.binary = filepath.Join(out, p.Name+".test")
+			p.binary = filepath.Join(out, path.Base(p.ImportPath)+".test")
 		}
 		cmd := exec.Command("go", args...)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr

@@ -123,6 +123,10 @@ const BinaryEnv = "BOSH_INJECTOR_BINARY"
 func BuildBinary(dir string) (string, error) {
 	binary := filepath.Join(dir, "bosh-injector")
 	if built := os.Getenv(BinaryEnv); built != "" {
+		// As go build -o would, the directory is made.
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", err
+		}
 		if err := os.Link(built, binary); err == nil {
 			return binary, nil
 		}
