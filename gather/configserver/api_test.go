@@ -57,6 +57,7 @@ var _ = Describe("CredHub's API", func() {
 		// Without the leading slash the name is the same credential.
 		second := put(map[string]any{"name": "shapes/value", "type": "value", "value": "v2"}).json()
 		Expect(second["id"]).NotTo(Equal(first["id"]))
+		Expect(second).To(HaveKeyWithValue("metadata", BeNil()))
 
 		all := get("/api/v1/data?name=/shapes/value").json()["data"].([]any)
 		Expect(all).To(HaveLen(2))

@@ -41,13 +41,14 @@ type certValue struct {
 }
 
 // view is CredHub's CredentialView, with CertificateView's extra fields
-// for certificates.
+// for certificates. Like CredHub's mapper it writes a missing metadata as
+// null.
 type view struct {
 	Type             string          `json:"type"`
 	VersionCreatedAt string          `json:"version_created_at"`
 	ID               string          `json:"id"`
 	Name             string          `json:"name"`
-	Metadata         json.RawMessage `json:"metadata,omitempty"`
+	Metadata         json.RawMessage `json:"metadata"`
 	Value            any             `json:"value"`
 
 	ExpiryDate           *string `json:"expiry_date,omitempty"`
