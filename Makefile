@@ -199,10 +199,12 @@ apt_install = missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}\n' $$p 2
 # ruby renders templates; the test cluster's node needs runc, the CNI
 # plugins, iptables, conntrack and nftables (kube-proxy), iproute2 and
 # util-linux (its network namespace), mount (losetup) and xfsprogs (its
-# CSI driver's volumes).
+# CSI driver's volumes). openssl, openssh-client and ruby-jwt check the
+# config server's certificates, keys and tokens as tools it did not write.
 NODE_PACKAGES := runc containernetworking-plugins iptables conntrack nftables iproute2 util-linux mount xfsprogs
-deps: ## Install the Debian packages the tests need (ruby, the node's runc, CNI plugins, iptables, conntrack, nftables), when missing
-	@$(call apt_install,ruby $(NODE_PACKAGES))
+CHECK_PACKAGES := openssl openssh-client ruby-jwt
+deps: ## Install the Debian packages the tests need (ruby, the node's runc, CNI plugins, iptables, conntrack, nftables; openssl, ssh-keygen, ruby-jwt), when missing
+	@$(call apt_install,ruby $(NODE_PACKAGES) $(CHECK_PACKAGES))
 
 # Images are built with podman (the operator image, release packages
 # compiled on a stemcell image): a Debian base image made by debootstrap
@@ -272,9 +274,10 @@ build: ## Build bin/bosh-injector (static)
 # The README's test command: installs and builds what is missing, then
 # test/runner compiles every test binary before any runs (no compile
 # competes with a running cluster) and runs them scheduled for this
-# machine: at most as many real-node clusters at once as it has cores (the
-# end-to-end package runs two, the demo, sandbox and cluster packages one
-# each), and as many other packages beside them. Tests use the binary
+# machine: at most one real-node cluster more than it has cores (three on
+# two: the end-to-end package's two, then the demo's, the sandbox's and the
+# cluster package's one by one beside them), and as many packages without
+# a cluster as cores beside those. Tests use the binary
 # `build` made (BOSH_INJECTOR_BINARY) instead of building their own.
 # -w: test binaries without DWARF link in half the time (stack traces keep
 # their lines); set TEST_BUILD_FLAGS without it to debug one.

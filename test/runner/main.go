@@ -1,10 +1,11 @@
 // Command runner is `make test`: it compiles every test binary of the
 // module first, then runs them scheduled for the machine it is on, so that
 // no compile competes with a running cluster and no more real-node clusters
-// run at once than the cores carry. Its output is go test's: `ok` and `FAIL`
+// run at once than the cores carry (-clusters: one more than the cores, as
+// a cluster's nodes mostly wait on their pods). Its output is go test's: `ok` and `FAIL`
 // lines per package, a failed package's whole output, and a closing count.
 //
-//	go run ./test/runner [-cores N] [-timeout 20m] [-packages "./..."] [-- go test build flags]
+//	go run ./test/runner [-cores N] [-clusters N] [-timeout 20m] [-packages "./..."] [-- go test build flags]
 package main
 
 import (
@@ -28,18 +29,19 @@ import (
 )
 
 func main() {
-	cores := flag.Int("cores", runtime.NumCPU(), "cores the tests may use: at most this many real-node clusters run at once")
+	cores := flag.Int("cores", runtime.NumCPU(), "cores the tests may use: as many packages without a cluster run at once")
+	clusters := flag.Int("clusters", runtime.NumCPU()+1, "real-node clusters that may run at once (a package needing more runs alone)")
 	timeout := flag.Duration("timeout", 20*time.Minute, "a test binary's -test.timeout")
 	dir := flag.String("dir", "", "where test binaries are written (a temporary directory when empty)")
 	packages := flag.String("packages", "./...", "the packages to test, as go list takes them (space-separated)")
 	flag.Parse()
-	if err := run(strings.Fields(*packages), *cores, *timeout, *dir, flag.Args()); err != nil {
+	if err := run(strings.Fields(*packages), *cores, *clusters, *timeout, *dir, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "runner:", err)
 		os.Exit(1)
 	}
 }
 
-func run(patterns []string, cores int, timeout time.Duration, dir string, buildFlags []string) error {
+func run(patterns []string, cores, clusters int, timeout time.Duration, dir string, buildFlags []string) error {
 	pkgs, err := list(patterns)
 	if err != nil {
 		return err
@@ -55,7 +57,7 @@ func run(patterns []string, cores int, timeout time.Duration, dir string, buildF
 		return err
 	}
 	fmt.Printf("==> compiled %d test binaries in %s\n", len(pkgs), time.Since(start).Round(time.Second))
-	results := schedule(pkgs, cores, func(p *pkg) result { return p.run(timeout) })
+	results := schedule(pkgs, cores, clusters, func(p *pkg) result { return p.run(timeout) })
 	var passed, failed, skipped int
 	var failedPkgs []string
 	for _, r := range results {
@@ -177,17 +179,17 @@ func compile(pkgs []*pkg, dir string, buildFlags []string) error {
 
 // schedule runs every package and returns their results in the order they
 // ended. Cluster packages run while the clusters running leave room for
-// theirs (at most cores at once; one package alone may run more), the
-// others cores at a time beside them; a package that does not fit waits and
+// theirs (at most maxClusters at once; one package alone may run more),
+// the others cores at a time beside them; a package that does not fit waits and
 // lets the ones behind it that do fit start first.
-func schedule(pkgs []*pkg, cores int, run func(*pkg) result) []result {
+func schedule(pkgs []*pkg, cores, maxClusters int, run func(*pkg) result) []result {
 	var mu sync.Mutex
 	cond := sync.NewCond(&mu)
 	clusters, others := 0, 0
 	var results []result
 	fits := func(p *pkg) bool {
 		if p.clusters > 0 {
-			return clusters == 0 || clusters+p.clusters <= cores
+			return clusters == 0 || clusters+p.clusters <= maxClusters
 		}
 		return others < cores
 	}

@@ -18,7 +18,7 @@ func TestSchedule(t *testing.T) {
 	clusters, others, maxOthers := 0, 0, 0
 	var besideClusters bool
 	ran := map[string]int{}
-	results := schedule(pkgs, 2, func(p *pkg) result {
+	results := schedule(pkgs, 2, 2, func(p *pkg) result {
 		mu.Lock()
 		ran[p.ImportPath]++
 		if p.clusters > 0 {
