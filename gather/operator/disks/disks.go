@@ -49,6 +49,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/operator/podstate"
 	"github.com/bosh-injector/bosh-injector/gather/operator/statefulsets"
 	"github.com/bosh-injector/bosh-injector/gather/operator/status"
+	"github.com/bosh-injector/bosh-injector/inject"
 )
 
 // Event reasons.
@@ -348,19 +349,27 @@ func (r *Reconciler) stop(ctx context.Context, s *appsv1.StatefulSet, why stoppe
 // manifest applied with the larger disk rolls the group too, or one
 // failing. Draining beside it would take more instances down at once than
 // max_in_flight; the director updates an instance's disk within its
-// deploy, one batch at a time.
+// deploy, one batch at a time. An instance stopped on request or not yet
+// started by a deploy (its pod held by the gate) is down by intent and
+// does not hold the resize back.
 func (r *Reconciler) unavailable(ctx context.Context, sets []*appsv1.StatefulSet, batch []slot) (string, error) {
 	for _, s := range sets {
 		var pods corev1.PodList
 		if err := r.APIReader.List(ctx, &pods, client.InNamespace(s.Namespace), client.MatchingLabels(s.Spec.Selector.MatchLabels)); err != nil {
 			return "", err
 		}
-		for o := range int(ptr.Deref(s.Spec.Replicas, 1)) {
+		start := 0
+		if s.Spec.Ordinals != nil {
+			start = int(s.Spec.Ordinals.Start)
+		}
+		for o := start; o < start+int(ptr.Deref(s.Spec.Replicas, 1)); o++ {
 			if slices.Contains(batch, slot{set: s, ordinal: o}) {
 				continue
 			}
 			name := s.Name + "-" + strconv.Itoa(o)
-			if !slices.ContainsFunc(pods.Items, func(p corev1.Pod) bool { return p.Name == name && ready(&p) }) {
+			if !slices.ContainsFunc(pods.Items, func(p corev1.Pod) bool {
+				return p.Name == name && (ready(&p) || podstate.Stopped(&p) || inject.Gated(&p))
+			}) {
 				return name, nil
 			}
 		}

@@ -391,7 +391,7 @@ func (d *run) watch(ctx context.Context, group string, s *appsv1.StatefulSet, po
 		if start.Before(since) {
 			start = since
 		}
-		if podstate.Ready(pod) || stopped(pod) {
+		if podstate.Ready(pod) || podstate.Stopped(pod) {
 			if left := start.Add(watch.Min).Sub(d.now); minimum && left > 0 {
 				wait = max(wait, left)
 			}
