@@ -25,12 +25,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
 func main() {
-	cores := flag.Int("cores", runtime.NumCPU(), "cores the tests may use: as many packages without a cluster run at once")
-	clusters := flag.Int("clusters", runtime.NumCPU()+1, "real-node clusters that may run at once (a package needing more runs alone)")
+	// GOMAXPROCS follows a container's CPU quota.
+	cores := flag.Int("cores", runtime.GOMAXPROCS(0), "cores the tests may use: as many packages without a cluster run at once")
+	clusters := flag.Int("clusters", runtime.GOMAXPROCS(0)+1, "real-node clusters that may run at once (a package needing more runs alone)")
 	timeout := flag.Duration("timeout", 20*time.Minute, "a test binary's -test.timeout")
 	dir := flag.String("dir", "", "where test binaries are written (a temporary directory when empty)")
 	packages := flag.String("packages", "./...", "the packages to test, as go list takes them (space-separated)")
@@ -53,9 +55,13 @@ func run(patterns []string, cores, clusters int, timeout time.Duration, dir stri
 		defer os.RemoveAll(dir)
 	}
 	start := time.Now()
-	if err := compile(pkgs, dir, buildFlags); err != nil {
-		return err
+	// test2json is built and run itself, not through `go tool`, so a
+	// timeout kills its process group, the test binary's too.
+	test2json = filepath.Join(dir, "test2json")
+	if out, err := exec.Command("go", "build", "-o", test2json, "cmd/test2json").CombinedOutput(); err != nil {
+		return fmt.Errorf("building test2json: %w: %s", err, out)
 	}
+	compile(pkgs, dir, buildFlags)
 	fmt.Printf("==> compiled %d test binaries in %s\n", len(pkgs), time.Since(start).Round(time.Second))
 	results := schedule(pkgs, cores, clusters, func(p *pkg) result { return p.run(timeout) })
 	var passed, failed, skipped int
@@ -78,6 +84,9 @@ func run(patterns []string, cores, clusters int, timeout time.Duration, dir stri
 	return nil
 }
 
+// test2json is the go tool's test2json binary.
+var test2json string
+
 // pkg is a package with tests.
 type pkg struct {
 	ImportPath string
@@ -86,6 +95,8 @@ type pkg struct {
 	binary string
 	// clusters is how many real-node clusters its tests run at once.
 	clusters int
+	// buildFailed is the compiler's output when its tests did not build.
+	buildFailed string
 }
 
 const module = "github.com/bosh-injector/bosh-injector"
@@ -146,7 +157,7 @@ func relative(importPath string) string {
 // packages whose paths end differently (`go test -c -o dir/` names a
 // binary after its import path's last element), so the compiler's
 // parallelism spans the whole module.
-func compile(pkgs []*pkg, dir string, buildFlags []string) error {
+func compile(pkgs []*pkg, dir string, buildFlags []string) {
 	var groups [][]*pkg
 	for _, p := range pkgs {
 		placed := false
@@ -170,11 +181,18 @@ func compile(pkgs []*pkg, dir string, buildFlags []string) error {
 		}
 		cmd := exec.Command("go", args...)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("compiling tests: %w", err)
+		if cmd.Run() == nil {
+			continue
+		}
+		// As go test marks a package [build failed] and tests the rest:
+		// each package of the group alone, so the others still run.
+		for _, p := range g {
+			one := exec.Command("go", append(append([]string{"test", "-c", "-o", p.binary}, buildFlags...), p.ImportPath)...)
+			if out, err := one.CombinedOutput(); err != nil {
+				p.buildFailed = fmt.Sprintf("%s\n%s", out, err)
+			}
 		}
 	}
-	return nil
 }
 
 // schedule runs every package and returns their results in the order they
@@ -205,9 +223,15 @@ func schedule(pkgs []*pkg, cores, maxClusters int, run func(*pkg) result) []resu
 	started := map[*pkg]time.Time{}
 	// A line a minute says what is still running, and for how long.
 	tick := time.NewTicker(time.Minute)
-	defer tick.Stop()
+	done := make(chan struct{})
+	defer func() { tick.Stop(); close(done) }()
 	go func() {
-		for range tick.C {
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
 			mu.Lock()
 			var running []string
 			for p, t := range started {
@@ -281,10 +305,20 @@ type event struct {
 func (p *pkg) run(timeout time.Duration) result {
 	start := time.Now()
 	r := result{pkg: p.ImportPath}
+	if p.buildFailed != "" {
+		r.failed, r.output = 1, []string{p.buildFailed + "\n", "[build failed]\n"}
+		return r
+	}
+	// -test.timeout does not bound a TestMain's teardown: past the timeout
+	// and a minute, the binary and what it started (one process group)
+	// are killed.
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "tool", "test2json", "-p", p.ImportPath, p.binary,
+	cmd := exec.CommandContext(ctx, test2json, "-p", p.ImportPath, p.binary,
 		"-test.v=test2json", "-test.count=1", "-test.timeout="+timeout.String(), "-test.paniconexit0")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
 	cmd.Dir = p.Dir
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
