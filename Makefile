@@ -77,7 +77,7 @@ step_sh = step() { \
 	echo "==> $$what"; \
 	if [ -n "$(V)" ]; then echo "$$*"; fi; \
 	( s=; trap 'kill $$s 2>/dev/null; exit 0' TERM; \
-	  while :; do sleep 60 >/dev/null 2>&1 </dev/null & s=$$!; wait $$s; \
+	  while :; do sleep 60 >/dev/null 2>&1 </dev/null & s=$$!; wait $$s; kill -0 $$$$ 2>/dev/null || exit 0; \
 	    echo "    still $${what\#\[*\] }… $$(( ($$(date +%s) - start) / 60 ))m elapsed"; done ) & ticker=$$!; \
 	"$$@" || rc=$$?; \
 	kill $$ticker 2>/dev/null || true; wait $$ticker 2>/dev/null || true; \

@@ -1,8 +1,9 @@
 // Package progress waits as a person watching a cluster waits: as long as
 // the cluster keeps doing something (a pod's status or an event changed),
 // up to a bound, and gives up once nothing changed for a while. A loaded
-// machine then slows a test down instead of failing it, and a stuck one
-// still fails in the time a fixed wait would.
+// machine then slows a test down instead of failing it; a stuck one fails
+// in the time a fixed wait would once the cluster is otherwise quiet, and
+// at the latest after Bound such times.
 package progress
 
 import (
@@ -48,7 +49,8 @@ func UntilChanging(ctx context.Context, what string, idle time.Duration, fingerp
 		now := time.Now()
 		if now.Sub(lastRead) >= every {
 			lastRead = now
-			if f := fingerprint(); f != last {
+			// "" is a fingerprint that could not be read: no news.
+			if f := fingerprint(); f != "" && f != last {
 				last, lastChange = f, now
 			}
 		}
@@ -67,25 +69,30 @@ func UntilChanging(ctx context.Context, what string, idle time.Duration, fingerp
 }
 
 // Of is a fingerprint of what the cluster is doing: the newest resource
-// version among its pods and among its events. Leases and other
-// heartbeats do not count.
+// version among its pods and among its Normal events ("" when they cannot
+// be read). Leases and other heartbeats do not count, nor do Warning
+// events: a probe failing again and again bumps its event's count, which
+// is no progress.
 func Of(ctx context.Context, c client.Reader) string {
-	var pods metav1.PartialObjectMetadataList
+	pods := &metav1.PartialObjectMetadataList{}
 	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
-	var events metav1.PartialObjectMetadataList
-	events.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("EventList"))
-	return newest(ctx, c, &pods) + "/" + newest(ctx, c, &events)
-}
-
-func newest(ctx context.Context, c client.Reader, list *metav1.PartialObjectMetadataList) string {
-	if err := c.List(ctx, list); err != nil {
-		return "error"
+	var events corev1.EventList
+	if c.List(ctx, pods) != nil || c.List(ctx, &events) != nil {
+		return ""
 	}
-	var top uint64
-	for _, o := range list.Items {
-		if v, err := strconv.ParseUint(o.ResourceVersion, 10, 64); err == nil {
-			top = max(top, v)
+	var podsTop, eventsTop uint64
+	for _, o := range pods.Items {
+		podsTop = max(podsTop, version(o.ResourceVersion))
+	}
+	for _, e := range events.Items {
+		if e.Type != corev1.EventTypeWarning {
+			eventsTop = max(eventsTop, version(e.ResourceVersion))
 		}
 	}
-	return strconv.FormatUint(top, 10)
+	return strconv.FormatUint(podsTop, 10) + "/" + strconv.FormatUint(eventsTop, 10)
+}
+
+func version(rv string) uint64 {
+	v, _ := strconv.ParseUint(rv, 10, 64)
+	return v
 }
