@@ -35,6 +35,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/configserver"
 	"github.com/bosh-injector/bosh-injector/gather/configserver/auth"
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
+	"github.com/bosh-injector/bosh-injector/test/fixtures"
 )
 
 // runCommandEnv, set in a child's environment, makes this test binary the
@@ -66,10 +67,11 @@ const (
 )
 
 var (
-	cp     *controlplane.ControlPlane
-	ctx    = context.Background()
-	certs  *serving
-	logs   = &syncBuffer{}
+	cp    *controlplane.ControlPlane
+	ctx   = context.Background()
+	certs *serving
+	// logs collects the servers' logs for the secrecy checks.
+	logs   = &fixtures.SyncBuffer{}
 	server *running
 )
 
@@ -117,7 +119,7 @@ func start() *running {
 	o.Address = fmt.Sprintf("127.0.0.1:%d", port)
 	runCtx, cancel := context.WithCancel(ctx)
 	r := &running{url: fmt.Sprintf("https://127.0.0.1:%d", port), cancel: cancel, done: make(chan error, 1)}
-	log := zapr.NewLogger(zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(logs), zapcore.DebugLevel)))
+	log := zapr.NewLogger(zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(io.MultiWriter(GinkgoWriter, logs)), zapcore.DebugLevel)))
 	go func() { r.done <- configserver.Run(runCtx, cp.Config, o, log) }()
 	Eventually(func() error {
 		resp, err := certs.client.Get(r.url + "/health")
@@ -169,25 +171,6 @@ func newServing() *serving {
 	pool.AppendCertsFromPEM(s.caPEM)
 	s.client = &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, MaxIdleConnsPerHost: 64}}
 	return s
-}
-
-// syncBuffer collects the servers' logs for the secrecy checks.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	GinkgoWriter.Write(p)
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // answer is an HTTP answer: status and body.
