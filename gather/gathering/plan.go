@@ -111,11 +111,13 @@ func NewPlan(ctx context.Context, c client.Reader, trustNamespace, namespace, de
 		}
 	}
 	for _, dep := range consumes {
-		var list corev1.SecretList
-		if err := c.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{names.LabelDeployment: names.LabelValue(dep)}); err != nil {
+		// Only a deployment with a manifest provides links; its versioned
+		// Secrets, the largest, are not read for that.
+		manifests, err := status.ManifestSecrets(ctx, c, namespace, dep)
+		if err != nil {
 			return p, fmt.Errorf("listing the Secrets of deployment '%s': %w", dep, err)
 		}
-		if !slices.ContainsFunc(list.Items, func(s corev1.Secret) bool { return status.IsManifest(&s) }) {
+		if len(manifests) == 0 {
 			continue
 		}
 		other, err := trust.Read(ctx, c, trustNamespace, namespace, dep)
