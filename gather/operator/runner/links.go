@@ -111,7 +111,7 @@ func (r *Reconciler) isRecord(o client.Object) bool {
 func (r *Reconciler) manifestsConsuming(ctx context.Context, o client.Object) []reconcile.Request {
 	var list corev1.SecretList
 	namespace := o.GetLabels()[trust.LabelNamespace]
-	if err := r.Client.List(ctx, &list, client.InNamespace(namespace), client.HasLabels{names.LabelDeployment}); err != nil {
+	if err := r.Client.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: status.ManifestCandidates}); err != nil {
 		r.Log.Error(err, "listing manifest Secrets")
 		return nil
 	}

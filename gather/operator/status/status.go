@@ -108,10 +108,10 @@ func IsManifest(o client.Object) bool {
 	return !kind && s.Data[names.ManifestKey] != nil
 }
 
-// manifestCandidates selects a namespace's Secrets that may be manifests:
+// ManifestCandidates selects a namespace's Secrets that may be manifests:
 // labelled with a deployment, of no Secret kind (the versioned Secrets, most
 // of a deployment's and the largest, are left out by the selector).
-var manifestCandidates = labels.NewSelector().Add(
+var ManifestCandidates = labels.NewSelector().Add(
 	must(labels.NewRequirement(names.LabelDeployment, selection.Exists, nil)),
 	must(labels.NewRequirement(names.LabelSecretKind, selection.DoesNotExist, nil)))
 
@@ -128,7 +128,7 @@ func must(r *labels.Requirement, err error) labels.Requirement {
 // are, so labels are compared after sanitizing.
 func ManifestSecrets(ctx context.Context, c client.Reader, namespace, deployment string, opts ...client.ListOption) ([]*corev1.Secret, error) {
 	var list corev1.SecretList
-	opts = append([]client.ListOption{client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: manifestCandidates}}, opts...)
+	opts = append([]client.ListOption{client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: ManifestCandidates}}, opts...)
 	if err := c.List(ctx, &list, opts...); err != nil {
 		return nil, err
 	}
