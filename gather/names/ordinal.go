@@ -6,9 +6,13 @@ import (
 )
 
 // The StatefulSet controller names its pods "<set>-<ordinal>" and their
-// claims "<template>-<set>-<ordinal>"; these read the ordinal back from a
+// claims "<template>-<set>-<ordinal>"; PodName writes a pod's, the others read the ordinal back from a
 // name, for the webhook, the deploy controller and the disk controller
 // alike.
+
+// PodName is the name the StatefulSet controller gives set's pod of an
+// ordinal, "<set>-<ordinal>", which Ordinal and OrdinalIn read back.
+func PodName(set string, ordinal int) string { return set + "-" + strconv.Itoa(ordinal) }
 
 // Ordinal is the number a StatefulSet's pod or claim name ends with,
 // "...-<ordinal>".

@@ -217,7 +217,7 @@ func (r *Reconciler) remountGroup(ctx context.Context, deployment, group string,
 // instance is done when its new pod is Ready.
 func (r *Reconciler) remountInstance(ctx context.Context, group string, sl slot) (bool, error) {
 	var pod corev1.Pod
-	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: sl.set.Namespace, Name: sl.set.Name + "-" + strconv.Itoa(sl.ordinal)}, &pod)
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: sl.set.Namespace, Name: names.PodName(sl.set.Name, sl.ordinal)}, &pod)
 	if apierrors.IsNotFound(err) {
 		return false, nil // the StatefulSet makes it
 	}
@@ -245,7 +245,7 @@ func mounts(pod *corev1.Pod, sl slot) bool {
 	for _, t := range sl.set.Spec.VolumeClaimTemplates {
 		want[ClaimName(t.Name, sl.set.Name, sl.ordinal)] = true
 	}
-	suffix := "-" + sl.set.Name + "-" + strconv.Itoa(sl.ordinal)
+	suffix := "-" + names.PodName(sl.set.Name, sl.ordinal)
 	have := 0
 	for _, v := range pod.Spec.Volumes {
 		if v.PersistentVolumeClaim == nil || !strings.HasSuffix(v.PersistentVolumeClaim.ClaimName, suffix) {

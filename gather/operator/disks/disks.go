@@ -366,7 +366,7 @@ func (r *Reconciler) unavailable(ctx context.Context, sets []*appsv1.StatefulSet
 			if slices.Contains(batch, slot{set: s, ordinal: o}) {
 				continue
 			}
-			name := s.Name + "-" + strconv.Itoa(o)
+			name := names.PodName(s.Name, o)
 			if !slices.ContainsFunc(pods.Items, func(p corev1.Pod) bool {
 				return p.Name == name && (ready(&p) || podstate.Stopped(&p) || inject.Gated(&p))
 			}) {
@@ -388,7 +388,7 @@ func (r *Reconciler) resizeInstance(ctx context.Context, group string, sl slot, 
 		return true, nil
 	}
 	instance := group + "/" + strconv.Itoa(sl.ordinal)
-	podName := sl.set.Name + "-" + strconv.Itoa(sl.ordinal)
+	podName := names.PodName(sl.set.Name, sl.ordinal)
 	done := true
 	for _, t := range sl.set.Spec.VolumeClaimTemplates {
 		want, ok := wanted[t.Name]

@@ -284,7 +284,7 @@ func (d *run) advance(ctx context.Context, g update.Group, gs *status.Group, set
 	steps.WithLabelValues(what).Inc()
 	var pods []string
 	for j := before; j < after; j++ {
-		pods = append(pods, fmt.Sprintf("%s-%d", name, groupOrdinal(gs, next.AZ, j)))
+		pods = append(pods, names.PodName(name, groupOrdinal(gs, next.AZ, j)))
 	}
 	d.Log.Info("releasing instances", "namespace", d.manifest.Namespace, "group", g.Name, "step", what, "pods", pods)
 	d.Recorder.Eventf(d.manifest, s, corev1.EventTypeNormal, status.ReasonUpdating, "Deploy", "instance group '%s': updating %s %s (step %d of %d)",
@@ -373,7 +373,7 @@ func (d *run) watch(ctx context.Context, group string, s *appsv1.StatefulSet, po
 	grace := time.Duration(ptr.Deref(s.Spec.Template.Spec.TerminationGracePeriodSeconds, corev1.DefaultTerminationGracePeriodSeconds)) * time.Second
 	var wait time.Duration
 	for _, o := range ordinals {
-		podName := fmt.Sprintf("%s-%d", s.Name, o)
+		podName := names.PodName(s.Name, o)
 		i := slices.IndexFunc(pods, func(p corev1.Pod) bool { return p.Name == podName })
 		var pod *corev1.Pod
 		if i >= 0 && pods[i].Labels[appsv1.ControllerRevisionHashLabelKey] == s.Status.UpdateRevision && pods[i].DeletionTimestamp == nil {

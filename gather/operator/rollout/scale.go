@@ -146,7 +146,7 @@ func (d *run) shrink(ctx context.Context, g update.Group, sets []*appsv1.Statefu
 			break
 		}
 		next.replicas--
-		pods = append(pods, fmt.Sprintf("%s-%d", next.s.Name, next.replicas))
+		pods = append(pods, names.PodName(next.s.Name, next.replicas))
 	}
 	for _, sh := range all {
 		lowered := int(ptr.Deref(sh.s.Spec.Replicas, 1)) != sh.replicas
