@@ -74,6 +74,10 @@ var _ = Describe("the bosh-injector chart", func() {
 		Expect(cmdErr("template", "x", chartDir, "--set", "replicaCount=0")).To(MatchError(ContainSubstring("replicaCount")))
 		Expect(cmdErr("template", "x", chartDir, "--set", "logFormat=xml")).To(MatchError(ContainSubstring("logFormat")))
 		Expect(cmdErr("template", "x", chartDir, "--set", "serviceAccount.create=false")).To(MatchError(ContainSubstring("serviceAccount.name is required")))
+		Expect(cmdErr("template", "x", chartDir, "--set", "configServer.mode=foo")).To(MatchError(ContainSubstring("/configServer/mode")))
+		Expect(cmdErr("template", "x", chartDir, "--set", "configServer.mode=external")).To(MatchError(ContainSubstring("/configServer/external/url")))
+		Expect(cmdErr("template", "x", chartDir, "--set", "configServer.embedded.clients[0].name=director")).To(MatchError(ContainSubstring("missing property 'secretName'")))
+		Expect(cmdErr("template", "x", chartDir, "--set", "configServer.embedded.replica=3")).To(MatchError(ContainSubstring("'replica' not allowed")))
 	})
 
 	It("renders the operator's pod conventions from values", func() {
@@ -114,14 +118,18 @@ var _ = Describe("the bosh-injector chart", func() {
 	It("with watchNamespaces, grants Roles in those namespaces only and keeps the operator, its DNS sidecar and the webhook to them", func() {
 		out := helm("template", "bosh-injector", chartDir, "--namespace", namespace, "--set", "watchNamespaces={team-a,team-b}")
 		objects := objectsOf(out, true)
-		var kinds []string
+		var clusterWide []string
 		for key := range objects {
-			kind, _, _ := strings.Cut(key, "/")
-			kinds = append(kinds, kind)
+			if kind, _, _ := strings.Cut(key, "/"); kind == "ClusterRole" || kind == "ClusterRoleBinding" {
+				clusterWide = append(clusterWide, key)
+			}
 		}
-		Expect(kinds).NotTo(ContainElements("ClusterRole", "ClusterRoleBinding"))
+		// TokenReviews are cluster-scoped: the config server's ClusterRole
+		// stays, for them alone.
+		Expect(clusterWide).To(ConsistOf("ClusterRole//bosh-injector-config-server", "ClusterRoleBinding//bosh-injector-config-server"))
+		Expect(objects["ClusterRole//bosh-injector-config-server"]["rules"]).To(ConsistOf(HaveKeyWithValue("resources", ConsistOf("tokenreviews"))))
 		for _, ns := range []string{"team-a", "team-b"} {
-			for _, name := range []string{"bosh-injector", "bosh-injector-dns"} {
+			for _, name := range []string{"bosh-injector", "bosh-injector-dns", "bosh-injector-config-server-serviceaccounts"} {
 				Expect(objects).To(HaveKey("Role/"+ns+"/"+name), ns)
 				Expect(objects).To(HaveKey("RoleBinding/"+ns+"/"+name), ns)
 			}
@@ -159,7 +167,7 @@ var _ = Describe("the bosh-injector chart", func() {
 		Expect(deploy.Spec.Template.Spec.Containers[0].Args).NotTo(ContainElement(HavePrefix("--dns-service")))
 	})
 
-	It("installs: cert-manager issues the serving certificate and cainjector fills the webhook's caBundle", func() {
+	It("installs: cert-manager issues the serving certificate and the config server's from one CA, and cainjector fills the webhook's caBundle", func() {
 		helm("install", "bosh-injector", chartDir, "--namespace", namespace, "--create-namespace")
 
 		var deploy appsv1.Deployment
@@ -179,6 +187,14 @@ var _ = Describe("the bosh-injector chart", func() {
 				return nil, err
 			}
 			return hook.Webhooks[0].ClientConfig.CABundle, nil
+		}).WithTimeout(30 * time.Second).Should(Equal(serving.Data["ca.crt"]))
+
+		// The config server's certificate comes from the same CA, which
+		// the operator trusts it with.
+		Eventually(func() ([]byte, error) {
+			var tls corev1.Secret
+			err := cp.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "bosh-injector-config-server-tls"}, &tls)
+			return tls.Data["ca.crt"], err
 		}).WithTimeout(30 * time.Second).Should(Equal(serving.Data["ca.crt"]))
 
 		helm("upgrade", "bosh-injector", chartDir, "--namespace", namespace, "--set", "replicaCount=1")

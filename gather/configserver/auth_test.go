@@ -23,9 +23,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/bosh-injector/bosh-injector/gather/configserver"
 	"github.com/bosh-injector/bosh-injector/gather/configserver/auth"
 	"github.com/bosh-injector/bosh-injector/gather/configserver/credhub"
+	"github.com/bosh-injector/bosh-injector/gather/configserver/director"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 )
 
@@ -183,7 +183,7 @@ var _ = Describe("gathering Jobs' ServiceAccount tokens", func() {
 	}
 	gatherSA := func(deployment string) (map[string]string, map[string]string) {
 		return map[string]string{names.LabelManagedBy: names.ManagedBy},
-			map[string]string{auth.AnnotationDeployment: deployment, auth.AnnotationGrants: `["/shared/cert"]`}
+			map[string]string{director.AnnotationDeployment: deployment, director.AnnotationGrants: `["/shared/cert"]`}
 	}
 
 	BeforeEach(func() {
@@ -196,7 +196,7 @@ var _ = Describe("gathering Jobs' ServiceAccount tokens", func() {
 
 	It("lets a deployment's Job read and write its own names and its grants, and answers CredHub's 404 for any other", func() {
 		labels, annotations := gatherSA("shop")
-		token := serviceAccount("shop-gather", labels, annotations, configserver.DefaultAudience)
+		token := serviceAccount("shop-gather", labels, annotations, director.Audience)
 
 		a := call(server.url, http.MethodGet, "/api/v1/data?name=/my-bosh/shop/password&current=true", token, nil)
 		Expect(a.status).To(Equal(http.StatusOK), a.body)
@@ -251,8 +251,8 @@ var _ = Describe("gathering Jobs' ServiceAccount tokens", func() {
 		// authenticated, but every name is CredHub's 404.
 		_, impostor := gatherSA("impostor")
 		for name, token := range map[string]string{
-			"shop-gather-2":   serviceAccount("shop-gather-2", labels, annotations, configserver.DefaultAudience),
-			"impostor-gather": serviceAccount("impostor-gather", nil, impostor, configserver.DefaultAudience),
+			"shop-gather-2":   serviceAccount("shop-gather-2", labels, annotations, director.Audience),
+			"impostor-gather": serviceAccount("impostor-gather", nil, impostor, director.Audience),
 		} {
 			for _, n := range []string{"/my-bosh/shop/password", "/my-bosh/impostor/x"} {
 				a := call(server.url, http.MethodGet, "/api/v1/data?name="+n, token, nil)
@@ -263,7 +263,7 @@ var _ = Describe("gathering Jobs' ServiceAccount tokens", func() {
 
 	It("maps a ServiceAccount to its scope by the contract", func() {
 		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "a-b-gather", Labels: map[string]string{names.LabelManagedBy: names.ManagedBy},
-			Annotations: map[string]string{auth.AnnotationDeployment: "a_b", auth.AnnotationGrants: `["/g", "relative"]`}}}
+			Annotations: map[string]string{director.AnnotationDeployment: "a_b", director.AnnotationGrants: `["/g", "relative"]`}}}
 		s, ok := auth.ScopeOf("d", sa)
 		Expect(ok).To(BeTrue())
 		Expect(s).To(Equal(auth.Scope{Prefix: "/d/a_b/", Names: []string{"/g"}}))
@@ -271,7 +271,7 @@ var _ = Describe("gathering Jobs' ServiceAccount tokens", func() {
 		Expect(s.Allows("/d/a-b/x")).To(BeFalse())
 		Expect(s.Allows("/d/a_bx")).To(BeFalse())
 		Expect(auth.Scope{}.Allows("/d/a_b/x")).To(BeFalse(), "the empty scope allows nothing")
-		sa.Annotations[auth.AnnotationGrants] = "not json"
+		sa.Annotations[director.AnnotationGrants] = "not json"
 		_, ok = auth.ScopeOf("d", sa)
 		Expect(ok).To(BeFalse())
 	})

@@ -27,7 +27,7 @@ var _ = Describe("bosh-injector config-server", func() {
 		out, err := os.Create(logFile)
 		Expect(err).NotTo(HaveOccurred())
 		cmd := exec.Command(os.Args[0], "config-server", "--kubeconfig", kubeconfig, "--namespace", namespace,
-			"--director-name", director, "--client", clientName+"=director-client", "--signing-key-secret", "token-key",
+			"--director-name", directorName, "--client", clientName+"=director-client", "--signing-key-secret", "token-key",
 			"--cert-dir", tlsFiles.dir, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--url", "https://config-server.example:8844",
 			"--log-level", "debug")
 		cmd.Env = append(os.Environ(), runCommandEnv+"=1")

@@ -36,10 +36,6 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/configserver/store"
 )
 
-// DefaultAudience is the audience gathering Jobs' projected tokens are
-// issued for.
-const DefaultAudience = "bosh-injector-config-server"
-
 // Options configure a server.
 type Options struct {
 	// Namespace holds the credentials, the token signing key and the

@@ -34,6 +34,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/cmd/bosh-injector/app"
 	"github.com/bosh-injector/bosh-injector/gather/configserver"
 	"github.com/bosh-injector/bosh-injector/gather/configserver/auth"
+	"github.com/bosh-injector/bosh-injector/gather/configserver/director"
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 )
@@ -56,9 +57,9 @@ func TestConfigServer(t *testing.T) {
 }
 
 const (
-	namespace  = "config-server"
-	director   = "my-bosh"
-	clientName = "director"
+	namespace    = "config-server"
+	directorName = "my-bosh"
+	clientName   = "director"
 	// clientSecret has characters that client_secret_basic must
 	// form-encode with X-CF-ENCODED-CREDENTIALS.
 	clientSecret = "s3cr3t+with:colon&amp=x"
@@ -96,7 +97,7 @@ var _ = AfterEach(func() { cp.LogsOnFailure() })
 
 func options() configserver.Options {
 	return configserver.Options{
-		Namespace: namespace, Director: director, Audience: configserver.DefaultAudience,
+		Namespace: namespace, Director: directorName, Audience: director.Audience,
 		Clients:          []auth.Client{{Name: clientName, SecretName: "director-client"}, {Name: readerName, SecretName: "reader-client"}},
 		SigningKeySecret: "token-key", CertDir: certs.dir, Address: "127.0.0.1:0",
 	}

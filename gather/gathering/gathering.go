@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/bosh-injector/bosh-injector/gather/configserver/director"
 	"github.com/bosh-injector/bosh-injector/gather/gathering/dns"
 	"github.com/bosh-injector/bosh-injector/gather/gathering/kubevars"
 	"github.com/bosh-injector/bosh-injector/gather/gathering/secretdata"
@@ -30,6 +31,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/model/instance"
 	"github.com/bosh-injector/bosh-injector/gather/model/jobspec"
 	"github.com/bosh-injector/bosh-injector/gather/model/manifest"
+	"github.com/bosh-injector/bosh-injector/gather/model/variables"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/render/resolved"
 )
@@ -52,6 +54,21 @@ type Config struct {
 	// Plan is what the job runner lets the gathering read; the zero Plan
 	// builds on no stored version and reads no other deployment's.
 	Plan Plan
+	// ConfigServer, when set, holds the deployment's variables, as the
+	// director's config server; nil keeps them in <deployment>.var-<name>
+	// Secrets.
+	ConfigServer *ConfigServer
+}
+
+// ConfigServer is the director's config server of a gathering.
+type ConfigServer struct {
+	Client *director.Client
+	// Director is the /<director>/ of the deployment's names.
+	Director string
+	// Deployment is the deployment's name there: the manifest's, as it is.
+	Deployment string
+	// Remember, when set, is told every value read (a redactor's).
+	Remember func(any)
 }
 
 // Progress reports a gathering stage, or a warning, on the manifest Secret;
@@ -163,13 +180,21 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 	// Variables are generated (and stored) before anything is
 	// interpolated; a later failure keeps them, as the director does. The
 	// manifest Secret does not own them: deleting it keeps them.
-	vars := kubevars.New(ctx, c, cfg.Namespace, dep)
+	var vars variables.Source = kubevars.New(ctx, c, cfg.Namespace, dep)
+	if cs := cfg.ConfigServer; cs != nil {
+		server := director.NewSource(ctx, cs.Client, cs.Director, cs.Deployment, nil)
+		server.Remember(cs.Remember)
+		vars = server
+	}
 	m, err := deployment.Load(data, ops, vars, now)
 	if err != nil {
 		return nil, err
 	}
 	if m.Name != "" && names.LabelValue(m.Name) != names.LabelValue(dep) {
 		return nil, fmt.Errorf("manifest Secret %s is labelled for deployment '%s' but the manifest's name is '%s'", cfg.ManifestSecret, dep, m.Name)
+	}
+	if cs := cfg.ConfigServer; cs != nil && m.Name != cs.Deployment {
+		return nil, fmt.Errorf("the manifest's name is '%s', not '%s' as when the gathering started: gather again", m.Name, cs.Deployment)
 	}
 	cfg.progress(&secret, StageVariables, "manifest loaded with %d ops files; %d variables generated or read", len(ops), len(m.Variables))
 	network := instance.Network{Namespace: cfg.Namespace, ClusterDomain: cfg.ClusterDomain}

@@ -178,6 +178,13 @@ func VariableSecret(deployment, variable string) string {
 	return DNS1123Label(deployment) + ".var-" + DNS1123Label(variable)
 }
 
+// ConfigServerClient is the Secret holding, for a deployment's gathering,
+// the UAA client secret of an external config server:
+// "<deployment>.config-server-client".
+func ConfigServerClient(deployment string) string {
+	return DNS1123Label(deployment) + ".config-server-client"
+}
+
 // ReleaseImage is the image a release is found in when the manifest gives
 // it no `image` (the fissile convention):
 // `<url>/<release>:<stemcell os>-<stemcell version>-<release version>`.

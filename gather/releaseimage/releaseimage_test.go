@@ -98,7 +98,7 @@ func (c *counting) Compile(ctx context.Context, t compile.Task) error {
 }
 
 func config(t testing.TB, cache string, tarballs ...string) (releaseimage.Config, *counting) {
-	engine := &counting{Engine: compile.Podman{Insecure: true}}
+	engine := &counting{Engine: compile.Podman{Insecure: true, Data: releaseimage.CompileData(cache)}}
 	var log logr.Logger
 	if tt, ok := t.(*testing.T); ok {
 		log = testr.New(tt)

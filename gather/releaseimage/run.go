@@ -222,12 +222,21 @@ func planBuilds(ctx context.Context, cfg Config, releases []*Release, work strin
 	return builds, nil
 }
 
+// CompileData is the compilation VMs' /var/vcap/data kept beside the
+// compiled packages' cache (none without one).
+func CompileData(cacheDir string) string {
+	if cacheDir == "" {
+		return ""
+	}
+	return filepath.Join(cacheDir, "compile-data")
+}
+
 // newCompiler compiles on the stemcell with cfg's engine (podman by
 // default) and caches.
 func newCompiler(cfg Config, stemcell Stemcell) (*compile.Compiler, error) {
 	engine := cfg.Engine
 	if engine == nil {
-		engine = compile.Podman{Insecure: cfg.Insecure}
+		engine = compile.Podman{Insecure: cfg.Insecure, Data: CompileData(cfg.CacheDir)}
 	}
 	compiler := &compile.Compiler{Engine: engine, Stemcell: stemcell.Ref, StemcellID: stemcell.ID,
 		CacheDir: cfg.CacheDir, Jobs: cfg.Jobs, Log: cfg.Log}

@@ -30,7 +30,7 @@ func TestDemo(t *testing.T) {
 	for _, want := range []string{
 		"containerd://2.",
 		"listen_port: 8080",
-		"password: (shop.var-db-password password)",
+		"password: (/bosh-injector/shop/db_password)",
 		"Error filling in template 'bus.conf.erb' (line 10: Can't find property '[\"bus.password\"]')",
 		"- Unable to render jobs for instance group 'bus'. Errors are:",
 		"GatherFailed",

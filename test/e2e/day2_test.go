@@ -183,12 +183,12 @@ func TestDay2Commands(t *testing.T) {
 			t.Errorf("logs tarball lacks %s: %v", want, slices.Sorted(maps.Keys(entries)))
 		}
 	}
-	var password corev1.Secret
-	if err := w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.VariableSecret("day2", "day2_db_password")}, &password); err != nil {
+	password, err := w.Credential(ctx, "/bosh-injector/day2/day2_db_password")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if code, out := cli("variables"); code != 0 || !strings.Contains(out, "/day2/day2/day2_db_password") || !strings.Contains(out, "password") ||
-		strings.Contains(out, string(password.Data["password"])) {
+	if code, out := cli("variables"); code != 0 || !strings.Contains(out, "/bosh-injector/day2/day2_db_password") || !strings.Contains(out, "password") ||
+		strings.Contains(out, strings.Trim(password, `"`)) {
 		t.Errorf("variables: exit %d", code)
 	}
 	if code, out := cli("events"); code != 0 || !strings.Contains(out, "create") {
@@ -299,7 +299,9 @@ func TestDay2Commands(t *testing.T) {
 		t.Errorf("pod UIDs before %v, after %v: only db's should change", before, after)
 	}
 
-	// delete-deployment: only the orphaned claim and the variable stay.
+	// delete-deployment: only the orphaned claim stays in the namespace, and
+	// the credentials on the config server, as a director's delete leaves
+	// CredHub's.
 	if code, out := cli("delete-deployment"); code != 0 || !strings.Contains(out, "Orphaning disk") {
 		t.Fatalf("delete-deployment: exit %d", code)
 	}
@@ -322,7 +324,6 @@ func TestDay2Commands(t *testing.T) {
 				switch {
 				case kind == "ConfigMap" && o.GetName() == "kube-root-ca.crt", kind == "ServiceAccount" && o.GetName() == "default":
 				case kind == "PersistentVolumeClaim" && o.GetLabels()[names.LabelOrphaned] == "true" && o.GetAnnotations()[names.AnnotationOrphanedInstance] != "":
-				case kind == "Secret" && o.GetName() == password.Name:
 				default:
 					left = append(left, kind+" "+o.GetName())
 				}
@@ -330,6 +331,9 @@ func TestDay2Commands(t *testing.T) {
 		}
 		return len(left) == 0
 	})
+	if kept, err := w.Credential(ctx, "/bosh-injector/day2/day2_db_password"); err != nil || kept != password {
+		t.Errorf("the password after delete-deployment: %v", err)
+	}
 	var claims corev1.PersistentVolumeClaimList
 	if err := w.Client.List(ctx, &claims, client.InNamespace(ns), client.MatchingLabels{names.LabelOrphaned: "true"}); err != nil || len(claims.Items) != 1 ||
 		!strings.HasPrefix(claims.Items[0].Annotations[names.AnnotationOrphanedInstance], "db/") {

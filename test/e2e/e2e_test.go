@@ -167,10 +167,15 @@ func TestWalkthrough(t *testing.T) {
 		if !strings.Contains(said.String(), ruby.Confined) {
 			t.Errorf("the gathering did not say %q", ruby.Confined)
 		}
-		for _, name := range []string{"shop.ig-resolved.web-v1", "shop.bpm.web-v1", "shop.ig-resolved.bus-v1", "shop.var-bus-tls"} {
+		for _, name := range []string{"shop.ig-resolved.web-v1", "shop.bpm.web-v1", "shop.ig-resolved.bus-v1"} {
 			if err := w.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.Secret{}); err != nil {
 				t.Errorf("the gathering pod did not write Secret %s: %v", name, err)
 			}
+		}
+		// The embedded config server generated the certificate, as a
+		// director's CredHub does.
+		if tls, err := w.Credential(ctx, "/bosh-injector/shop/bus_tls"); err != nil || !strings.Contains(tls, "BEGIN CERTIFICATE") {
+			t.Errorf("the config server's /bosh-injector/shop/bus_tls: %v", err)
 		}
 
 		run, err := w.StartInstance(ctx, ns, walkthrough.Instance{Group: "web", AZIndex: 1, Container: "storefront-storefront", Image: fixtures.Image(releaseURL, "shop")})
@@ -202,7 +207,7 @@ func TestWalkthrough(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(redacted, "password: (shop.var-db-password password)") || !strings.Contains(redacted, "session_secret: (shop.var-session-secret password)") {
+		if !strings.Contains(redacted, "password: (/bosh-injector/shop/db_password)") || !strings.Contains(redacted, "session_secret: (/bosh-injector/shop/session_secret)") {
 			t.Errorf("credentials not redacted:\n%s", redacted)
 		}
 		var pod corev1.Pod

@@ -33,7 +33,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/bosh-injector/bosh-injector/gather/client/day2"
-	"github.com/bosh-injector/bosh-injector/gather/gathering/kubevars"
+	"github.com/bosh-injector/bosh-injector/gather/configserver/director"
+	"github.com/bosh-injector/bosh-injector/gather/configserver/store"
 	"github.com/bosh-injector/bosh-injector/gather/model/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/model/manifest"
 	"github.com/bosh-injector/bosh-injector/gather/model/variables"
@@ -348,19 +349,26 @@ func (s *Sandbox) variables(ctx context.Context, deploymentName string) error {
 	if err != nil {
 		return err
 	}
+	// As `credhub set` puts them: a string is a value, anything else json.
+	creds := &store.Store{Client: s.client, Namespace: walkthrough.Namespace}
 	vals := given.Values()
 	for _, name := range vals.Keys() {
 		v, _ := vals.Get(name)
-		data, err := kubevars.Encode(name, v)
+		value, err := json.Marshal(v)
 		if err != nil {
 			return err
 		}
-		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: names.VariableSecret(deploymentName, name), Namespace: s.namespace,
-			Labels: map[string]string{names.LabelDeployment: names.LabelValue(deploymentName)}}, Data: data}
-		if err := s.client.Create(ctx, secret); err != nil {
+		typ := "json"
+		if _, ok := v.(string); ok {
+			typ = "value"
+		}
+		full := director.Name(walkthrough.DirectorName, deploymentName, name)
+		if _, err := creds.Write(ctx, full, func(*store.Version) (*store.Version, error) {
+			return &store.Version{Type: typ, Value: value}, nil
+		}); err != nil {
 			return fmt.Errorf("variable '%s': %w", name, err)
 		}
-		s.w.Say("variable %s given: Secret %s", name, secret.Name)
+		s.w.Say("variable %s given: %s on the config server", name, full)
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/bosh-injector/bosh-injector/gather/configserver/store"
 	"github.com/bosh-injector/bosh-injector/gather/gathering/objects"
 	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 
@@ -229,10 +230,11 @@ func givenVariableAndApplySafeSecret(t *testing.T, bin, binary, kubeconfig, mani
 		}
 		return string(out)
 	}
-	got := kubectl("get", "secret", "shop.var-session-secret", "--namespace", "shop",
-		"-o", `go-template={{index .metadata.labels "bosh-injector.io/deployment"}} {{.data.password | base64decode}}`)
-	if got != "shop "+givenSecret {
-		t.Errorf("the given variable's Secret: %q, want the deployment's label and the value given", got)
+	// The embedded config server keeps it, as `credhub set` would.
+	got := kubectl("get", "secret", "--namespace", walkthrough.Namespace, "-l", store.LabelID,
+		"-o", `go-template={{range .items}}{{index .metadata.annotations "`+store.AnnotationName+`"}} {{index .data "`+store.KeyValue+`" | base64decode}}{{"\n"}}{{end}}`)
+	if want := "/bosh-injector/shop/session_secret \"" + givenSecret + "\""; !strings.Contains(got, want) {
+		t.Errorf("the config server's credentials:\n%s\nwant %s", got, want)
 	}
 	// The sandbox created it as kubectl apply does, its last-applied
 	// configuration the objects it applied.

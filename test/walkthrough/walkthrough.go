@@ -13,6 +13,7 @@ package walkthrough
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -40,6 +41,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	clientcluster "github.com/bosh-injector/bosh-injector/gather/client/cluster"
+	"github.com/bosh-injector/bosh-injector/gather/configserver/store"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 	"github.com/bosh-injector/bosh-injector/gather/render/ruby"
@@ -66,6 +68,10 @@ const (
 	Namespace = "bosh-injector"
 	// Release is the chart's Helm release name.
 	Release = "bosh-injector"
+	// DirectorName is the chart's configServer.directorName: the
+	// embedded config server names deployment D's variables
+	// /<DirectorName>/D/<name>.
+	DirectorName = "bosh-injector"
 	// BaseImage is the debootstrapped Debian `make base-image` imports.
 	BaseImage = "docker.io/library/debian:bookworm-slim"
 )
@@ -637,19 +643,57 @@ func indent(text string, n int) string {
 	return pad + strings.ReplaceAll(text, "\n", "\n"+pad)
 }
 
-// Redact replaces the values of the deployment's variable Secrets in
-// namespace ns found in text by the Secret's name: the walkthrough shows
-// rendered files, and credentials stay out of its output.
+// Credential is the current value (JSON) of the embedded config server's
+// credential name, as the chart installs it; an error when it has none.
+func (w *Walkthrough) Credential(ctx context.Context, name string) (string, error) {
+	v, err := (&store.Store{Client: w.Client, Namespace: Namespace}).Current(ctx, name)
+	if err == nil && v == nil {
+		err = fmt.Errorf("the config server has no credential %s", name)
+	}
+	if err != nil {
+		return "", err
+	}
+	return string(v.Value), nil
+}
+
+// Redact replaces the credentials of namespace ns found in text: the
+// config server's (in the chart's namespace) by "(<name>)" or
+// "(<name>.<key>)", variable Secrets' by "(<secret> <key>)". The
+// walkthrough shows rendered files, and credentials stay out of its output.
 func (w *Walkthrough) Redact(ctx context.Context, ns, text string) (string, error) {
+	replace := func(value, by string) {
+		if len(value) >= 8 {
+			text = strings.ReplaceAll(text, value, "("+by+")")
+		}
+	}
+	var creds corev1.SecretList
+	if err := w.Client.List(ctx, &creds, client.InNamespace(Namespace), client.HasLabels{store.LabelID}); err != nil {
+		return "", err
+	}
+	for _, s := range creds.Items {
+		name := s.Annotations[store.AnnotationName]
+		var value any
+		if err := json.Unmarshal(s.Data[store.KeyValue], &value); err != nil {
+			return "", fmt.Errorf("credential %s: %w", name, err)
+		}
+		switch v := value.(type) {
+		case string:
+			replace(v, name)
+		case map[string]any:
+			for k, f := range v {
+				if str, ok := f.(string); ok {
+					replace(str, name+"."+k)
+				}
+			}
+		}
+	}
 	var secrets corev1.SecretList
 	if err := w.Client.List(ctx, &secrets, client.InNamespace(ns), client.MatchingLabels{names.LabelManagedBy: names.ManagedBy}); err != nil {
 		return "", err
 	}
 	for _, s := range secrets.Items {
 		for k, v := range s.Data {
-			if len(v) >= 8 {
-				text = strings.ReplaceAll(text, string(v), fmt.Sprintf("(%s %s)", s.Name, k))
-			}
+			replace(string(v), s.Name+" "+k)
 		}
 	}
 	return text, nil

@@ -24,6 +24,14 @@ app.kubernetes.io/name: {{ include "bosh-injector.name" . }}-dns
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
+{{- /* The embedded config server's pods: a name of their own too, so neither
+the operator's nor CoreDNS's Services, Deployments and PodDisruptionBudgets
+select them. */ -}}
+{{- define "bosh-injector.configServerSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "bosh-injector.name" . }}-config-server
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
 {{- define "bosh-injector.labels" -}}
 {{ include "bosh-injector.selectorLabels" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
@@ -39,5 +47,34 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version | replace "+" "_" }}
 {{ .Values.serviceAccount.name | default (include "bosh-injector.fullname" .) }}
 {{- else -}}
 {{ required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end -}}
+{{- end -}}
+
+{{- /* The embedded config server's Deployment, Service, ServiceAccount and
+RBAC, PodDisruptionBudget and Certificate. */ -}}
+{{- define "bosh-injector.configServer" -}}{{ include "bosh-injector.fullname" . }}-config-server{{- end -}}
+
+{{- /* Its certificate's Secret: the server serves tls.crt and tls.key, the
+operator and the credhub CLI trust its ca.crt. */ -}}
+{{- define "bosh-injector.configServerTLSSecret" -}}{{ include "bosh-injector.configServer" . }}-tls{{- end -}}
+
+{{- /* The ConfigMap of external mode's CA files (see configServerCAData). */ -}}
+{{- define "bosh-injector.configServerCAConfigMap" -}}{{ include "bosh-injector.configServer" . }}-ca{{- end -}}
+
+{{- /* CredHub's port, which directors' and the CLI's configurations expect. */ -}}
+{{- define "bosh-injector.configServerPort" -}}8844{{- end -}}
+
+{{- /* In external mode, the files the operator trusts the config server and
+UAA with, as data of the ConfigMap <fullname>-config-server-ca; empty when
+none is set. */ -}}
+{{- define "bosh-injector.configServerCAData" -}}
+{{- if eq .Values.configServer.mode "external" -}}
+{{- with .Values.configServer.external -}}
+{{- $data := dict -}}
+{{- with .caCert }}{{ $_ := set $data "ca.crt" . }}{{ end -}}
+{{- with .uaa.caCert }}{{ $_ := set $data "uaa-ca.crt" . }}{{ end -}}
+{{- with .publicKey }}{{ $_ := set $data "public-key.pem" . }}{{ end -}}
+{{- with $data }}{{ toYaml . }}{{ end -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/configserver"
 	"github.com/bosh-injector/bosh-injector/gather/configserver/auth"
+	"github.com/bosh-injector/bosh-injector/gather/configserver/director"
 )
 
 func init() {
@@ -44,7 +45,7 @@ func init() {
 		f := cmd.Flags()
 		f.StringVar(&o.Namespace, "namespace", "bosh-injector", "namespace of the credentials, the token signing key and the clients' Secrets")
 		f.StringVar(&o.Director, "director-name", "bosh-injector", "director name: a deployment D's credentials are /<director-name>/D/*")
-		f.StringVar(&o.Audience, "audience", configserver.DefaultAudience, "audience gathering Jobs' ServiceAccount tokens must be issued for")
+		f.StringVar(&o.Audience, "audience", director.Audience, "audience gathering Jobs' ServiceAccount tokens must be issued for")
 		f.StringArrayVar(&clients, "client", nil, "OAuth client NAME=SECRET-NAME (repeatable): key secret of Secret SECRET-NAME in --namespace is its client secret, optional key scopes its scopes")
 		f.StringVar(&o.SigningKeySecret, "signing-key-secret", "bosh-injector-config-server-token-key", "Secret in --namespace holding the token signing key; created when missing")
 		f.StringVar(&o.CertDir, "cert-dir", "/etc/bosh-injector/config-server-tls", "directory with tls.crt and tls.key, reloaded when they change")

@@ -9,21 +9,23 @@ import (
 func init() {
 	register(func(*globalOptions) *cobra.Command {
 		var o day2Options
+		var server day2.ConfigServer
 		cmd := &cobra.Command{
 			Use:   "variables -d DEPLOYMENT",
 			Short: "List a deployment's variables (never their values), as `bosh variables` does",
 			Long: `variables mirrors ` + "`bosh -d DEPLOYMENT variables`" + `: the manifest's variables that
-have a value, as ID (the variable Secret's resourceVersion, which changes when
-the value is stored again), Name ("/<namespace>/<deployment>/<name>": the
-namespace stands where the director's name is) and Type. Values are never
-read out; the Secrets are ` + "`<deployment>.var-<name>`" + `.`,
+have a value, as ID, Name and Type. With the embedded config server (the chart's
+default) they are its current versions: ID is the version's id, Name
+"/<director-name>/<deployment>/<name>". With configServer.mode=secrets they are
+the ` + "`<deployment>.var-<name>`" + ` Secrets: ID is the Secret's resourceVersion, Name
+"/<namespace>/<deployment>/<name>". Values are never read out.`,
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				d, err := o.open(cmd.Context())
 				if err != nil {
 					return err
 				}
-				vars, err := d.Variables(cmd.Context())
+				vars, err := d.Variables(cmd.Context(), server)
 				if err != nil {
 					return err
 				}
@@ -31,6 +33,8 @@ read out; the Secrets are ` + "`<deployment>.var-<name>`" + `.`,
 			},
 		}
 		o.flags(cmd, true)
+		cmd.Flags().StringVar(&server.Namespace, "operator-namespace", "bosh-injector", "namespace of the chart, where the embedded config server keeps credentials")
+		cmd.Flags().StringVar(&server.Director, "director-name", "bosh-injector", "the chart's configServer.directorName")
 		return cmd
 	})
 }

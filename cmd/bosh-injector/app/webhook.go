@@ -3,6 +3,7 @@ package app
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/bosh-injector/bosh-injector/gather/configserver/director"
 	"github.com/bosh-injector/bosh-injector/gather/operator/disks"
 	"github.com/bosh-injector/bosh-injector/gather/operator/manager"
 	"github.com/bosh-injector/bosh-injector/inject"
@@ -20,6 +21,9 @@ func init() {
 				return flagsFromEnv(cmd)
 			},
 			RunE: func(cmd *cobra.Command, _ []string) error {
+				if err := o.ConfigServer.Validate(); err != nil {
+					return err
+				}
 				log, err := g.logger(cmd.ErrOrStderr())
 				if err != nil {
 					return err
@@ -48,6 +52,17 @@ func init() {
 		f.StringVar(&o.DNSService, "dns-service", "", "CoreDNS Service in --namespace that injected pods resolve BOSH DNS names with; empty leaves their DNS as it is")
 		f.StringVar(&o.ReleaseJobs, "release-jobs", manager.ReleaseJobsAuto, "how injected pods get the release images' jobs: image (image volumes), copy (an init container per release) or auto (image where the API server and every node support image volumes)")
 		f.StringSliceVar(&o.WatchNamespaces, "watch-namespaces", nil, "namespaces the operator caches and works in (comma-separated); all when empty")
+		cs := &o.ConfigServer
+		f.StringVar(&cs.Mode, "config-server-mode", director.ModeSecrets, "where gatherings keep variables: embedded or external (a config server at --config-server-url, as a director's), secrets (<deployment>.var-<name> Secrets)")
+		f.StringVar(&cs.URL, "config-server-url", "", "the config server's CredHub API URL, joined with v1/data as the director joins it (https://host:8844/api/)")
+		f.StringVar(&cs.CAFile, "config-server-ca-file", "", "PEM file of the config server's CA, read for each gathering")
+		f.StringVar(&cs.Director, "director-name", "bosh-injector", "director name: a relative ((name)) of deployment D is /<director-name>/D/<name>")
+		f.StringVar(&cs.UAA.URL, "uaa-url", "", "external mode: the UAA issuing the server's tokens (client_credentials)")
+		f.StringVar(&cs.UAA.ClientID, "uaa-client-id", "", "external mode: the UAA client id")
+		f.StringVar(&cs.UAA.ClientSecret, "uaa-client-secret-secret", "", "external mode: Secret in --namespace holding the UAA client secret")
+		f.StringVar(&cs.UAA.ClientSecretKey, "uaa-client-secret-key", "secret", "external mode: its key")
+		f.StringVar(&cs.UAA.CAFile, "uaa-ca-file", "", "external mode: PEM file of the UAA's CA")
+		f.StringVar(&cs.UAA.PublicKeyFile, "config-server-public-key-file", "", "external mode: PEM file of the UAA's token signing key; gatherings verify tokens with it")
 		f.StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig; in-cluster configuration when empty")
 		return cmd
 	})

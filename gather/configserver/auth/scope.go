@@ -7,20 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/bosh-injector/bosh-injector/gather/configserver/director"
 	"github.com/bosh-injector/bosh-injector/gather/names"
-)
-
-// The contract between gathering and the config server: the gathering
-// Job's ServiceAccount, <dns-label(D)>-gather in the deployment's
-// namespace and managed by bosh-injector (the runner creates it), carries
-// the deployment's exact name and the absolute names it was granted.
-const (
-	// AnnotationDeployment holds the deployment's BOSH name, unsanitised
-	// ("a_b" and "a-b" differ; the ServiceAccount name cannot tell).
-	AnnotationDeployment = "config-server.bosh-injector.io/deployment"
-	// AnnotationGrants holds a JSON list of absolute credential names
-	// (((/x)) references) the deployment may also read and write.
-	AnnotationGrants = "config-server.bosh-injector.io/grants"
 )
 
 // Scope is the names a caller may read and write.
@@ -37,16 +25,16 @@ func (s Scope) Allows(name string) bool {
 	return (s.Prefix != "" && strings.HasPrefix(name, s.Prefix)) || slices.Contains(s.Names, name)
 }
 
-// ScopeOf is the scope of a gathering Job running as sa under director:
+// ScopeOf is the scope of a gathering Job running as sa under directorName:
 // its deployment's /<director>/<D>/ and its grants. False when sa is no
 // gathering ServiceAccount, so its tokens get nothing.
-func ScopeOf(director string, sa *corev1.ServiceAccount) (Scope, bool) {
-	d := sa.Annotations[AnnotationDeployment]
+func ScopeOf(directorName string, sa *corev1.ServiceAccount) (Scope, bool) {
+	d := sa.Annotations[director.AnnotationDeployment]
 	if d == "" || sa.Labels[names.LabelManagedBy] != names.ManagedBy || sa.Name != names.DNS1123Label(d)+"-gather" {
 		return Scope{}, false
 	}
-	s := Scope{Prefix: "/" + director + "/" + d + "/"}
-	if g := sa.Annotations[AnnotationGrants]; g != "" {
+	s := Scope{Prefix: director.Name(directorName, d, "")}
+	if g := sa.Annotations[director.AnnotationGrants]; g != "" {
 		var grants []string
 		if json.Unmarshal([]byte(g), &grants) != nil {
 			return Scope{}, false

@@ -53,14 +53,16 @@ const (
 	// LabelID is the version's UUID.
 	LabelID = prefix + "id"
 
-	annotationName         = prefix + "name"
+	// AnnotationName is the credential's name.
+	AnnotationName         = prefix + "name"
 	annotationType         = prefix + "type"
 	annotationVersion      = prefix + "version"
 	annotationCreated      = prefix + "created-at"
 	annotationCredentialID = prefix + "credential-id"
 	annotationCAName       = prefix + "ca-name"
 
-	keyValue      = "value"
+	// KeyValue holds the version's value, as JSON.
+	KeyValue      = "value"
 	keyMetadata   = "metadata"
 	keyParameters = "parameters"
 )
@@ -222,7 +224,7 @@ func (s *Store) secret(v *Version) *corev1.Secret {
 			Name:      secretName(*v),
 			Labels:    map[string]string{LabelCredential: Hash(v.Name), LabelID: v.ID},
 			Annotations: map[string]string{
-				annotationName:         v.Name,
+				AnnotationName:         v.Name,
 				annotationType:         v.Type,
 				annotationVersion:      strconv.Itoa(v.Number),
 				annotationCreated:      v.Created.Format(time.RFC3339),
@@ -231,7 +233,7 @@ func (s *Store) secret(v *Version) *corev1.Secret {
 		},
 		Immutable: &immutable,
 		Type:      corev1.SecretTypeOpaque,
-		Data:      map[string][]byte{keyValue: v.Value},
+		Data:      map[string][]byte{KeyValue: v.Value},
 	}
 	if v.CAName != "" {
 		sec.Annotations[annotationCAName] = v.CAName
@@ -255,14 +257,14 @@ func (s *Store) list(ctx context.Context, opts ...client.ListOption) ([]Version,
 	for _, sec := range secrets.Items {
 		a := sec.Annotations
 		n, err := strconv.Atoi(a[annotationVersion])
-		if err != nil || a[annotationName] == "" {
+		if err != nil || a[AnnotationName] == "" {
 			continue // not a version this package wrote
 		}
 		created, _ := time.Parse(time.RFC3339, a[annotationCreated])
 		vs = append(vs, Version{
 			ID: sec.Labels[LabelID], CredentialID: a[annotationCredentialID],
-			Name: a[annotationName], Type: a[annotationType], Number: n, Created: created,
-			Value: sec.Data[keyValue], Metadata: sec.Data[keyMetadata], Parameters: sec.Data[keyParameters],
+			Name: a[AnnotationName], Type: a[annotationType], Number: n, Created: created,
+			Value: sec.Data[KeyValue], Metadata: sec.Data[keyMetadata], Parameters: sec.Data[keyParameters],
 			CAName: a[annotationCAName],
 		})
 	}

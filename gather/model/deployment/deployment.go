@@ -80,7 +80,7 @@ func Load(manifestYAML []byte, ops []OpsFile, vars variables.Source, now time.Ti
 	if err != nil {
 		return nil, err
 	}
-	if err := variables.Generate(defs, vars, now); err != nil {
+	if err := variables.GenerateWithLinks(defs, vars, now, nil, manifest.ConvergeVariables(doc)); err != nil {
 		return nil, err
 	}
 	root, ok := doc.(*yamlvalue.Map)
@@ -326,7 +326,7 @@ func Resolve(in Input) (*Deployment, error) {
 			now = time.Now()
 		}
 		address := func(from string) (string, error) { return links.ProviderAddress(ld, from) }
-		if err := variables.GenerateWithLinks(m.Variables, in.Variables, now, address); err != nil {
+		if err := variables.GenerateWithLinks(m.Variables, in.Variables, now, address, manifest.ConvergeVariables(m.Raw)); err != nil {
 			return nil, err
 		}
 	}

@@ -45,6 +45,13 @@ type Stemcell struct {
 	Alias, OS, Version, Name string
 }
 
+// Update modes of a variable, as the director sends them to its config
+// server.
+const (
+	UpdateConverge    = "converge"
+	UpdateNoOverwrite = "no-overwrite"
+)
+
 // Variable is an entry of `variables`.
 type Variable struct {
 	Name, Type string
@@ -52,6 +59,10 @@ type Variable struct {
 	// Consumes, of a certificate, names links whose group addresses become
 	// its common_name or alternative_name; nil when absent.
 	Consumes *yamlvalue.Map
+	// UpdateMode is how a config server treats an existing value:
+	// "converge" regenerates it when the options changed, "no-overwrite"
+	// keeps it; "" leaves it to features.converge_variables.
+	UpdateMode string
 }
 
 // InstanceGroup is an entry of `instance_groups`, addon jobs merged in.
@@ -330,6 +341,16 @@ func (m *Manifest) ReleaseImage(name string) (string, error) {
 	return names.ReleaseImage(r.URL, r.Name, s.OS, s.Version, r.Version), nil
 }
 
+// ConvergeVariables is features.converge_variables of a manifest
+// document: variables without an update_mode converge.
+func ConvergeVariables(doc any) bool {
+	root, _ := doc.(*yamlvalue.Map)
+	features, _ := root.Get("features")
+	m, _ := features.(*yamlvalue.Map)
+	v, _ := m.Get("converge_variables")
+	return v == true
+}
+
 // VariablesOf reads the `variables` section of a manifest document that may
 // not be typeable yet: variables must exist before the rest is interpolated.
 func VariablesOf(doc any) ([]Variable, error) {
@@ -359,6 +380,12 @@ func variables(root *yamlvalue.Map) ([]Variable, error) {
 		}
 		if v.Consumes != nil && v.Type != "certificate" {
 			return fmt.Errorf("%s: only certificate variables may consume links", join(p, "consumes"))
+		}
+		if v.UpdateMode, err = str(e, p, "update_mode", false); err != nil {
+			return err
+		}
+		if v.UpdateMode != "" && v.UpdateMode != UpdateConverge && v.UpdateMode != UpdateNoOverwrite {
+			return fmt.Errorf("%s: must be '%s' or '%s', not '%s'", join(p, "update_mode"), UpdateConverge, UpdateNoOverwrite, v.UpdateMode)
 		}
 		vars = append(vars, v)
 		return nil

@@ -30,7 +30,7 @@ const keyBits = 2048
 // certificates' start of validity. Certificates consuming links are left
 // for GenerateWithLinks.
 func Generate(defs []manifest.Variable, src Source, now time.Time) error {
-	return GenerateWithLinks(defs, src, now, nil)
+	return GenerateWithLinks(defs, src, now, nil, false)
 }
 
 // LinkAddress returns the group address of the link provider a
@@ -41,7 +41,13 @@ type LinkAddress func(from string) (string, error)
 // `consumes` entry (`alternative_name` or `common_name`, `{from: <provider>,
 // properties: {wildcard: true}}`) puts the provider group's address, or
 // `*.<address>`, into the certificate. With a nil address they are skipped.
-func GenerateWithLinks(defs []manifest.Variable, src Source, now time.Time, address LinkAddress) error {
+// A Generating source generates the values itself; converge
+// (features.converge_variables) is then the mode of variables without an
+// update_mode.
+func GenerateWithLinks(defs []manifest.Variable, src Source, now time.Time, address LinkAddress, converge bool) error {
+	if gen, ok := src.(Generating); ok {
+		return generateOn(gen, defs, address, converge)
+	}
 	g := generator{defs: map[string]manifest.Variable{}, src: src, now: now, busy: map[string]bool{}, address: address}
 	for _, d := range defs {
 		g.defs[d.Name] = d
@@ -376,6 +382,12 @@ func (g *generator) certificate(d manifest.Variable) (*yamlvalue.Map, error) {
 
 // linkAddress reads one `consumes` entry of a certificate.
 func (g *generator) linkAddress(consumes *yamlvalue.Map, kind string) (string, error) {
+	return consumedAddress(consumes, kind, g.address)
+}
+
+// consumedAddress is the address one `consumes` entry puts into a
+// certificate.
+func consumedAddress(consumes *yamlvalue.Map, kind string, address LinkAddress) (string, error) {
 	if kind != "alternative_name" && kind != "common_name" {
 		return "", fmt.Errorf("consumes '%s': only alternative_name and common_name can consume links", kind)
 	}
@@ -385,7 +397,7 @@ func (g *generator) linkAddress(consumes *yamlvalue.Map, kind string) (string, e
 	if from == "" {
 		return "", fmt.Errorf("consumes '%s' needs 'from', the name of a link provider", kind)
 	}
-	addr, err := g.address(from)
+	addr, err := address(from)
 	if err != nil {
 		return "", fmt.Errorf("consumes '%s': %w", kind, err)
 	}
@@ -437,4 +449,77 @@ func (g *generator) loadCA(name string) (*x509.Certificate, *rsa.PrivateKey, str
 		return nil, nil, "", fmt.Errorf("CA '%s' is not a certificate authority (is_ca)", name)
 	}
 	return cert, key, cs, nil
+}
+
+// Generating is a Source that generates values itself, as a config server
+// does for the director: it is sent each variable's type, its options as
+// parameters (the consumed links' addresses added) and its update mode,
+// and keeps or makes the value.
+type Generating interface {
+	Generate(name, typ string, parameters *yamlvalue.Map, mode string) error
+}
+
+// generateOn has gen generate defs, a certificate's CA first when it is
+// one of them.
+func generateOn(gen Generating, defs []manifest.Variable, address LinkAddress, converge bool) error {
+	byName := map[string]manifest.Variable{}
+	for _, d := range defs {
+		byName[d.Name] = d
+	}
+	done, busy := map[string]bool{}, map[string]bool{}
+	var ensure func(d manifest.Variable) error
+	ensure = func(d manifest.Variable) error {
+		if done[d.Name] || (d.Consumes != nil && address == nil) {
+			return nil
+		}
+		if busy[d.Name] {
+			return &namedError{fmt.Errorf("variable '%s': its certificate authority chain refers back to itself", d.Name)}
+		}
+		busy[d.Name] = true
+		defer delete(busy, d.Name)
+		params := yamlvalue.NewMap()
+		if d.Options != nil {
+			params = yamlvalue.Clone(d.Options).(*yamlvalue.Map)
+		}
+		if ca, _ := option(d.Options, "ca").(string); ca != "" {
+			if def, ok := byName[ca]; ok {
+				if err := ensure(def); err != nil {
+					return err
+				}
+			}
+		}
+		for _, kind := range d.Consumes.Keys() {
+			addr, err := consumedAddress(d.Consumes, kind, address)
+			if err != nil {
+				return &namedError{fmt.Errorf("variable '%s': %w", d.Name, err)}
+			}
+			if kind == "common_name" {
+				// As the director: a common_name given wins.
+				if !params.Has("common_name") {
+					params.Set("common_name", addr)
+				}
+				continue
+			}
+			sans, _ := option(params, "alternative_names").([]any)
+			params.Set("alternative_names", append(slices.Clone(sans), addr))
+		}
+		mode := d.UpdateMode
+		if mode == "" {
+			mode = manifest.UpdateNoOverwrite
+			if converge {
+				mode = manifest.UpdateConverge
+			}
+		}
+		if err := gen.Generate(d.Name, d.Type, params, mode); err != nil {
+			return err
+		}
+		done[d.Name] = true
+		return nil
+	}
+	for _, d := range defs {
+		if err := ensure(d); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -38,6 +38,20 @@ type Described interface {
 
 const configServer = "config server"
 
+// Unfound is a Source's answer for a variable it does not hold, in its own
+// words (a config server's names the variable's full name and the server's
+// answer): interpolation reports it as it is.
+type Unfound struct{ Message string }
+
+func (e *Unfound) Error() string { return e.Message }
+
+// Naming is a Source that knows variables by fuller names than the
+// manifest's, as a config server knows "/<director>/<deployment>/<name>":
+// errors name them so.
+type Naming interface {
+	FullName(name string) string
+}
+
 // where names src in errors.
 func where(src Source) string {
 	if d, ok := src.(Described); ok {
@@ -60,10 +74,21 @@ func Interpolate(v any, src Source) (any, error) {
 	in := interpolator{src: src, cache: map[string]fetched{}, budget: maxInterpolated}
 	out := in.walk(v)
 	if len(in.errs) > 0 {
-		return nil, errors.New(strings.Join(in.errs, "\n"))
+		return nil, &listError{text: strings.Join(in.errs, "\n"), causes: in.causes}
 	}
 	return out, nil
 }
+
+// listError is the "- …" lines of an interpolation; it unwraps to the
+// sources' own errors, so a caller can tell a server that could not be
+// reached (and retry) from a variable that is wrong.
+type listError struct {
+	text   string
+	causes []error
+}
+
+func (e *listError) Error() string   { return e.text }
+func (e *listError) Unwrap() []error { return e.causes }
 
 // Placeholders lists the variable names (top-level name, `!` stripped)
 // referenced in v, each once, in order of appearance.
@@ -111,6 +136,8 @@ type interpolator struct {
 	src   Source
 	cache map[string]fetched
 	errs  []string
+	// causes are the sources' errors behind errs.
+	causes []error
 	// budget is what the values substituted may still add (see spend).
 	budget int
 }
@@ -242,6 +269,9 @@ func (in *interpolator) fetch(ref string) (any, bool) {
 	if err != nil {
 		f.err = err.Error()
 		in.errs = append(in.errs, "- "+f.err)
+		if cause := errors.Unwrap(err); cause != nil {
+			in.causes = append(in.causes, cause)
+		}
 	}
 	in.cache[ref] = f
 	return f.v, f.err == ""
@@ -252,8 +282,15 @@ func lookup(src Source, ref string) (any, error) {
 	parts := strings.Split(ref, ".")
 	from := where(src)
 	v, found, err := src.Get(parts[0])
+	var unfound *Unfound
+	if errors.As(err, &unfound) {
+		return nil, unfound
+	}
+	if n, ok := src.(Naming); ok {
+		parts[0] = n.FullName(parts[0])
+	}
 	if err != nil {
-		return nil, fmt.Errorf("Failed to fetch variable '%s' from %s: %v", parts[0], from, err)
+		return nil, fmt.Errorf("Failed to fetch variable '%s' from %s: %w", parts[0], from, err)
 	}
 	if !found {
 		return nil, fmt.Errorf("Failed to find variable '%s' from %s", parts[0], from)

@@ -76,6 +76,8 @@ type Options struct {
 	// WatchNamespaces, when set, are the only namespaces the operator
 	// caches and works in (the chart then grants it Roles there only).
 	WatchNamespaces []string
+	// ConfigServer is where gatherings read and generate variables.
+	ConfigServer runner.ConfigServer
 }
 
 // Run runs the operator until ctx ends.
@@ -172,6 +174,7 @@ func New(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 				OperatorImage:  o.OperatorImage,
 				ClusterDomain:  o.ClusterDomain,
 				TrustNamespace: o.Namespace,
+				ConfigServer:   o.ConfigServer,
 				JobTTL:         time.Hour,
 				BackoffLimit:   2,
 			},

@@ -30,12 +30,23 @@ func (r *Reconciler) digest(ctx context.Context, manifest *corev1.Secret, ops []
 		h.Write(data)
 	}
 	write(names.ManifestKey, manifest.Data[names.ManifestKey])
+	// Another config server (or none) may hold other values: changing the
+	// mode, the server or the director's name gathers every deployment
+	// again, and what then differs rolls.
+	if cs := r.Config.ConfigServer; cs.server() {
+		write("config-server", []byte(cs.Mode+"\x00"+cs.URL+"\x00"+cs.Director))
+	}
 	for _, op := range ops {
 		write(op.Name, op.Data)
 	}
 	deployment := manifest.Labels[names.LabelDeployment]
 	var missing []string
-	for _, v := range slices.Sorted(slices.Values(inputs.Variables)) {
+	// A config server's values are read by the gathering, not watched.
+	vars := inputs.Variables
+	if r.Config.ConfigServer.server() {
+		vars = nil
+	}
+	for _, v := range slices.Sorted(slices.Values(vars)) {
 		var s corev1.Secret
 		key := types.NamespacedName{Namespace: manifest.Namespace, Name: names.VariableSecret(deployment, v)}
 		err := r.Client.Get(ctx, key, &s)

@@ -35,7 +35,7 @@ func Inspect(data []byte, ops []deployment.OpsFile) (Inputs, error) {
 	if err != nil {
 		return Inputs{}, err
 	}
-	var in Inputs
+	in := Inputs{Name: m.Name}
 	var errs []error
 	for _, r := range m.Releases {
 		image, err := m.ReleaseImage(r.Name)

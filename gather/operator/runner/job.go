@@ -28,7 +28,7 @@ const DefaultGatherDeadline = 30 * time.Minute
 
 // gatherJob is the gathering Job: one init container per release copies its
 // jobs out of the release image, then gather runs in the operator image.
-func (r *Reconciler) gatherJob(manifest *corev1.Secret, deployment, name, digest string, inputs Inputs, plan gathering.Plan) *batchv1.Job {
+func (r *Reconciler) gatherJob(manifest *corev1.Secret, deployment, name, digest string, inputs Inputs, plan gathering.Plan) (*batchv1.Job, error) {
 	// The same copy containers as in injected pods.
 	const volume = inject.VolumeAllReleases
 	var inits []corev1.Container
@@ -83,8 +83,11 @@ func (r *Reconciler) gatherJob(manifest *corev1.Secret, deployment, name, digest
 			},
 		},
 	}
+	if err := r.Config.ConfigServer.access(&job.Spec.Template.Spec, deployment, inputs.Name); err != nil {
+		return nil, err
+	}
 	_ = controllerutil.SetControllerReference(manifest, job, r.Client.Scheme())
-	return job
+	return job, nil
 }
 
 const annotationDigest = names.Prefix + "inputs-digest"

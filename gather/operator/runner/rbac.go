@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -41,14 +42,30 @@ func (r *Reconciler) ensureRBAC(ctx context.Context, manifest *corev1.Secret, de
 		case *rbacv1.RoleBinding:
 			o.Subjects[0].Namespace = manifest.Namespace
 		case *rbacv1.Role:
-			fillSecretNames(o, manifest.Name, deployment, inputs.Variables, plan.Names())
+			// With a config server, gathering reads no variable Secret.
+			vars := inputs.Variables
+			if r.Config.ConfigServer.server() {
+				vars = nil
+			}
+			fillSecretNames(o, manifest.Name, deployment, vars, plan.Names())
+		case *corev1.ServiceAccount:
+			annotations, err := serverScope(inputs)
+			if err != nil {
+				return err
+			}
+			o.Annotations = annotations
 		}
 		if err := controllerutil.SetControllerReference(manifest, obj, r.Client.Scheme()); err != nil {
 			return err
 		}
 		err := r.Client.Create(ctx, obj)
-		if role, ok := obj.(*rbacv1.Role); ok && apierrors.IsAlreadyExists(err) {
-			err = r.updateRole(ctx, role)
+		if apierrors.IsAlreadyExists(err) {
+			switch o := obj.(type) {
+			case *rbacv1.Role:
+				err = r.updateRole(ctx, o)
+			case *corev1.ServiceAccount:
+				err = r.updateAnnotations(ctx, o)
+			}
 		}
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating %T %s: %w", obj, name, err)
@@ -81,6 +98,20 @@ func fillSecretNames(role *rbacv1.Role, manifest, deployment string, variables, 
 		rules = append(rules, rule)
 	}
 	role.Rules = rules
+}
+
+// updateAnnotations brings an existing gathering ServiceAccount's
+// annotations to want's.
+func (r *Reconciler) updateAnnotations(ctx context.Context, want *corev1.ServiceAccount) error {
+	var have corev1.ServiceAccount
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(want), &have); err != nil {
+		return err
+	}
+	if maps.Equal(have.Annotations, want.Annotations) {
+		return nil
+	}
+	have.Annotations = want.Annotations
+	return r.Client.Update(ctx, &have)
 }
 
 // updateRole brings an existing gathering Role's rules to want's.

@@ -42,6 +42,9 @@ type Release struct {
 
 // Inputs is what the runner must know of a deployment to gather it.
 type Inputs struct {
+	// Name is the manifest's name: the deployment's name on the config
+	// server.
+	Name     string
 	Releases []Release
 	// Variables are the names of the variables the manifest references;
 	// user-provided Secrets of those names are part of the inputs.
@@ -75,6 +78,8 @@ type Config struct {
 	// the versions each successful gathering wrote (package trust): the
 	// webhook injects only those.
 	TrustNamespace string
+	// ConfigServer is where gatherings read and generate variables.
+	ConfigServer ConfigServer
 }
 
 // Reconciler runs gathering Jobs for manifest Secrets.
@@ -198,7 +203,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := r.ensureRBAC(ctx, &manifest, deployment, inputs, plan); err != nil {
 			return reconcile.Result{}, err
 		}
-		job := r.gatherJob(&manifest, deployment, jobName, digest, inputs, plan)
+		if err := r.ensureClientSecret(ctx, &manifest, deployment); err != nil {
+			return reconcile.Result{}, err
+		}
+		job, err := r.gatherJob(&manifest, deployment, jobName, digest, inputs, plan)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
 		if err := r.Client.Create(ctx, job); err != nil {
 			// One of the same name created meanwhile is checked next time.
 			return reconcile.Result{}, fmt.Errorf("creating gathering Job %s: %w", jobName, err)

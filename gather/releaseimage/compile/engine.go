@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path"
 	"strings"
@@ -16,7 +17,8 @@ import (
 // Paths of BOSH's compile environment, as the agent sets them up.
 const (
 	PackagesDir = "/var/vcap/packages"
-	CompileDir  = "/var/vcap/data/compile"
+	DataDir     = "/var/vcap/data"
+	CompileDir  = DataDir + "/compile"
 )
 
 // Task is one package to compile: its unpacked source, where its
@@ -67,6 +69,11 @@ type Podman struct {
 	// Insecure pulls the stemcell image from plain-HTTP or self-signed
 	// registries.
 	Insecure bool
+	// Data, when set, is a host directory kept as /var/vcap/data from one
+	// compile to the next, as a reused compilation VM keeps its ephemeral
+	// disk: golang-release's compile.env keeps the Go build cache there,
+	// so a release's Go packages compile the standard library once.
+	Data string
 }
 
 // Compile implements Engine.
@@ -83,6 +90,13 @@ func (p Podman) Compile(ctx context.Context, t Task) error {
 	}
 	if p.Insecure {
 		args = append(args, "--tls-verify=false")
+	}
+	if p.Data != "" {
+		if err := os.MkdirAll(p.Data, 0o755); err != nil {
+			return err
+		}
+		// podman mounts parents first: the compile target stays on top.
+		args = append(args, "-v", p.Data+":"+DataDir)
 	}
 	for name, dir := range t.Dependencies {
 		args = append(args, "-v", dir+":"+path.Join(PackagesDir, name)+":ro")
