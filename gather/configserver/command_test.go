@@ -14,6 +14,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/bosh-injector/bosh-injector/test/fixtures"
 )
 
 var _ = Describe("bosh-injector config-server", func() {
@@ -21,14 +23,15 @@ var _ = Describe("bosh-injector config-server", func() {
 		kubeconfig, err := cp.KubeconfigFile("config-server")
 		Expect(err).NotTo(HaveOccurred())
 		tlsFiles := newServing()
-		port := freePort()
+		port, err := fixtures.FreePort()
+		Expect(err).NotTo(HaveOccurred())
 		base := fmt.Sprintf("https://127.0.0.1:%d", port)
 		logFile := filepath.Join(GinkgoT().TempDir(), "config-server.log")
 		out, err := os.Create(logFile)
 		Expect(err).NotTo(HaveOccurred())
 		cmd := exec.Command(os.Args[0], "config-server", "--kubeconfig", kubeconfig, "--namespace", namespace,
 			"--director-name", directorName, "--client", clientName+"=director-client", "--signing-key-secret", "token-key",
-			"--cert-dir", tlsFiles.dir, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--url", "https://config-server.example:8844",
+			"--cert-dir", tlsFiles.Dir, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--url", "https://config-server.example:8844",
 			"--log-level", "debug")
 		cmd.Env = append(os.Environ(), runCommandEnv+"=1")
 		cmd.Stdout, cmd.Stderr = out, out
@@ -45,7 +48,7 @@ var _ = Describe("bosh-injector config-server", func() {
 		})
 
 		Eventually(func() error {
-			resp, err := tlsFiles.client.Get(base + "/health")
+			resp, err := tlsFiles.Client.Get(base + "/health")
 			if err == nil {
 				resp.Body.Close()
 			}
@@ -76,14 +79,14 @@ var _ = Describe("bosh-injector config-server", func() {
 			return sha256.Sum256(conn.ConnectionState().PeerCertificates[0].Raw)
 		}
 		before := servedCert()
-		Expect(before).To(Equal(sha256.Sum256(pemBlock(tlsFiles.caPEM))))
+		Expect(before).To(Equal(sha256.Sum256(pemBlock(tlsFiles.CAPEM))))
 		renewed := newServing()
 		for _, f := range []string{"tls.crt", "tls.key"} {
-			data, err := os.ReadFile(filepath.Join(renewed.dir, f))
+			data, err := os.ReadFile(filepath.Join(renewed.Dir, f))
 			Expect(err).NotTo(HaveOccurred())
-			Expect(os.WriteFile(filepath.Join(tlsFiles.dir, f), data, 0o600)).To(Succeed())
+			Expect(os.WriteFile(filepath.Join(tlsFiles.Dir, f), data, 0o600)).To(Succeed())
 		}
-		Eventually(servedCert, 30*time.Second).Should(Equal(sha256.Sum256(pemBlock(renewed.caPEM))))
+		Eventually(servedCert, 30*time.Second).Should(Equal(sha256.Sum256(pemBlock(renewed.CAPEM))))
 
 		Expect(cmd.Process.Signal(syscall.SIGTERM)).To(Succeed())
 		Eventually(exited, 15*time.Second).Should(BeClosed())

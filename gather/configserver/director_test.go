@@ -27,7 +27,7 @@ import (
 var _ = Describe("a deployment's variables through the director's client", func() {
 	const team = "director-team"
 	manifest := []byte(`
-name: shop
+name: market
 variables:
 - {name: db_password, type: password, options: {length: 20}}
 - {name: shop_ca, type: certificate, options: {is_ca: true, common_name: shop-ca}}
@@ -42,9 +42,9 @@ tags:
 
 	BeforeEach(func() {
 		Expect(client.IgnoreAlreadyExists(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: team}}))).To(Succeed())
-		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "shop-gather",
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "market-gather",
 			Labels:      map[string]string{names.LabelManagedBy: names.ManagedBy},
-			Annotations: map[string]string{director.AnnotationDeployment: "shop", director.AnnotationGrants: `["/shared/secret"]`}}}
+			Annotations: map[string]string{director.AnnotationDeployment: "market", director.AnnotationGrants: `["/shared/secret"]`}}}
 		Expect(client.IgnoreAlreadyExists(cp.Client.Create(ctx, sa))).To(Succeed())
 		tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{Audiences: []string{director.Audience}, ExpirationSeconds: ptr.To[int64](600)}}
 		Expect(cp.Client.SubResource("token").Create(ctx, sa, tr)).To(Succeed())
@@ -52,10 +52,10 @@ tags:
 		tokenFile := filepath.Join(GinkgoT().TempDir(), "token")
 		Expect(os.WriteFile(tokenFile, []byte(tr.Status.Token), 0o600)).To(Succeed())
 		// CredHub's URL with /api/, as bosh-deployment gives it.
-		c, err := director.NewClient(server.url+"/api/", certs.client, director.TokenFile(tokenFile))
+		c, err := director.NewClient(server.url+"/api/", certs.Client, director.TokenFile(tokenFile))
 		Expect(err).NotTo(HaveOccurred())
 		source = func(pinned map[string]string) *director.Source {
-			return director.NewSource(context.Background(), c, directorName, "shop", pinned)
+			return director.NewSource(context.Background(), c, directorName, "market", pinned)
 		}
 		admin = tokenFor(server.url, clientName, clientSecret)
 		Expect(call(server.url, http.MethodPut, "/api/v1/data", admin, map[string]any{"name": "/shared/secret", "type": "value", "value": "shared-value"}).status).To(Equal(200))
@@ -74,13 +74,13 @@ tags:
 		pw := property(m.Raw, "password").(string)
 		Expect(pw).To(HaveLen(20))
 		Expect(property(m.Raw, "shared")).To(Equal("shared-value"))
-		stored := call(server.url, http.MethodGet, "/api/v1/data?name=/my-bosh/shop/db_password&current=true", admin, nil)
+		stored := call(server.url, http.MethodGet, "/api/v1/data?name=/my-bosh/market/db_password&current=true", admin, nil)
 		Expect(stored.status).To(Equal(200))
 		Expect(stored.json()["data"].([]any)[0].(map[string]any)["value"]).To(Equal(pw))
 		// The leaf is signed by the server's CA of the same deployment.
 		Expect(property(m.Raw, "ca")).To(ContainSubstring("BEGIN CERTIFICATE"))
 		set := src.Set()
-		Expect(set).To(HaveKey("/my-bosh/shop/shop_tls"))
+		Expect(set).To(HaveKey("/my-bosh/market/shop_tls"))
 		Expect(set).To(HaveKey("/shared/secret"))
 
 		// no-overwrite: the next deploy keeps the values.
@@ -90,7 +90,7 @@ tags:
 
 		// A value set since is what a new deploy takes; a deploy pinned to
 		// the recorded set still reads the old one, by id.
-		Expect(call(server.url, http.MethodPut, "/api/v1/data", admin, map[string]any{"name": "/my-bosh/shop/db_password", "type": "password", "value": "rotated-password"}).status).To(Equal(200))
+		Expect(call(server.url, http.MethodPut, "/api/v1/data", admin, map[string]any{"name": "/my-bosh/market/db_password", "type": "password", "value": "rotated-password"}).status).To(Equal(200))
 		latest, err := deployment.Load(manifest, nil, source(nil), time.Now())
 		Expect(err).NotTo(HaveOccurred())
 		Expect(property(latest.Raw, "password")).To(Equal("rotated-password"))
@@ -100,31 +100,31 @@ tags:
 	})
 
 	It("reports every missing variable in the director's words, with the server's 404", func() {
-		_, err := deployment.Load([]byte("name: shop\ntags: {a: ((missing_one)), b: ((missing_two.key)), c: ((/not/granted))}\n"), nil, source(nil), time.Now())
+		_, err := deployment.Load([]byte("name: market\ntags: {a: ((missing_one)), b: ((missing_two.key)), c: ((/not/granted))}\n"), nil, source(nil), time.Now())
 		Expect(err).To(MatchError(
-			"- Failed to find variable '/my-bosh/shop/missing_one' from config server: HTTP Code '404', Error: 'The request could not be completed because the credential does not exist or you do not have sufficient authorization.'\n" +
-				"- Failed to find variable '/my-bosh/shop/missing_two' from config server: HTTP Code '404', Error: 'The request could not be completed because the credential does not exist or you do not have sufficient authorization.'\n" +
+			"- Failed to find variable '/my-bosh/market/missing_one' from config server: HTTP Code '404', Error: 'The request could not be completed because the credential does not exist or you do not have sufficient authorization.'\n" +
+				"- Failed to find variable '/my-bosh/market/missing_two' from config server: HTTP Code '404', Error: 'The request could not be completed because the credential does not exist or you do not have sufficient authorization.'\n" +
 				"- Failed to find variable '/not/granted' from config server: HTTP Code '404', Error: 'The request could not be completed because the credential does not exist or you do not have sufficient authorization.'"))
 	})
 
 	It("converges a variable whose options changed when the manifest asks, as the director's update_mode", func() {
-		m1 := []byte("name: shop\nvariables: [{name: token, type: password, options: {length: 12}}]\ntags: {t: ((token))}\n")
+		m1 := []byte("name: market\nvariables: [{name: token, type: password, options: {length: 12}}]\ntags: {t: ((token))}\n")
 		first, err := deployment.Load(m1, nil, source(nil), time.Now())
 		Expect(err).NotTo(HaveOccurred())
 		Expect(property(first.Raw, "t")).To(HaveLen(12))
-		m2 := []byte("name: shop\nfeatures: {converge_variables: true}\nvariables: [{name: token, type: password, options: {length: 16}}]\ntags: {t: ((token))}\n")
+		m2 := []byte("name: market\nfeatures: {converge_variables: true}\nvariables: [{name: token, type: password, options: {length: 16}}]\ntags: {t: ((token))}\n")
 		second, err := deployment.Load(m2, nil, source(nil), time.Now())
 		Expect(err).NotTo(HaveOccurred())
 		Expect(property(second.Raw, "t")).To(HaveLen(16))
-		m3 := []byte("name: shop\nvariables: [{name: token, type: password, update_mode: no-overwrite, options: {length: 24}}]\ntags: {t: ((token))}\n")
+		m3 := []byte("name: market\nvariables: [{name: token, type: password, update_mode: no-overwrite, options: {length: 24}}]\ntags: {t: ((token))}\n")
 		third, err := deployment.Load(m3, nil, source(nil), time.Now())
 		Expect(err).NotTo(HaveOccurred())
 		Expect(property(third.Raw, "t")).To(Equal(property(second.Raw, "t")))
 	})
 
 	It("gets tokens from the UAA with client credentials, as a director configured for an external server", func() {
-		cc := &director.ClientCredentials{TokenURL: server.url + "/oauth/token", ClientID: clientName, ClientSecret: clientSecret, HTTP: certs.client}
-		c, err := director.NewClient(server.url+"/api/", certs.client, cc)
+		cc := &director.ClientCredentials{TokenURL: server.url + "/oauth/token", ClientID: clientName, ClientSecret: clientSecret, HTTP: certs.Client}
+		c, err := director.NewClient(server.url+"/api/", certs.Client, cc)
 		Expect(err).NotTo(HaveOccurred())
 		src := director.NewSource(context.Background(), c, directorName, "elsewhere", nil)
 		m, err := deployment.Load([]byte("name: elsewhere\nvariables: [{name: pw, type: password}]\ntags: {p: ((pw))}\n"), nil, src, time.Now())
@@ -132,8 +132,8 @@ tags:
 		Expect(property(m.Raw, "p")).To(HaveLen(30))
 		Expect(src.Set()).To(HaveKey("/my-bosh/elsewhere/pw"))
 
-		wrong := &director.ClientCredentials{TokenURL: server.url + "/oauth/token", ClientID: clientName, ClientSecret: "wrong", HTTP: certs.client}
-		c, err = director.NewClient(server.url+"/api/", certs.client, wrong)
+		wrong := &director.ClientCredentials{TokenURL: server.url + "/oauth/token", ClientID: clientName, ClientSecret: "wrong", HTTP: certs.Client}
+		c, err = director.NewClient(server.url+"/api/", certs.Client, wrong)
 		Expect(err).NotTo(HaveOccurred())
 		_, err = deployment.Load([]byte("name: elsewhere\ntags: {p: ((pw))}\n"), nil, director.NewSource(context.Background(), c, directorName, "elsewhere", nil), time.Now())
 		Expect(err).To(MatchError(ContainSubstring("refused client 'director' a token: HTTP Code '401'")))
@@ -141,9 +141,9 @@ tags:
 	})
 
 	It("tells a server that cannot be reached from a wrong variable", func() {
-		c, err := director.NewClient("https://127.0.0.1:1/api/", certs.client, nil)
+		c, err := director.NewClient("https://127.0.0.1:1/api/", certs.Client, nil)
 		Expect(err).NotTo(HaveOccurred())
-		_, err = deployment.Load([]byte("name: shop\ntags: {p: ((pw))}\n"), nil, director.NewSource(context.Background(), c, directorName, "shop", nil), time.Now())
+		_, err = deployment.Load([]byte("name: market\ntags: {p: ((pw))}\n"), nil, director.NewSource(context.Background(), c, directorName, "market", nil), time.Now())
 		var unreachable *director.Unreachable
 		Expect(errors.As(err, &unreachable)).To(BeTrue(), "%v", err)
 	})

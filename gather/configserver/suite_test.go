@@ -3,25 +3,14 @@ package configserver_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
-	"fmt"
 	"io"
-	"math/big"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/go-logr/zapr"
 	. "github.com/onsi/ginkgo/v2"
@@ -99,78 +88,40 @@ func options() configserver.Options {
 	return configserver.Options{
 		Namespace: namespace, Director: directorName, Audience: director.Audience,
 		Clients:          []auth.Client{{Name: clientName, SecretName: "director-client"}, {Name: readerName, SecretName: "reader-client"}},
-		SigningKeySecret: "token-key", CertDir: certs.dir, Address: "127.0.0.1:0",
+		SigningKeySecret: "token-key", CertDir: certs.Dir,
 	}
 }
 
 // running is a server started in the test process, as the config-server
 // command starts it.
 type running struct {
+	*fixtures.ConfigServer
 	url     string
-	cancel  context.CancelFunc
-	done    chan error
 	stopped sync.Once
 }
 
 // start runs a server on a free port and waits until it answers; the
 // caller stops it.
 func start() *running {
-	port := freePort()
-	o := options()
-	o.Address = fmt.Sprintf("127.0.0.1:%d", port)
-	runCtx, cancel := context.WithCancel(ctx)
-	r := &running{url: fmt.Sprintf("https://127.0.0.1:%d", port), cancel: cancel, done: make(chan error, 1)}
+	GinkgoHelper()
 	log := zapr.NewLogger(zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(io.MultiWriter(GinkgoWriter, logs)), zapcore.DebugLevel)))
-	go func() { r.done <- configserver.Run(runCtx, cp.Config, o, log) }()
-	Eventually(func() error {
-		resp, err := certs.client.Get(r.url + "/health")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err
-	}).Should(Succeed())
-	return r
+	s, err := fixtures.StartConfigServer(ctx, cp.Config, options(), certs, log)
+	Expect(err).NotTo(HaveOccurred())
+	return &running{ConfigServer: s, url: s.URL}
 }
 
 func (r *running) stop() {
-	r.stopped.Do(func() {
-		r.cancel()
-		Eventually(r.done, 15*time.Second).Should(Receive(BeNil()))
-	})
-}
-
-func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	Expect(err).NotTo(HaveOccurred())
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	r.stopped.Do(func() { Expect(r.Stop()).To(Succeed()) })
 }
 
 // serving is the serving certificate in a cert dir, and an HTTP client
 // trusting it.
-type serving struct {
-	dir    string
-	caPEM  []byte
-	client *http.Client
-}
+type serving = fixtures.Serving
 
 func newServing() *serving {
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	GinkgoHelper()
+	s, err := fixtures.NewServing(GinkgoT().TempDir())
 	Expect(err).NotTo(HaveOccurred())
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "config-server"},
-		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	Expect(err).NotTo(HaveOccurred())
-	s := &serving{dir: GinkgoT().TempDir(), caPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-	Expect(os.WriteFile(filepath.Join(s.dir, "tls.crt"), s.caPEM, 0o600)).To(Succeed())
-	Expect(os.WriteFile(filepath.Join(s.dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600)).To(Succeed())
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(s.caPEM)
-	s.client = &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, MaxIdleConnsPerHost: 64}}
 	return s
 }
 
@@ -207,7 +158,7 @@ func call(base, method, path, token string, body any) answer {
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := certs.client.Do(req)
+	resp, err := certs.Client.Do(req)
 	Expect(err).NotTo(HaveOccurred())
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
@@ -245,7 +196,7 @@ func tokenRequest(base, name, secret, style string) answer {
 		req.SetBasicAuth(url.QueryEscape(name), url.QueryEscape(secret))
 		req.Header.Set("X-CF-ENCODED-CREDENTIALS", "true")
 	}
-	resp, err := certs.client.Do(req)
+	resp, err := certs.Client.Do(req)
 	Expect(err).NotTo(HaveOccurred())
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)

@@ -7,6 +7,7 @@ package gathering
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"github.com/bosh-injector/bosh-injector/inject/runtime/monit"
 	"slices"
@@ -133,6 +134,9 @@ type Result struct {
 	Links  map[string]trust.WrittenLink
 	// DNS is the ConfigMap holding the deployment's DNS records.
 	DNS string
+	// VariableSet is the variable set written or reused, with a config
+	// server.
+	VariableSet *trust.WrittenLink
 }
 
 // GroupResult is the Secret versions of one instance group.
@@ -147,7 +151,7 @@ type GroupResult struct {
 // Report is what the gathering's pod reports to the job runner (package
 // trust): Written, and the links the deployment shares.
 func (r *Result) Report() trust.Report {
-	return trust.Report{Groups: r.Written(), Links: r.Links}
+	return trust.Report{Groups: r.Written(), Links: r.Links, VariableSet: r.VariableSet}
 }
 
 // Written is what the gathering left as each group's latest versions.
@@ -181,8 +185,20 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 	// interpolated; a later failure keeps them, as the director does. The
 	// manifest Secret does not own them: deleting it keeps them.
 	var vars variables.Source = kubevars.New(ctx, c, cfg.Namespace, dep)
+	var server *director.Source
+	var accepted *corev1.Secret
 	if cs := cfg.ConfigServer; cs != nil {
-		server := director.NewSource(ctx, cs.Client, cs.Director, cs.Deployment, nil)
+		var err error
+		if accepted, err = acceptedSet(ctx, c, cfg.Namespace, cfg.Plan.VariableSet); err != nil {
+			return nil, err
+		}
+		var pinned map[string]string
+		if cfg.Plan.PinVariables && accepted != nil {
+			if err := json.Unmarshal(accepted.Data[names.VariableSetKey], &pinned); err != nil {
+				return nil, fmt.Errorf("the accepted variable set %s: %w", accepted.Name, err)
+			}
+		}
+		server = director.NewSource(ctx, cs.Client, cs.Director, cs.Deployment, pinned)
 		server.Remember(cs.Remember)
 		vars = server
 	}
@@ -313,8 +329,48 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 	}
 	// The job runner prunes old versions: the gathering may not list or
 	// delete Secrets.
-	res.DNS, _, err = dns.Write(ctx, c, cfg.Namespace, d.Name, zone, dns.ZoneFile(zone, records), owner)
+	if res.DNS, _, err = dns.Write(ctx, c, cfg.Namespace, d.Name, zone, dns.ZoneFile(zone, records), owner); err != nil || server == nil {
+		return res, err
+	}
+	// The set is written last: only a gathering that wrote everything else
+	// leaves one.
+	res.VariableSet, err = writeVariableSet(ctx, c, cfg, d.Name, server.Set(), accepted, owner)
 	return res, err
+}
+
+// acceptedSet reads the accepted variable set the plan names, nil when it
+// names none.
+func acceptedSet(ctx context.Context, c client.Client, namespace, name string) (*corev1.Secret, error) {
+	if name == "" {
+		return nil, nil
+	}
+	var s corev1.Secret
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &s); err != nil {
+		return nil, fmt.Errorf("reading the accepted variable set %s: %w", name, err)
+	}
+	return &s, nil
+}
+
+// writeVariableSet records the ids the gathering used as the
+// deployment's next variable set, reusing the accepted one when they are
+// the same.
+func writeVariableSet(ctx context.Context, c client.Client, cfg Config, deployment string, set map[string]string, accepted *corev1.Secret, owner *metav1.OwnerReference) (*trust.WrittenLink, error) {
+	data, err := json.Marshal(set)
+	if err != nil {
+		return nil, err
+	}
+	key := versions.Key{Namespace: cfg.Namespace, Deployment: deployment, Kind: names.KindVariableSet, InstanceGroup: names.VariableSetSeries}
+	existing := versions.Stored{}
+	if accepted != nil {
+		existing.Add(accepted)
+	}
+	_, series, err := versions.WriteOver(ctx, c, versions.Desired{Key: key, Data: map[string][]byte{names.VariableSetKey: data}, Owner: owner,
+		Above: cfg.Plan.Above[Series(names.KindVariableSet, names.VariableSetSeries)]}, existing.Of(key))
+	if err != nil {
+		return nil, err
+	}
+	w := trust.WrittenLinkOf(series[len(series)-1].Secret)
+	return &w, nil
 }
 
 // writeGroup writes the resolved properties and BPM info of one group over

@@ -107,7 +107,7 @@ func gatherTimed(c client.Client, cfg gathering.Config, render gathering.RenderB
 	if err != nil {
 		return res, took, err
 	}
-	_, refused, err := runner.AcceptReport(ctx, cp.Client, cfg.Namespace, cfg.Namespace, dep, uuid.NewUUID(), res.Report())
+	_, refused, err := runner.AcceptReport(ctx, cp.Client, cfg.Namespace, cfg.Namespace, dep, uuid.NewUUID(), "", res.Report())
 	if err == nil && len(refused) > 0 {
 		err = fmt.Errorf("not accepted: %v", refused)
 	}

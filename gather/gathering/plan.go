@@ -39,6 +39,15 @@ type Plan struct {
 	// Secret of the groups of the other deployments the DNS aliases
 	// target.
 	Aliased map[string]map[string]trust.Ref `json:"aliased,omitempty"`
+	// VariableSet is the deployment's accepted variable set (a config
+	// server's ids): a set identical to it is reused.
+	VariableSet string `json:"variableSet,omitempty"`
+	// PinVariables reads the variables at VariableSet's ids: the accepted
+	// gathering had the same inputs, so a gathering again (an operator
+	// restarted, a Job pruned) must render what it rendered, as the
+	// director's non-deploy actions use the last successful set. Otherwise
+	// a gathering is a deploy and takes the current values.
+	PinVariables bool `json:"pinVariables,omitempty"`
 }
 
 // Series names a series of versioned Secrets in Plan.Above.
@@ -76,6 +85,9 @@ func (p Plan) Names() []string {
 			out = append(out, r.Name)
 		}
 	}
+	if p.VariableSet != "" {
+		out = append(out, p.VariableSet)
+	}
 	slices.Sort(out)
 	return slices.Compact(out)
 }
@@ -96,6 +108,9 @@ func NewPlan(ctx context.Context, c client.Reader, trustNamespace, namespace, de
 	if rec != nil {
 		for label, g := range rec.Groups {
 			p.Recorded[label] = *g.Latest()
+		}
+		if rec.VariableSet != nil {
+			p.VariableSet = rec.VariableSet.Name
 		}
 	}
 	stored, err := versions.ListDeployment(ctx, c, namespace, deployment)

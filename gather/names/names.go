@@ -97,7 +97,18 @@ const (
 	KindLink = "link"
 	// KindVariable is a variable Secret gathering generated.
 	KindVariable = "variable"
+	// KindVariableSet is a deployment's variable set on a config server:
+	// the id of each credential version a gathering used, by full name,
+	// as the director records them per deploy. Its series' instance-group
+	// label is VariableSetSeries: "<deployment>.variables.set-vN".
+	KindVariableSet = "variables"
+	// VariableSetSeries is the instance-group label of KindVariableSet.
+	VariableSetSeries = "set"
 )
+
+// VariableSetKey is the key of a variable set Secret: JSON, full name to
+// id.
+const VariableSetKey = "variables.json"
 
 // LabelDeleteCredentials set to "true" on a manifest Secret asks that the
 // deployment's generated variable Secrets be deleted with it; without it

@@ -37,6 +37,10 @@ func TestMain(m *testing.M) {
 }
 
 func child() {
+	// Handlers first: the test signals once "to stderr" is out, and a
+	// signal before them is lost where it is ignored (a background job).
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGQUIT)
 	status, _ := os.ReadFile("/proc/self/status")
 	for _, line := range strings.Split(string(status), "\n") {
 		if strings.HasPrefix(line, "Uid:") || strings.HasPrefix(line, "CapAmb:") || strings.HasPrefix(line, "CapEff:") {
@@ -58,8 +62,6 @@ func child() {
 		}
 	}
 	fmt.Fprintln(os.Stderr, "to stderr")
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGQUIT)
 	if os.Getenv("IGNORE_SIGNALS") != "" {
 		for s := range sigs {
 			fmt.Println("ignoring", s)

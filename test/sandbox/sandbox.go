@@ -349,7 +349,29 @@ func (s *Sandbox) variables(ctx context.Context, deploymentName string) error {
 	if err != nil {
 		return err
 	}
-	// As `credhub set` puts them: a string is a value, anything else json.
+	// As `credhub set` puts them: of the type the manifest declares (the
+	// config server keeps a credential's type), else a string is a value,
+	// anything else json.
+	files, err := deployment.ReadOpsFiles(ctx, s.cfg.OpsFiles)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(s.cfg.Manifest)
+	if err != nil {
+		return err
+	}
+	doc, err := deployment.Document(data, files)
+	if err != nil {
+		return err
+	}
+	defs, err := manifest.VariablesOf(doc)
+	if err != nil {
+		return err
+	}
+	declared := map[string]string{}
+	for _, d := range defs {
+		declared[d.Name] = d.Type
+	}
 	creds := &store.Store{Client: s.client, Namespace: walkthrough.Namespace}
 	vals := given.Values()
 	for _, name := range vals.Keys() {
@@ -358,9 +380,11 @@ func (s *Sandbox) variables(ctx context.Context, deploymentName string) error {
 		if err != nil {
 			return err
 		}
-		typ := "json"
-		if _, ok := v.(string); ok {
+		typ := declared[name]
+		if _, ok := v.(string); typ == "" && ok {
 			typ = "value"
+		} else if typ == "" {
+			typ = "json"
 		}
 		full := director.Name(walkthrough.DirectorName, deploymentName, name)
 		if _, err := creds.Write(ctx, full, func(*store.Version) (*store.Version, error) {

@@ -13,12 +13,13 @@ func init() {
 		cmd := &cobra.Command{
 			Use:   "variables -d DEPLOYMENT",
 			Short: "List a deployment's variables (never their values), as `bosh variables` does",
-			Long: `variables mirrors ` + "`bosh -d DEPLOYMENT variables`" + `: the manifest's variables that
-have a value, as ID, Name and Type. With the embedded config server (the chart's
-default) they are its current versions: ID is the version's id, Name
-"/<director-name>/<deployment>/<name>". With configServer.mode=secrets they are
-the ` + "`<deployment>.var-<name>`" + ` Secrets: ID is the Secret's resourceVersion, Name
-"/<namespace>/<deployment>/<name>". Values are never read out.`,
+			Long: `variables mirrors ` + "`bosh -d DEPLOYMENT variables`" + `: ID, Name and Type of the
+variables of the deployment's current variable set. With a config server (the chart's
+default), the set its last accepted gathering used: each credential version's id and
+full name "/<director-name>/<deployment>/<name>" (type read from the embedded server's
+store where you may read it). With configServer.mode=secrets, the ` + "`<deployment>.var-<name>`" + `
+Secrets: ID is the resourceVersion, Name "/<namespace>/<deployment>/<name>". Values
+are never read out.`,
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				d, err := o.open(cmd.Context())

@@ -69,6 +69,11 @@ type Record struct {
 	// gathering left them, by the link's label value: what consuming
 	// deployments' gatherings read.
 	Links map[string]Ref `json:"links,omitempty"`
+	// VariableSet is the variable set of the last accepted gathering that
+	// used a config server, and Digest the inputs digest of that
+	// gathering's Job: a gathering of the same inputs reads at its ids.
+	VariableSet *Ref   `json:"variableSet,omitempty"`
+	Digest      string `json:"digest,omitempty"`
 }
 
 // JobRef identifies a gathering Job the runner created.
@@ -289,6 +294,9 @@ const maxReport = 4096
 type Report struct {
 	Groups Written                `json:"groups"`
 	Links  map[string]WrittenLink `json:"links,omitempty"`
+	// VariableSet is the variable set the gathering wrote or reused, with
+	// a config server.
+	VariableSet *WrittenLink `json:"variableSet,omitempty"`
 }
 
 // WrittenLink identifies the Secret of a shared link as the gathering
@@ -358,7 +366,7 @@ func Accept(ctx context.Context, c client.Client, trustNamespace, namespace, dep
 // once and writes the record once, and returns that list with the record:
 // a consistent list after a write waits for the API server's cache to
 // catch up with it.
-func AcceptReport(ctx context.Context, c client.Client, trustNamespace, namespace, deployment string, job types.UID, report Report) (*Record, versions.Stored, []string, error) {
+func AcceptReport(ctx context.Context, c client.Client, trustNamespace, namespace, deployment string, job types.UID, digest string, report Report) (*Record, versions.Stored, []string, error) {
 	rec, stored, refused, err := accepted(ctx, c, trustNamespace, namespace, deployment, job, report.Groups)
 	if err != nil {
 		return nil, nil, nil, err
@@ -367,6 +375,14 @@ func AcceptReport(ctx context.Context, c client.Client, trustNamespace, namespac
 		var refusedLinks []string
 		rec.Links, refusedLinks = sharedLinks(stored, report.Links)
 		refused = append(refused, refusedLinks...)
+	}
+	if report.VariableSet != nil {
+		ref, err := reportedSecret(stored, names.KindVariableSet, names.VariableSetSeries, *report.VariableSet)
+		if err != nil {
+			refused = append(refused, "the variable set: "+err.Error())
+		} else {
+			rec.VariableSet, rec.Digest = &ref, digest
+		}
 	}
 	return rec, stored, refused, write(ctx, c, trustNamespace, rec)
 }
@@ -384,7 +400,7 @@ func accepted(ctx context.Context, c client.Client, trustNamespace, namespace, d
 	}
 	rec := &Record{Namespace: namespace, Deployment: deployment, Job: job, Groups: map[string]Group{}}
 	if old != nil {
-		rec.Jobs, rec.Links = old.Jobs, old.Links
+		rec.Jobs, rec.Links, rec.VariableSet, rec.Digest = old.Jobs, old.Links, old.VariableSet, old.Digest
 		// Earlier versions stay accepted while their Secrets are intact:
 		// pods of older template revisions are injected from them.
 		for label, g := range old.Groups {
@@ -421,27 +437,35 @@ func accepted(ctx context.Context, c client.Client, trustNamespace, namespace, d
 // sharedLinks are the links of a report whose Secrets in stored are those
 // it reports, and why each other one is not.
 func sharedLinks(stored versions.Stored, links map[string]WrittenLink) (map[string]Ref, []string) {
-	var refused []string
 	shared := map[string]Ref{}
+	var refused []string
 	for _, label := range slices.Sorted(maps.Keys(links)) {
-		l := links[label]
-		series := stored.Of(versions.Key{Kind: names.KindLink, InstanceGroup: label})
-		i := slices.IndexFunc(series, func(v versions.Version) bool { return v.Number == l.Version })
-		if i < 0 {
-			refused = append(refused, fmt.Sprintf("link '%s': its Secret of version %d is gone", label, l.Version))
+		ref, err := reportedSecret(stored, names.KindLink, label, links[label])
+		if err != nil {
+			refused = append(refused, fmt.Sprintf("link '%s': %s", label, err))
 			continue
 		}
-		s := series[i].Secret
-		switch {
-		case reportDigest(s) != l.SHA256:
-			refused = append(refused, fmt.Sprintf("link '%s': Secret %s is not the one the gathering wrote", label, s.Name))
-		case s.Immutable == nil || !*s.Immutable:
-			refused = append(refused, fmt.Sprintf("link '%s': Secret %s is not immutable", label, s.Name))
-		default:
-			shared[label] = refOf(s)
-		}
+		shared[label] = ref
 	}
 	return shared, refused
+}
+
+// reportedSecret is the Secret of series kind/label that a report
+// identifies, when it is that one and immutable.
+func reportedSecret(stored versions.Stored, kind, label string, l WrittenLink) (Ref, error) {
+	series := stored.Of(versions.Key{Kind: kind, InstanceGroup: label})
+	i := slices.IndexFunc(series, func(v versions.Version) bool { return v.Number == l.Version })
+	if i < 0 {
+		return Ref{}, fmt.Errorf("its Secret of version %d is gone", l.Version)
+	}
+	s := series[i].Secret
+	switch {
+	case reportDigest(s) != l.SHA256:
+		return Ref{}, fmt.Errorf("Secret %s is not the one the gathering wrote", s.Name)
+	case s.Immutable == nil || !*s.Immutable:
+		return Ref{}, fmt.Errorf("Secret %s is not immutable", s.Name)
+	}
+	return refOf(s), nil
 }
 
 // reported is the version of a group a gathering reported as written, when

@@ -220,7 +220,7 @@ func TestAcceptLinks(t *testing.T) {
 	}
 	v1 := link(1, `{"name":"database"}`)
 	shared := func(job types.UID, l trust.WrittenLink) ([]string, error) {
-		_, _, refused, err := trust.AcceptReport(context.Background(), c, operator, ns, "shop", job, trust.Report{Groups: trust.Written{}, Links: map[string]trust.WrittenLink{"database": l}})
+		_, _, refused, err := trust.AcceptReport(context.Background(), c, operator, ns, "shop", job, "", trust.Report{Groups: trust.Written{}, Links: map[string]trust.WrittenLink{"database": l}})
 		return refused, err
 	}
 	refused, err := shared("links-1", trust.WrittenLinkOf(v1))
@@ -247,7 +247,7 @@ func TestAcceptLinks(t *testing.T) {
 	if recorded()["database"].Name != v1.Name {
 		t.Fatalf("Accept lost the links: %+v", recorded())
 	}
-	if _, _, _, err := trust.AcceptReport(context.Background(), c, operator, ns, "shop", "job-3", trust.Report{}); err != nil {
+	if _, _, _, err := trust.AcceptReport(context.Background(), c, operator, ns, "shop", "job-3", "", trust.Report{}); err != nil {
 		t.Fatal(err)
 	}
 	if recorded()["database"].Name != v1.Name {

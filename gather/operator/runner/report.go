@@ -69,8 +69,8 @@ func fromTemplate(pod *corev1.Pod, template *corev1.PodSpec) bool {
 // longer shares (their consumers must not keep resolving them). A Job
 // without a report accepts nothing new. It returns the record and why
 // anything reported was refused.
-func AcceptReport(ctx context.Context, c client.Client, trustNamespace, namespace, deployment string, job types.UID, report trust.Report) (*trust.Record, []string, error) {
-	rec, stored, refused, err := trust.AcceptReport(ctx, c, trustNamespace, namespace, deployment, job, report)
+func AcceptReport(ctx context.Context, c client.Client, trustNamespace, namespace, deployment string, job types.UID, digest string, report trust.Report) (*trust.Record, []string, error) {
+	rec, stored, refused, err := trust.AcceptReport(ctx, c, trustNamespace, namespace, deployment, job, digest, report)
 	if err != nil || report.Groups == nil {
 		return rec, refused, err
 	}
@@ -109,6 +109,11 @@ func (r *Reconciler) prune(ctx context.Context, namespace, deployment string, re
 				continue
 			}
 			latest = ref.Version
+		case names.KindVariableSet:
+			if rec.VariableSet == nil {
+				continue
+			}
+			latest = rec.VariableSet.Version
 		case names.KindBPM, names.KindResolved:
 			g, ok := rec.Groups[label]
 			if !ok {

@@ -200,6 +200,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err != nil {
 			return reconcile.Result{}, err
 		}
+		if plan.VariableSet != "" {
+			rec, err := trust.Read(ctx, r.Client, r.Config.TrustNamespace, manifest.Namespace, deployment)
+			if err != nil {
+				return reconcile.Result{}, err
+			}
+			plan.PinVariables = rec.Digest == digest
+		}
 		if err := r.ensureRBAC(ctx, &manifest, deployment, inputs, plan); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -244,7 +251,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			notAccepted(err.Error())
 		}
 		// A Job's report is accepted once: read from the API.
-		rec, refused, err := AcceptReport(ctx, r.uncached(), r.Config.TrustNamespace, manifest.Namespace, deployment, job.UID, *report)
+		rec, refused, err := AcceptReport(ctx, r.uncached(), r.Config.TrustNamespace, manifest.Namespace, deployment, job.UID, job.Annotations[annotationDigest], *report)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
@@ -265,7 +272,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err != nil {
 			return reconcile.Result{}, err
 		}
-		return reconcile.Result{RequeueAfter: next}, r.setStatus(ctx, &manifest, status.Gathering{State: status.ReasonGathered, Digest: digest, Job: jobName, Versions: latest, BPM: bpmLatest, Plan: inputs.Plan, Regenerations: regenerations})
+		var set string
+		if rec.VariableSet != nil {
+			set = rec.VariableSet.Name
+		}
+		return reconcile.Result{RequeueAfter: next}, r.setStatus(ctx, &manifest, status.Gathering{State: status.ReasonGathered, Digest: digest, Job: jobName, Versions: latest, BPM: bpmLatest, Plan: inputs.Plan, Regenerations: regenerations, VariableSet: set})
 	case status.JobCondition(&job, batchv1.JobFailed):
 		message := r.terminationMessage(ctx, &job)
 		if status.GatheringOf(&manifest).State != status.ReasonGatherFailed || status.GatheringOf(&manifest).Digest != digest {

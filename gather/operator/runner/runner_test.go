@@ -824,7 +824,7 @@ var _ = Describe("the job runner", func() {
 
 		// The shop's accepted gathering reports the link: the report
 		// gathers again.
-		_, refused, err := runner.AcceptReport(ctx, cp.Client, ns, ns, "shop", "shop-gathering-1",
+		_, refused, err := runner.AcceptReport(ctx, cp.Client, ns, ns, "shop", "shop-gathering-1", "",
 			trust.Report{Groups: trust.Written{}, Links: map[string]trust.WrittenLink{"database": trust.WrittenLinkOf(link)}})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(refused).To(BeEmpty())
@@ -839,7 +839,7 @@ var _ = Describe("the job runner", func() {
 			client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 		Eventually(reportJobs).WithTimeout(20 * time.Second).Should(HaveLen(1))
 		second := reportJobs()[0]
-		_, _, err = runner.AcceptReport(ctx, cp.Client, ns, ns, "shop", "shop-gathering-2", trust.Report{Groups: trust.Written{}})
+		_, _, err = runner.AcceptReport(ctx, cp.Client, ns, ns, "shop", "shop-gathering-2", "", trust.Report{Groups: trust.Written{}})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(apierrors.IsNotFound(cp.Client.Get(ctx, client.ObjectKeyFromObject(link), &corev1.Secret{}))).To(BeTrue(), "the link no longer shared is deleted")
 		Eventually(reportJobs).WithTimeout(20 * time.Second).Should(ConsistOf(first, second))

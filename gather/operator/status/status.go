@@ -78,6 +78,9 @@ type Gathering struct {
 	// variable Secret was deleted after a successful gathering; it is part
 	// of the digest, so the same inputs gather again and regenerate it.
 	Regenerations int `json:"regenerations,omitempty"`
+	// VariableSet is the accepted variable set Secret, with a config
+	// server: the ids `variables` lists.
+	VariableSet string `json:"variableSet,omitempty"`
 	// LastChange is when any other field last changed (RFC 3339).
 	LastChange string `json:"lastChange,omitempty"`
 }
@@ -93,7 +96,7 @@ var states = map[string]string{
 
 // Same is whether a and b differ in nothing but LastChange.
 func (a Gathering) Same(b Gathering) bool {
-	return a.State == b.State && a.Digest == b.Digest && a.Job == b.Job && a.Message == b.Message && maps.Equal(a.Versions, b.Versions) && maps.Equal(a.BPM, b.BPM) && reflect.DeepEqual(a.Plan, b.Plan) && a.Regenerations == b.Regenerations
+	return a.State == b.State && a.Digest == b.Digest && a.Job == b.Job && a.Message == b.Message && maps.Equal(a.Versions, b.Versions) && maps.Equal(a.BPM, b.BPM) && reflect.DeepEqual(a.Plan, b.Plan) && a.Regenerations == b.Regenerations && a.VariableSet == b.VariableSet
 }
 
 // IsManifest is true of a deployment's manifest Secret, the one test of it:

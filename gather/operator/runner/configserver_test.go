@@ -1,0 +1,194 @@
+package runner_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/bosh-injector/bosh-injector/gather/configserver"
+	"github.com/bosh-injector/bosh-injector/gather/configserver/auth"
+	"github.com/bosh-injector/bosh-injector/gather/configserver/director"
+	"github.com/bosh-injector/bosh-injector/gather/gathering"
+	"github.com/bosh-injector/bosh-injector/gather/gathering/trust"
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/operator/manager"
+	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
+	"github.com/bosh-injector/bosh-injector/gather/render/ruby"
+	"github.com/bosh-injector/bosh-injector/test/fixtures"
+)
+
+// The runner with the embedded config server, run in this process on the
+// real control plane: the Job's ServiceAccount token is checked by
+// TokenReview.
+var _ = Describe("the job runner with a config server", func() {
+	const ns, directorName = "runner-config-server", "bosh-injector"
+
+	It("gathers through it as the Job's ServiceAccount, records the variable set, reads the same inputs again at its ids and a new manifest at the current values", func() {
+		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		Expect(cp.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "admin-client"},
+			Data: map[string][]byte{"secret": []byte("admin-secret")}})).To(Succeed())
+		serving, err := fixtures.NewServing(GinkgoT().TempDir())
+		Expect(err).NotTo(HaveOccurred())
+		srv, err := fixtures.StartConfigServer(ctx, cp.Config, configserver.Options{Namespace: ns, Director: directorName, Audience: director.Audience,
+			Clients: []auth.Client{{Name: "admin", SecretName: "admin-client"}}, SigningKeySecret: "token-key", CertDir: serving.Dir}, serving, GinkgoLogr)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(srv.Stop)
+		caFile := filepath.Join(GinkgoT().TempDir(), "ca.crt")
+		Expect(os.WriteFile(caFile, serving.CAPEM, 0o600)).To(Succeed())
+		startOperatorWith(manager.Options{Namespace: ns, OperatorImage: "localhost/bosh-injector:test", ClusterDomain: "cluster.local", Runner: true,
+			ConfigServer: runner.ConfigServer{Mode: director.ModeEmbedded, URL: srv.URL + "/api/", CAFile: caFile, Director: directorName}})
+		manifest, err := fixtures.ShopManifest()
+		Expect(err).NotTo(HaveOccurred())
+		_, err = fixtures.ApplyManifest(ctx, cp.Client, ns, manifest)
+		Expect(err).NotTo(HaveOccurred())
+
+		jobOtherThan := func(uid string) *batchv1.Job {
+			GinkgoHelper()
+			var found *batchv1.Job
+			Eventually(func() bool {
+				var jobs batchv1.JobList
+				Expect(cp.Client.List(ctx, &jobs, client.InNamespace(ns))).To(Succeed())
+				for i := range jobs.Items {
+					if string(jobs.Items[i].UID) != uid && jobs.Items[i].DeletionTimestamp == nil {
+						found = &jobs.Items[i]
+						return true
+					}
+				}
+				return false
+			}).WithTimeout(20 * time.Second).Should(BeTrue())
+			return found
+		}
+		job := jobOtherThan("")
+
+		// The Job reaches the server with a token of its own for it, beside
+		// the API's (which templates cannot read), and the server's CA.
+		gather := job.Spec.Template.Spec.Containers[0]
+		Expect(gather.Args).To(ContainElements("--config-server-url="+srv.URL+"/api/", "--director-name="+directorName, "--deployment-name=shop"))
+		Expect(gather.Env).To(ContainElement(corev1.EnvVar{Name: "BOSH_INJECTOR_CONFIG_SERVER_CA", Value: string(serving.CAPEM)}))
+		var projected []corev1.VolumeProjection
+		for _, v := range job.Spec.Template.Spec.Volumes {
+			if v.Projected != nil {
+				projected = append(projected, v.Projected.Sources...)
+			}
+		}
+		Expect(projected).To(ContainElement(HaveField("ServiceAccountToken", HaveValue(And(HaveField("Audience", director.Audience), HaveField("Path", "config-server-token"))))))
+		var sa corev1.ServiceAccount
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop-gather"}, &sa)).To(Succeed())
+		Expect(sa.Annotations).To(HaveKeyWithValue(director.AnnotationDeployment, "shop"))
+		// It reads no variable Secret.
+		var role rbacv1.Role
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop-gather"}, &role)).To(Succeed())
+		for _, rule := range role.Rules {
+			Expect(slices.ContainsFunc(rule.ResourceNames, func(n string) bool { return strings.Contains(n, ".var-") })).To(BeFalse(), "%v", rule)
+		}
+
+		// gatherAs does the Job's work here with its ServiceAccount's
+		// rights and its token for the server, as its pod would.
+		cfg := rest.CopyConfig(cp.Config)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":shop-gather",
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}
+		saClient, err := client.New(cfg, client.Options{})
+		Expect(err).NotTo(HaveOccurred())
+		gatherAs := func(job *batchv1.Job) trust.Report {
+			GinkgoHelper()
+			tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{Audiences: []string{director.Audience}, ExpirationSeconds: ptr.To[int64](600)}}
+			Expect(cp.Client.SubResource("token").Create(ctx, &sa, tr)).To(Succeed())
+			tokenFile := filepath.Join(GinkgoT().TempDir(), "token")
+			Expect(os.WriteFile(tokenFile, []byte(tr.Status.Token), 0o600)).To(Succeed())
+			c, err := director.NewClient(srv.URL+"/api/", serving.Client, director.TokenFile(tokenFile))
+			Expect(err).NotTo(HaveOccurred())
+			res, err := gathering.Run(ctx, saClient, gathering.Config{Namespace: ns, ManifestSecret: fixtures.ManifestSecret, JobsDir: jobsDir, ClusterDomain: "cluster.local",
+				Plan: jobPlan(job), ConfigServer: &gathering.ConfigServer{Client: c, Director: directorName, Deployment: "shop"}},
+				gathering.NewRenderBPM(ctx, ruby.Renderer{}), time.Now())
+			Expect(err).NotTo(HaveOccurred())
+			return res.Report()
+		}
+		record := func() (*trust.Record, error) { return trust.Read(ctx, cp.Client, ns, ns, "shop") }
+		resolvedDB := func(version string) (string, error) {
+			var s corev1.Secret
+			err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop.ig-resolved.db-" + version}, &s)
+			return string(bytes.Join(slices.Collect(func(yield func([]byte) bool) {
+				for _, v := range s.Data {
+					if !yield(v) {
+						return
+					}
+				}
+			}), nil)), err
+		}
+
+		Expect(jobPlan(job).PinVariables).To(BeFalse())
+		complete(job, gatherAs(job))
+		Eventually(record).Should(HaveField("VariableSet", HaveValue(HaveField("Name", "shop.variables.set-v1"))))
+		rec, err := record()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rec.Digest).To(Equal(job.Annotations[names.Prefix+"inputs-digest"]))
+		var set corev1.Secret
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop.variables.set-v1"}, &set)).To(Succeed())
+		var ids map[string]string
+		Expect(json.Unmarshal(set.Data[names.VariableSetKey], &ids)).To(Succeed())
+		Expect(ids).To(HaveKey("/bosh-injector/shop/db_password"))
+		first, err := resolvedDB("v1")
+		Expect(err).NotTo(HaveOccurred())
+
+		// Someone sets the password on the server.
+		form := url.Values{"grant_type": {"client_credentials"}, "client_id": {"admin"}, "client_secret": {"admin-secret"}}
+		resp, err := serving.Client.PostForm(srv.URL+"/oauth/token", form)
+		Expect(err).NotTo(HaveOccurred())
+		var token struct {
+			AccessToken string `json:"access_token"`
+		}
+		Expect(json.NewDecoder(resp.Body).Decode(&token)).To(Succeed())
+		resp.Body.Close()
+		body, _ := json.Marshal(map[string]any{"name": "/bosh-injector/shop/db_password", "type": "password", "value": "set-on-the-server-since"})
+		req, _ := http.NewRequest(http.MethodPut, srv.URL+"/api/v1/data", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token.AccessToken)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err = serving.Client.Do(req)
+		Expect(err).NotTo(HaveOccurred())
+		resp.Body.Close()
+		Expect(resp.StatusCode).To(Equal(http.StatusOK))
+
+		// The Job is pruned: the same inputs gather again, at the ids the
+		// accepted set recorded, and render exactly what they rendered.
+		Expect(cp.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+		again := jobOtherThan(string(job.UID))
+		Expect(jobPlan(again).PinVariables).To(BeTrue())
+		Expect(jobPlan(again).VariableSet).To(Equal("shop.variables.set-v1"))
+		report := gatherAs(again)
+		Expect(report.Groups["db"].Resolved).To(Equal(1), "nothing new to roll")
+		complete(again, report)
+		same, err := resolvedDB("v1")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(same).To(Equal(first))
+		Expect(same).NotTo(ContainSubstring("set-on-the-server-since"))
+
+		// A new manifest is a deploy: it takes the current values, and the
+		// group using the password rolls.
+		_, err = fixtures.ApplyManifest(ctx, cp.Client, ns, append(manifest, []byte("\ntags: {deployed: again}\n")...))
+		Expect(err).NotTo(HaveOccurred())
+		deploy := jobOtherThan(string(again.UID))
+		Expect(jobPlan(deploy).PinVariables).To(BeFalse())
+		report = gatherAs(deploy)
+		Expect(report.Groups["db"].Resolved).To(Equal(2))
+		complete(deploy, report)
+		Eventually(record).Should(HaveField("VariableSet", HaveValue(HaveField("Name", "shop.variables.set-v2"))))
+		Expect(resolvedDB("v2")).To(ContainSubstring("set-on-the-server-since"))
+	})
+})
