@@ -6,6 +6,7 @@
 package gathering
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -83,6 +84,7 @@ const (
 	StageVariables           = "GatherVariables"
 	StageLinks               = "GatherLinks"
 	StageRendered            = "GatherRendered"
+	ReasonVariablesImported  = "VariablesImported"
 	ReasonBPMField           = "BPMFieldNotHonoured"
 	ReasonAliasField         = "DNSAliasFieldNotHonoured"
 	ReasonAliasTargetMissing = "DNSAliasTargetMissing"
@@ -201,6 +203,13 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 		server = director.NewSource(ctx, cs.Client, cs.Director, cs.Deployment, pinned)
 		server.Remember(cs.Remember)
 		vars = server
+		imported, err := importSecrets(server, kubevars.New(ctx, c, cfg.Namespace, dep), cfg.Plan.Import, data, ops)
+		if err != nil {
+			return nil, err
+		}
+		if len(imported) > 0 {
+			cfg.progress(&secret, ReasonVariablesImported, "imported into the config server from their Secrets: %s", strings.Join(imported, ", "))
+		}
 	}
 	m, err := deployment.Load(data, ops, vars, now)
 	if err != nil {
@@ -336,6 +345,43 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 	// leaves one.
 	res.VariableSet, err = writeVariableSet(ctx, c, cfg, d.Name, server.Set(), accepted, owner)
 	return res, err
+}
+
+// importSecrets imports the variables of names from their Secrets into the
+// server where it has none, each of the type the manifest declares it
+// with, else of its value's shape; it returns those it imported.
+func importSecrets(server *director.Source, secrets *kubevars.Source, names []string, manifestYAML []byte, ops []deployment.OpsFile) ([]string, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	doc, err := deployment.Document(manifestYAML, ops)
+	if err != nil {
+		return nil, err
+	}
+	defs, err := manifest.VariablesOf(doc)
+	if err != nil {
+		return nil, err
+	}
+	declared := map[string]string{}
+	for _, d := range defs {
+		declared[d.Name] = d.Type
+	}
+	var imported []string
+	for _, name := range names {
+		v, found, err := secrets.Get(name)
+		if err != nil || !found {
+			return imported, err
+		}
+		typ := cmp.Or(declared[name], kubevars.TypeOf(v))
+		ok, err := server.Import(name, typ, v)
+		if err != nil {
+			return imported, err
+		}
+		if ok {
+			imported = append(imported, name)
+		}
+	}
+	return imported, nil
 }
 
 // acceptedSet reads the accepted variable set the plan names, nil when it

@@ -48,6 +48,11 @@ type Plan struct {
 	// director's non-deploy actions use the last successful set. Otherwise
 	// a gathering is a deploy and takes the current values.
 	PinVariables bool `json:"pinVariables,omitempty"`
+	// Import are the variables (manifest names) whose <deployment>.var-<name>
+	// Secrets exist while a config server holds the variables: the
+	// gathering imports those the server lacks, so a deployment moving
+	// onto it keeps its values.
+	Import []string `json:"import,omitempty"`
 }
 
 // Series names a series of versioned Secrets in Plan.Above.

@@ -73,6 +73,10 @@ const (
 	// AnnotationDeploy on a manifest Secret is the deploy's progress
 	// (JSON), which the deploy controller resumes from.
 	AnnotationDeploy = Prefix + "deploy"
+	// AnnotationRedeploy on a manifest Secret, set to a new value, gathers
+	// the deployment again as a deploy of an unchanged manifest
+	// (`bosh deploy` again): with a config server, at the current values.
+	AnnotationRedeploy = Prefix + "redeploy"
 	// AnnotationRetryDeploy on a manifest Secret, set to a new value,
 	// retries a deploy that stopped at a failed instance.
 	AnnotationRetryDeploy = Prefix + "retry-deploy"

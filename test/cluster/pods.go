@@ -1,6 +1,9 @@
 package cluster
 
 import (
+	"fmt"
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -21,6 +24,9 @@ type Container struct {
 	// waits to be (CrashLoopBackOff).
 	Restarts   int
 	Restarting bool
+	// LastExit is how its run before the last restart ended: exit code,
+	// reason and message, as the kubelet recorded them.
+	LastExit string
 	// Waiting is the reason and message of a container not started yet.
 	Waiting string
 	// Logs, when the caller fetched them.
@@ -41,6 +47,9 @@ func Containers(pod *corev1.Pod) (out []Container, ended bool) {
 	for i, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
 		s := statuses[c.Name]
 		r := Container{Name: c.Name, Init: i < len(pod.Spec.InitContainers), Ready: s.Ready, Restarts: int(s.RestartCount)}
+		if last := s.LastTerminationState.Terminated; last != nil {
+			r.LastExit = fmt.Sprintf("exit %d (%s) at %s: %s", last.ExitCode, last.Reason, last.FinishedAt.UTC().Format(time.RFC3339), last.Message)
+		}
 		t := s.State.Terminated
 		if t == nil && s.State.Waiting != nil {
 			t = s.LastTerminationState.Terminated

@@ -107,7 +107,7 @@ func TestCFSlice(t *testing.T) {
 	}
 	for _, r := range results {
 		if r.Restarts > 0 {
-			t.Errorf("container %s restarted %d times:\n%s", r.Name, r.Restarts, r.Logs)
+			t.Errorf("container %s restarted %d times, its last run's end %s:\n%s", r.Name, r.Restarts, r.LastExit, r.Logs)
 		}
 	}
 }

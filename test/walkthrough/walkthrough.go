@@ -252,8 +252,11 @@ func (w *Walkthrough) startOnCluster(ctx context.Context, values ...string) erro
 		return fmt.Errorf("cert-manager's Certificate CRD: %w (install cert-manager first: https://cert-manager.io/docs/installation/)", err)
 	}
 	w.Say("apiserver %s, cert-manager installed", config.Host)
-	if err := w.installChart(ctx, append([]string{"--set", "image.repository=" + w.opts.Registry + "/bosh-injector", "--set", "image.tag=dev",
-		"--wait", "--timeout", "5m"}, values...)...); err != nil {
+	if err := w.installChart(ctx, append(append([]string{"--set", "image.repository=" + w.opts.Registry + "/bosh-injector", "--set", "image.tag=dev",
+		"--wait", "--timeout", "5m"}, clientValues()...), values...)...); err != nil {
+		return err
+	}
+	if err := w.createClient(ctx); err != nil {
 		return err
 	}
 	if _, _, err := w.waitForCertificate(ctx); err != nil {

@@ -110,8 +110,16 @@ func (c *Client) Generate(ctx context.Context, req GenerateRequest) (*Credential
 
 // Set writes a new version of name holding value, of CredHub type typ.
 func (c *Client) Set(ctx context.Context, name, typ string, value any) (*Credential, error) {
+	return c.set(ctx, name, typ, value, "")
+}
+
+// set is Set with a write mode (CredHub 1.x's; "" for none).
+func (c *Client) set(ctx context.Context, name, typ string, value any, mode string) (*Credential, error) {
 	var cred Credential
 	body := map[string]any{"name": name, "type": typ, "value": value}
+	if mode != "" {
+		body["mode"] = mode
+	}
 	return &cred, c.do(ctx, http.MethodPut, c.data, body, &cred)
 }
 

@@ -125,6 +125,28 @@ func (s *Source) Put(name string, value any) error {
 	return err
 }
 
+// Import writes value as name's first version, of CredHub type typ, when
+// the server has none: a deployment moving onto the server brings the
+// values it had. It says whether it wrote one.
+func (s *Source) Import(name, typ string, value any) (bool, error) {
+	if err := ValidateName(name); err != nil {
+		return false, err
+	}
+	full := s.FullName(name)
+	if _, err := s.client.Current(s.ctx, full); !NotFound(err) {
+		return false, err
+	}
+	plain, err := plainJSON(value)
+	if err != nil {
+		return false, err
+	}
+	// no-overwrite: what another writer stored meanwhile is kept.
+	if _, err := s.client.set(s.ctx, full, typ, plain, "no-overwrite"); err != nil {
+		return false, fmt.Errorf("importing variable '%s' into the config server: %w", full, err)
+	}
+	return true, nil
+}
+
 // Generate implements variables.Generating, as the director's
 // generate_values: a certificate's `ca` is named absolutely.
 func (s *Source) Generate(name, typ string, parameters *yamlvalue.Map, mode string) error {

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -149,6 +150,29 @@ func (s *Source) Put(name string, value any) error {
 	s.values[name] = decode(data)
 	s.generated[name] = true
 	return nil
+}
+
+// TypeOf is the CredHub type a variable's value has the shape of: a string
+// a password; a hash a certificate (certificate, private_key), an ssh or
+// rsa key (public_key, private_key), a user (username, password), else
+// json.
+func TypeOf(value any) string {
+	m, ok := value.(*yamlvalue.Map)
+	if !ok {
+		return "password"
+	}
+	switch {
+	case m.Has("certificate") && m.Has("private_key"):
+		return "certificate"
+	case m.Has("public_key") && m.Has("private_key"):
+		if pub, _ := m.Get("public_key"); strings.HasPrefix(fmt.Sprint(pub), "ssh-") {
+			return "ssh"
+		}
+		return "rsa"
+	case m.Has("username") && m.Has("password"):
+		return "user"
+	}
+	return "json"
 }
 
 // Encode is a variable's value as Secret data: a string under `password`,

@@ -1,6 +1,7 @@
 package variables
 
 import (
+	"cmp"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha1"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/bosh-injector/bosh-injector/gather/model/manifest"
 	"github.com/bosh-injector/bosh-injector/gather/model/yamlvalue"
@@ -459,67 +461,110 @@ type Generating interface {
 	Generate(name, typ string, parameters *yamlvalue.Map, mode string) error
 }
 
-// generateOn has gen generate defs, a certificate's CA first when it is
-// one of them.
+// generators bounds the generation requests out at once: a config server
+// generates keys on every core it has, one request each.
+const generators = 8
+
+// generateOn has gen generate defs, concurrently, a certificate after its
+// CA when that is one of them; the first error in defs' order is returned.
 func generateOn(gen Generating, defs []manifest.Variable, address LinkAddress, converge bool) error {
-	byName := map[string]manifest.Variable{}
-	for _, d := range defs {
-		byName[d.Name] = d
+	index := map[string]int{}
+	for i, d := range defs {
+		index[d.Name] = i
 	}
-	done, busy := map[string]bool{}, map[string]bool{}
-	var ensure func(d manifest.Variable) error
-	ensure = func(d manifest.Variable) error {
-		if done[d.Name] || (d.Consumes != nil && address == nil) {
-			return nil
+	// A variable's wave is one above its CA's.
+	wave := make([]int, len(defs))
+	var waveOf func(i int, seen map[int]bool) (int, error)
+	waveOf = func(i int, seen map[int]bool) (int, error) {
+		if wave[i] > 0 {
+			return wave[i], nil
 		}
-		if busy[d.Name] {
-			return &namedError{fmt.Errorf("variable '%s': its certificate authority chain refers back to itself", d.Name)}
+		if seen[i] {
+			return 0, &namedError{fmt.Errorf("variable '%s': its certificate authority chain refers back to itself", defs[i].Name)}
 		}
-		busy[d.Name] = true
-		defer delete(busy, d.Name)
-		params := yamlvalue.NewMap()
-		if d.Options != nil {
-			params = yamlvalue.Clone(d.Options).(*yamlvalue.Map)
-		}
-		if ca, _ := option(d.Options, "ca").(string); ca != "" {
-			if def, ok := byName[ca]; ok {
-				if err := ensure(def); err != nil {
-					return err
+		seen[i] = true
+		w := 1
+		if ca, _ := option(defs[i].Options, "ca").(string); ca != "" {
+			if j, ok := index[ca]; ok {
+				caWave, err := waveOf(j, seen)
+				if err != nil {
+					return 0, err
 				}
+				w = caWave + 1
 			}
 		}
-		for _, kind := range d.Consumes.Keys() {
-			addr, err := consumedAddress(d.Consumes, kind, address)
-			if err != nil {
-				return &namedError{fmt.Errorf("variable '%s': %w", d.Name, err)}
-			}
-			if kind == "common_name" {
-				// As the director: a common_name given wins.
-				if !params.Has("common_name") {
-					params.Set("common_name", addr)
-				}
-				continue
-			}
-			sans, _ := option(params, "alternative_names").([]any)
-			params.Set("alternative_names", append(slices.Clone(sans), addr))
-		}
-		mode := d.UpdateMode
-		if mode == "" {
-			mode = manifest.UpdateNoOverwrite
-			if converge {
-				mode = manifest.UpdateConverge
-			}
-		}
-		if err := gen.Generate(d.Name, d.Type, params, mode); err != nil {
+		wave[i] = w
+		return w, nil
+	}
+	params := make([]*yamlvalue.Map, len(defs))
+	last := 0
+	for i, d := range defs {
+		w, err := waveOf(i, map[int]bool{})
+		if err != nil {
 			return err
 		}
-		done[d.Name] = true
-		return nil
+		last = max(last, w)
+		if d.Consumes != nil && address == nil {
+			continue
+		}
+		if params[i], err = parameters(d, address); err != nil {
+			return err
+		}
 	}
-	for _, d := range defs {
-		if err := ensure(d); err != nil {
+	errs := make([]error, len(defs))
+	for w := 1; w <= last; w++ {
+		var g errgroup.Group
+		g.SetLimit(generators)
+		for i, d := range defs {
+			if wave[i] != w || params[i] == nil {
+				continue
+			}
+			g.Go(func() error {
+				errs[i] = gen.Generate(d.Name, d.Type, params[i], updateMode(d, converge))
+				return nil
+			})
+		}
+		_ = g.Wait()
+		if err := cmp.Or(errs...); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// parameters are d's options with the consumed links' addresses, as the
+// director sends them.
+func parameters(d manifest.Variable, address LinkAddress) (*yamlvalue.Map, error) {
+	params := yamlvalue.NewMap()
+	if d.Options != nil {
+		params = yamlvalue.Clone(d.Options).(*yamlvalue.Map)
+	}
+	for _, kind := range d.Consumes.Keys() {
+		addr, err := consumedAddress(d.Consumes, kind, address)
+		if err != nil {
+			return nil, &namedError{fmt.Errorf("variable '%s': %w", d.Name, err)}
+		}
+		if kind == "common_name" {
+			// As the director: a common_name given wins.
+			if !params.Has("common_name") {
+				params.Set("common_name", addr)
+			}
+			continue
+		}
+		sans, _ := option(params, "alternative_names").([]any)
+		params.Set("alternative_names", append(slices.Clone(sans), addr))
+	}
+	return params, nil
+}
+
+// updateMode is the mode the director sends for d: its update_mode, else
+// converge with features.converge_variables, else no-overwrite.
+func updateMode(d manifest.Variable, converge bool) string {
+	switch {
+	case d.UpdateMode != "":
+		return d.UpdateMode
+	case converge:
+		return manifest.UpdateConverge
+	}
+	return manifest.UpdateNoOverwrite
 }

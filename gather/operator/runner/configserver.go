@@ -124,6 +124,33 @@ func (c ConfigServer) access(pod *corev1.PodSpec, deployment, name string) error
 	return nil
 }
 
+// importable are the variables of inputs whose <deployment>.var-<name>
+// Secrets exist, with a config server: a deployment moving from Secrets
+// onto it brings their values.
+func (r *Reconciler) importable(ctx context.Context, manifest *corev1.Secret, deployment string, inputs Inputs) ([]string, error) {
+	if !r.Config.ConfigServer.server() {
+		return nil, nil
+	}
+	var out []string
+	for _, v := range inputs.Variables {
+		if strings.HasPrefix(v, "/") {
+			continue
+		}
+		key := client.ObjectKey{Namespace: manifest.Namespace, Name: names.VariableSecret(deployment, v)}
+		// The cache holds labelled Secrets only: a user's is read from
+		// the API.
+		err := r.APIReader.Get(ctx, key, &corev1.Secret{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
 // ensureClientSecret copies an external server's UAA client secret from
 // the operator's namespace into the deployment's, owned by the manifest
 // Secret, where the gathering pod mounts it.

@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -16,8 +17,10 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,7 +43,7 @@ import (
 var _ = Describe("the job runner with a config server", func() {
 	const ns, directorName = "runner-config-server", "bosh-injector"
 
-	It("gathers through it as the Job's ServiceAccount, records the variable set, reads the same inputs again at its ids and a new manifest at the current values", func() {
+	It("gathers through it as the Job's ServiceAccount, records the variable set, reads the same inputs again at its ids and a redeploy at the current values", func() {
 		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 		Expect(cp.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "admin-client"},
 			Data: map[string][]byte{"secret": []byte("admin-secret")}})).To(Succeed())
@@ -179,10 +182,13 @@ var _ = Describe("the job runner with a config server", func() {
 		Expect(same).To(Equal(first))
 		Expect(same).NotTo(ContainSubstring("set-on-the-server-since"))
 
-		// A new manifest is a deploy: it takes the current values, and the
-		// group using the password rolls.
-		_, err = fixtures.ApplyManifest(ctx, cp.Client, ns, append(manifest, []byte("\ntags: {deployed: again}\n")...))
-		Expect(err).NotTo(HaveOccurred())
+		// A deploy of the unchanged manifest (`bosh deploy` again) takes the
+		// current values, and the group using the password rolls.
+		var m corev1.Secret
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fixtures.ManifestSecret}, &m)).To(Succeed())
+		patch := client.MergeFrom(m.DeepCopy())
+		metav1.SetMetaDataAnnotation(&m.ObjectMeta, names.AnnotationRedeploy, "1")
+		Expect(cp.Client.Patch(ctx, &m, patch)).To(Succeed())
 		deploy := jobOtherThan(string(again.UID))
 		Expect(jobPlan(deploy).PinVariables).To(BeFalse())
 		report = gatherAs(deploy)
@@ -190,5 +196,109 @@ var _ = Describe("the job runner with a config server", func() {
 		complete(deploy, report)
 		Eventually(record).Should(HaveField("VariableSet", HaveValue(HaveField("Name", "shop.variables.set-v2"))))
 		Expect(resolvedDB("v2")).To(ContainSubstring("set-on-the-server-since"))
+	})
+})
+
+var _ = Describe("a deployment moving from variable Secrets onto the config server", func() {
+	const ns, directorName = "runner-migration", "bosh-injector"
+
+	It("imports the Secrets' values the server lacks, renders them unchanged, and leaves the Secrets", func() {
+		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		serving, err := fixtures.NewServing(GinkgoT().TempDir())
+		Expect(err).NotTo(HaveOccurred())
+		srv, err := fixtures.StartConfigServer(ctx, cp.Config, configserver.Options{Namespace: ns, Director: directorName, Audience: director.Audience,
+			SigningKeySecret: "token-key", CertDir: serving.Dir}, serving, GinkgoLogr)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(srv.Stop)
+		caFile := filepath.Join(GinkgoT().TempDir(), "ca.crt")
+		Expect(os.WriteFile(caFile, serving.CAPEM, 0o600)).To(Succeed())
+		// run starts an operator and returns how to stop it.
+		run := func(o manager.Options) func() {
+			GinkgoHelper()
+			mgr, err := manager.New(cp.Config, o, GinkgoLogr)
+			Expect(err).NotTo(HaveOccurred())
+			mctx, cancel := context.WithCancel(ctx)
+			done := make(chan struct{})
+			go func() {
+				defer GinkgoRecover()
+				defer close(done)
+				_ = mgr.Start(mctx)
+			}()
+			return func() { cancel(); <-done }
+		}
+		o := manager.Options{Namespace: ns, OperatorImage: "localhost/bosh-injector:test", ClusterDomain: "cluster.local", Runner: true}
+		manifest, err := fixtures.ShopManifest()
+		Expect(err).NotTo(HaveOccurred())
+		newJob := func(not types.UID) *batchv1.Job {
+			GinkgoHelper()
+			var found *batchv1.Job
+			Eventually(func() bool {
+				var jobs batchv1.JobList
+				Expect(cp.Client.List(ctx, &jobs, client.InNamespace(ns))).To(Succeed())
+				for i := range jobs.Items {
+					if jobs.Items[i].UID != not && jobs.Items[i].DeletionTimestamp == nil {
+						found = &jobs.Items[i]
+						return true
+					}
+				}
+				return false
+			}).WithTimeout(20 * time.Second).Should(BeTrue())
+			return found
+		}
+
+		// In Secrets, as before.
+		stop := run(o)
+		_, err = fixtures.ApplyManifest(ctx, cp.Client, ns, manifest)
+		Expect(err).NotTo(HaveOccurred())
+		first := newJob("")
+		res, err := gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: fixtures.ManifestSecret, JobsDir: jobsDir, ClusterDomain: "cluster.local", Plan: jobPlan(first)},
+			gathering.NewRenderBPM(ctx, ruby.Renderer{}), time.Now())
+		Expect(err).NotTo(HaveOccurred())
+		complete(first, res.Report())
+		Eventually(func() (*trust.Record, error) { return trust.Read(ctx, cp.Client, ns, ns, "shop") }).Should(HaveField("Groups", HaveLen(4)))
+		var password corev1.Secret
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop.var-db-password"}, &password)).To(Succeed())
+		stop()
+
+		// The operator now has the config server: the deployment gathers
+		// again, importing every variable.
+		o.ConfigServer = runner.ConfigServer{Mode: director.ModeEmbedded, URL: srv.URL + "/api/", CAFile: caFile, Director: directorName}
+		DeferCleanup(run(o))
+		moved := newJob(first.UID)
+		plan := jobPlan(moved)
+		Expect(plan.Import).To(ContainElements("db_password", "bus_tls", "session_secret"))
+		var sa corev1.ServiceAccount
+		Eventually(func() (map[string]string, error) {
+			err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop-gather"}, &sa)
+			return sa.Annotations, err
+		}).Should(HaveKeyWithValue(director.AnnotationDeployment, "shop"))
+		tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{Audiences: []string{director.Audience}, ExpirationSeconds: ptr.To[int64](600)}}
+		Expect(cp.Client.SubResource("token").Create(ctx, &sa, tr)).To(Succeed())
+		tokenFile := filepath.Join(GinkgoT().TempDir(), "token")
+		Expect(os.WriteFile(tokenFile, []byte(tr.Status.Token), 0o600)).To(Succeed())
+		c, err := director.NewClient(srv.URL+"/api/", serving.Client, director.TokenFile(tokenFile))
+		Expect(err).NotTo(HaveOccurred())
+		res, err = gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: fixtures.ManifestSecret, JobsDir: jobsDir, ClusterDomain: "cluster.local",
+			Progress: gathering.Events(ctx, cp.Client, GinkgoLogr), Plan: plan,
+			ConfigServer: &gathering.ConfigServer{Client: c, Director: directorName, Deployment: "shop"}},
+			gathering.NewRenderBPM(ctx, ruby.Renderer{}), time.Now())
+		Expect(err).NotTo(HaveOccurred())
+		// Nothing rolls: every group renders what it rendered.
+		for _, g := range res.Groups {
+			Expect(g.Resolved.Created).To(BeFalse(), "instance group %s", g.InstanceGroup)
+		}
+		complete(moved, res.Report())
+		Eventually(func() ([]string, error) {
+			var events eventsv1.EventList
+			err := cp.Client.List(ctx, &events, client.InNamespace(ns))
+			var notes []string
+			for _, e := range events.Items {
+				if e.Reason == gathering.ReasonVariablesImported {
+					notes = append(notes, e.Note)
+				}
+			}
+			return notes, err
+		}).Should(ContainElement(And(ContainSubstring("db_password"), Not(ContainSubstring(string(password.Data["password"]))))))
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop.var-db-password"}, &corev1.Secret{})).To(Succeed(), "the Secret stays")
 	})
 })

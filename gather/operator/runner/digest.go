@@ -18,8 +18,8 @@ import (
 )
 
 // digest covers every input of a gathering: the manifest, the ops files, the
-// variable Secrets the user provided and the links consumed from other
-// deployments. Variables bosh-injector generated
+// redeploy annotation, the config server, the variable Secrets the user
+// provided and the links consumed from other deployments. Variables bosh-injector generated
 // are outputs of gathering, not inputs, so they are left out: including them
 // would start a second gathering after every first one. It also returns
 // the variables that have no Secret.
@@ -38,6 +38,9 @@ func (r *Reconciler) digest(ctx context.Context, manifest *corev1.Secret, ops []
 	}
 	for _, op := range ops {
 		write(op.Name, op.Data)
+	}
+	if v, ok := manifest.Annotations[names.AnnotationRedeploy]; ok {
+		write("redeploy", []byte(v))
 	}
 	deployment := manifest.Labels[names.LabelDeployment]
 	var missing []string

@@ -42,10 +42,11 @@ func (r *Reconciler) ensureRBAC(ctx context.Context, manifest *corev1.Secret, de
 		case *rbacv1.RoleBinding:
 			o.Subjects[0].Namespace = manifest.Namespace
 		case *rbacv1.Role:
-			// With a config server, gathering reads no variable Secret.
+			// With a config server, gathering reads only the variable
+			// Secrets it imports.
 			vars := inputs.Variables
 			if r.Config.ConfigServer.server() {
-				vars = nil
+				vars = plan.Import
 			}
 			fillSecretNames(o, manifest.Name, deployment, vars, plan.Names())
 		case *corev1.ServiceAccount:

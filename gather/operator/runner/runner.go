@@ -113,13 +113,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // inputChanged ignores updates that touch only metadata, such as the status
-// annotation the runner itself writes, but for a deletion starting and the
-// delete-credentials label.
+// annotation the runner itself writes, but for a deletion starting, the
+// delete-credentials label and the redeploy annotation.
 var inputChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 	oldS, okOld := e.ObjectOld.(*corev1.Secret)
 	newS, okNew := e.ObjectNew.(*corev1.Secret)
 	return !okOld || !okNew || !maps.EqualFunc(oldS.Data, newS.Data, func(a, b []byte) bool { return string(a) == string(b) }) ||
-		newS.DeletionTimestamp != nil || oldS.Labels[names.LabelDeleteCredentials] != newS.Labels[names.LabelDeleteCredentials]
+		newS.DeletionTimestamp != nil || oldS.Labels[names.LabelDeleteCredentials] != newS.Labels[names.LabelDeleteCredentials] ||
+		oldS.Annotations[names.AnnotationRedeploy] != newS.Annotations[names.AnnotationRedeploy]
 }}
 
 // isVariable is true of a deployment's variable Secret; users label theirs
@@ -206,6 +207,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 				return reconcile.Result{}, err
 			}
 			plan.PinVariables = rec.Digest == digest
+		}
+		if plan.Import, err = r.importable(ctx, &manifest, deployment, inputs); err != nil {
+			return reconcile.Result{}, err
 		}
 		if err := r.ensureRBAC(ctx, &manifest, deployment, inputs, plan); err != nil {
 			return reconcile.Result{}, err
