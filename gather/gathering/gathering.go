@@ -187,29 +187,12 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 	// interpolated; a later failure keeps them, as the director does. The
 	// manifest Secret does not own them: deleting it keeps them.
 	var vars variables.Source = kubevars.New(ctx, c, cfg.Namespace, dep)
-	var server *director.Source
-	var accepted *corev1.Secret
-	if cs := cfg.ConfigServer; cs != nil {
-		var err error
-		if accepted, err = acceptedSet(ctx, c, cfg.Namespace, cfg.Plan.VariableSet); err != nil {
-			return nil, err
-		}
-		var pinned map[string]string
-		if cfg.Plan.PinVariables && accepted != nil {
-			if err := json.Unmarshal(accepted.Data[names.VariableSetKey], &pinned); err != nil {
-				return nil, fmt.Errorf("the accepted variable set %s: %w", accepted.Name, err)
-			}
-		}
-		server = director.NewSource(ctx, cs.Client, cs.Director, cs.Deployment, pinned)
-		server.Remember(cs.Remember)
+	server, accepted, err := cfg.serverVariables(ctx, c, &secret, dep, ops)
+	if err != nil {
+		return nil, err
+	}
+	if server != nil {
 		vars = server
-		imported, err := importSecrets(server, kubevars.New(ctx, c, cfg.Namespace, dep), cfg.Plan.Import, data, ops)
-		if err != nil {
-			return nil, err
-		}
-		if len(imported) > 0 {
-			cfg.progress(&secret, ReasonVariablesImported, "imported into the config server from their Secrets: %s", strings.Join(imported, ", "))
-		}
 	}
 	m, err := deployment.Load(data, ops, vars, now)
 	if err != nil {
@@ -345,6 +328,36 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 	// leaves one.
 	res.VariableSet, err = writeVariableSet(ctx, c, cfg, d.Name, server.Set(), accepted, owner)
 	return res, err
+}
+
+// serverVariables is the deployment's variables on the config server (nil
+// without one), at the ids of the accepted variable set when the plan pins
+// them, with the Secrets the plan names imported; and the accepted set.
+func (cfg *Config) serverVariables(ctx context.Context, c client.Client, manifest *corev1.Secret, dep string, ops []deployment.OpsFile) (*director.Source, *corev1.Secret, error) {
+	cs := cfg.ConfigServer
+	if cs == nil {
+		return nil, nil, nil
+	}
+	accepted, err := acceptedSet(ctx, c, cfg.Namespace, cfg.Plan.VariableSet)
+	if err != nil {
+		return nil, nil, err
+	}
+	var pinned map[string]string
+	if cfg.Plan.PinVariables && accepted != nil {
+		if err := json.Unmarshal(accepted.Data[names.VariableSetKey], &pinned); err != nil {
+			return nil, nil, fmt.Errorf("the accepted variable set %s: %w", accepted.Name, err)
+		}
+	}
+	server := director.NewSource(ctx, cs.Client, cs.Director, cs.Deployment, pinned)
+	server.Remember(cs.Remember)
+	imported, err := importSecrets(server, kubevars.New(ctx, c, cfg.Namespace, dep), cfg.Plan.Import, manifest.Data[names.ManifestKey], ops)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(imported) > 0 {
+		cfg.progress(manifest, ReasonVariablesImported, "imported into the config server from their Secrets: %s", strings.Join(imported, ", "))
+	}
+	return server, accepted, nil
 }
 
 // importSecrets imports the variables of names from their Secrets into the

@@ -47,7 +47,7 @@ func Containers(pod *corev1.Pod) (out []Container, ended bool) {
 	for i, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
 		s := statuses[c.Name]
 		r := Container{Name: c.Name, Init: i < len(pod.Spec.InitContainers), Ready: s.Ready, Restarts: int(s.RestartCount)}
-		if last := s.LastTerminationState.Terminated; last != nil {
+		if last := s.LastTerminationState.Terminated; last != nil && s.RestartCount > 0 {
 			r.LastExit = fmt.Sprintf("exit %d (%s) at %s: %s", last.ExitCode, last.Reason, last.FinishedAt.UTC().Format(time.RFC3339), last.Message)
 		}
 		t := s.State.Terminated

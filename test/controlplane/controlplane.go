@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -151,38 +152,20 @@ func Start(opts Options) (cp *ControlPlane, err error) {
 		return cp, err
 	}
 
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: binDir,
-		WebhookInstallOptions: opts.Webhook,
-		CRDDirectoryPaths:     opts.CRDDirectoryPaths,
-		ErrorIfCRDPathMissing: true,
-	}
-	env.ControlPlane.Etcd = nil
-	api := env.ControlPlane.GetAPIServer()
-	if api.Path, err = cp.wrap("kube-apiserver"); err != nil {
-		return cp, err
-	}
-	if api.Out, err = cp.logFile("kube-apiserver"); err != nil {
-		return cp, err
-	}
-	api.Err = api.Out
-	etcdPath, err := cp.wrap("etcd")
-	if err != nil {
-		return cp, err
-	}
-	etcdLog, err := cp.logFile("etcd")
-	if err != nil {
-		return cp, err
-	}
-	env.ControlPlane.Etcd = &envtest.Etcd{Path: etcdPath, Out: etcdLog, Err: etcdLog}
-	env.ControlPlane.KubectlPath = filepath.Join(binDir, "kubectl")
-	if opts.CertManager {
-		env.CRDDirectoryPaths = append(env.CRDDirectoryPaths, filepath.Join(binDir, "cert-manager-crds"))
-	}
-	cp.Env = env
-
-	if cp.Config, err = env.Start(); err != nil {
-		return cp, fmt.Errorf("starting etcd and kube-apiserver: %w", err)
+	// envtest gives the apiserver 5 s to create the default namespace once
+	// healthy, which a machine loaded by the clusters beside it can miss:
+	// a fresh start is tried then.
+	for attempt := 1; ; attempt++ {
+		if cp.Env, err = cp.environment(opts); err != nil {
+			return cp, err
+		}
+		if cp.Config, err = cp.Env.Start(); err == nil {
+			break
+		}
+		if attempt == 3 || !strings.Contains(err.Error(), "default namespace didn't register") {
+			return cp, fmt.Errorf("starting etcd and kube-apiserver: %w", err)
+		}
+		_ = cp.Env.Stop()
 	}
 	if cp.Client, err = client.New(cp.Config, client.Options{}); err != nil {
 		return cp, err
@@ -307,6 +290,45 @@ func (cp *ControlPlane) startChild(name string, args ...string) (<-chan error, e
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	return exited, nil
+}
+
+// environment is the envtest environment of opts, its processes wrapped
+// and logging into LogDir.
+func (cp *ControlPlane) environment(opts Options) (*envtest.Environment, error) {
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: cp.BinDir,
+		WebhookInstallOptions: opts.Webhook,
+		CRDDirectoryPaths:     slices.Clone(opts.CRDDirectoryPaths),
+		ErrorIfCRDPathMissing: true,
+		// envtest's 20 s is far less than an apiserver takes to start on a
+		// machine loaded by the clusters beside it; a dead one still fails
+		// at once (its process exits).
+		ControlPlaneStartTimeout: 3 * time.Minute,
+	}
+	env.ControlPlane.Etcd = nil
+	api := env.ControlPlane.GetAPIServer()
+	var err error
+	if api.Path, err = cp.wrap("kube-apiserver"); err != nil {
+		return nil, err
+	}
+	if api.Out, err = cp.logFile("kube-apiserver"); err != nil {
+		return nil, err
+	}
+	api.Err = api.Out
+	etcdPath, err := cp.wrap("etcd")
+	if err != nil {
+		return nil, err
+	}
+	etcdLog, err := cp.logFile("etcd")
+	if err != nil {
+		return nil, err
+	}
+	env.ControlPlane.Etcd = &envtest.Etcd{Path: etcdPath, Out: etcdLog, Err: etcdLog}
+	env.ControlPlane.KubectlPath = filepath.Join(cp.BinDir, "kubectl")
+	if opts.CertManager {
+		env.CRDDirectoryPaths = append(env.CRDDirectoryPaths, filepath.Join(cp.BinDir, "cert-manager-crds"))
+	}
+	return env, nil
 }
 
 // waitHealthy polls a component's /healthz until it answers 200, the process
@@ -435,6 +457,8 @@ func (cp *ControlPlane) Stop() error {
 		for _, f := range cp.logFiles {
 			_ = f.Close()
 		}
+		// Its logs were told on failure already.
+		_ = os.RemoveAll(cp.workDir)
 		cp.stopError = errors.Join(errs...)
 	})
 	return cp.stopError

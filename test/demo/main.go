@@ -164,7 +164,12 @@ func run(ctx context.Context, opts walkthrough.Options) (err error) {
 		return err
 	}
 	w.Say("%s", logs)
-	w.Say("(generated credentials shown as the Secret holding them)")
+	w.Say("(generated credentials shown as their names on the config server)")
+	if w.Cluster != nil {
+		if _, err := w.FetchCredential(ctx, "/"+walkthrough.DirectorName+"/shop/db_password"); err != nil {
+			return err
+		}
+	}
 
 	w.Step("A mistake: the same deployment with an ops file removing bus.password, which bus.conf.erb requires")
 	gst, err := w.Deploy(ctx, "shop", fixtures.Shop(releaseURL, "missing-bus-password.yml"))

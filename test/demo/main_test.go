@@ -31,6 +31,7 @@ func TestDemo(t *testing.T) {
 		"containerd://2.",
 		"listen_port: 8080",
 		"password: (/bosh-injector/shop/db_password)",
+		`"name":"/bosh-injector/shop/db_password","metadata":null,"value":"(/bosh-injector/shop/db_password)"`,
 		"Error filling in template 'bus.conf.erb' (line 10: Can't find property '[\"bus.password\"]')",
 		"- Unable to render jobs for instance group 'bus'. Errors are:",
 		"GatherFailed",

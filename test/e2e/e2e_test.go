@@ -210,6 +210,14 @@ func TestWalkthrough(t *testing.T) {
 		if !strings.Contains(redacted, "password: (/bosh-injector/shop/db_password)") || !strings.Contains(redacted, "session_secret: (/bosh-injector/shop/session_secret)") {
 			t.Errorf("credentials not redacted:\n%s", redacted)
 		}
+		// The credhub CLI's way, with curl: what the processes were given.
+		fetched, err := w.FetchCredential(ctx, "/bosh-injector/shop/db_password")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if value, _ := fetched["value"].(string); value == "" || !strings.Contains(logs, "password: "+value) {
+			t.Errorf("the config server's db_password is not what storefront rendered")
+		}
 		var pod corev1.Pod
 		if err := w.Client.Get(ctx, run.Key(), &pod); err != nil {
 			t.Fatal(err)

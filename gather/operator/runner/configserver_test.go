@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/bosh-injector/bosh-injector/gather/configserver"
 	"github.com/bosh-injector/bosh-injector/gather/configserver/auth"
@@ -149,6 +150,24 @@ var _ = Describe("the job runner with a config server", func() {
 		Expect(ids).To(HaveKey("/bosh-injector/shop/db_password"))
 		first, err := resolvedDB("v1")
 		Expect(err).NotTo(HaveOccurred())
+		// The certificates' expiry, read from the server's store.
+		Eventually(func() ([]string, error) {
+			families, err := metrics.Registry.Gather()
+			var variables []string
+			for _, f := range families {
+				if f.GetName() != "bosh_injector_certificate_expiry_seconds" {
+					continue
+				}
+				for _, m := range f.GetMetric() {
+					for _, l := range m.GetLabel() {
+						if l.GetName() == "variable" && m.GetGauge().GetValue() > 300*24*3600 {
+							variables = append(variables, l.GetValue())
+						}
+					}
+				}
+			}
+			return variables, err
+		}).Should(ContainElements("/bosh-injector/shop/bus_tls", "/bosh-injector/shop/bus_ca"))
 
 		// Someone sets the password on the server.
 		form := url.Values{"grant_type": {"client_credentials"}, "client_id": {"admin"}, "client_secret": {"admin-secret"}}
@@ -300,5 +319,73 @@ var _ = Describe("a deployment moving from variable Secrets onto the config serv
 			return notes, err
 		}).Should(ContainElement(And(ContainSubstring("db_password"), Not(ContainSubstring(string(password.Data["password"]))))))
 		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop.var-db-password"}, &corev1.Secret{})).To(Succeed(), "the Secret stays")
+	})
+})
+
+var _ = Describe("the job runner with an external config server", func() {
+	const ns, directorName = "runner-external", "my-bosh"
+
+	It("gives the Job the UAA client's secret in its token volume and the server's flags, and the gathering gets its tokens from the UAA", func() {
+		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		// The server is its own UAA here, as the embedded one is.
+		Expect(cp.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "director-to-credhub"},
+			Data: map[string][]byte{"secret": []byte("uaa-client-secret-value")}})).To(Succeed())
+		serving, err := fixtures.NewServing(GinkgoT().TempDir())
+		Expect(err).NotTo(HaveOccurred())
+		srv, err := fixtures.StartConfigServer(ctx, cp.Config, configserver.Options{Namespace: ns, Director: directorName, Audience: director.Audience,
+			Clients: []auth.Client{{Name: "director_to_credhub", SecretName: "director-to-credhub"}}, SigningKeySecret: "token-key", CertDir: serving.Dir}, serving, GinkgoLogr)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(srv.Stop)
+		caFile := filepath.Join(GinkgoT().TempDir(), "ca.crt")
+		Expect(os.WriteFile(caFile, serving.CAPEM, 0o600)).To(Succeed())
+		startOperatorWith(manager.Options{Namespace: ns, OperatorImage: "localhost/bosh-injector:test", ClusterDomain: "cluster.local", Runner: true,
+			ConfigServer: runner.ConfigServer{Mode: director.ModeExternal, URL: srv.URL + "/api/", CAFile: caFile, Director: directorName,
+				UAA: runner.UAA{URL: srv.URL, ClientID: "director_to_credhub", ClientSecret: "director-to-credhub", ClientSecretKey: "secret", CAFile: caFile}}})
+		manifest, err := fixtures.ShopManifest()
+		Expect(err).NotTo(HaveOccurred())
+		_, err = fixtures.ApplyManifest(ctx, cp.Client, ns, manifest)
+		Expect(err).NotTo(HaveOccurred())
+		var job *batchv1.Job
+		Eventually(func() bool {
+			var jobs batchv1.JobList
+			Expect(cp.Client.List(ctx, &jobs, client.InNamespace(ns))).To(Succeed())
+			if len(jobs.Items) == 1 {
+				job = &jobs.Items[0]
+			}
+			return job != nil
+		}).WithTimeout(20 * time.Second).Should(BeTrue())
+
+		gather := job.Spec.Template.Spec.Containers[0]
+		Expect(gather.Args).To(ContainElements("--config-server-url="+srv.URL+"/api/", "--director-name="+directorName,
+			"--uaa-url="+srv.URL, "--uaa-client-id=director_to_credhub", "--uaa-client-secret-file=/var/run/secrets/kubernetes.io/serviceaccount/uaa-client-secret"))
+		Expect(gather.Env).To(ContainElement(corev1.EnvVar{Name: "BOSH_INJECTOR_UAA_CA", Value: string(serving.CAPEM)}))
+		for _, a := range gather.Args {
+			Expect(a).NotTo(ContainSubstring("uaa-client-secret-value"))
+		}
+		var projected []corev1.VolumeProjection
+		for _, v := range job.Spec.Template.Spec.Volumes {
+			if v.Projected != nil {
+				projected = append(projected, v.Projected.Sources...)
+			}
+		}
+		Expect(projected).To(ContainElement(HaveField("Secret", HaveValue(HaveField("Name", "shop.config-server-client")))))
+		for _, p := range projected {
+			Expect(p.ServiceAccountToken == nil || p.ServiceAccountToken.Audience != director.Audience).To(BeTrue(), "no token for the embedded server")
+		}
+		var copied corev1.Secret
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop.config-server-client"}, &copied)).To(Succeed())
+		Expect(copied.OwnerReferences).To(ConsistOf(HaveField("Name", fixtures.ManifestSecret)))
+
+		// The gathering as its pod runs it: the client secret read from
+		// the copy, a token from the UAA.
+		tokens := &director.ClientCredentials{TokenURL: srv.URL + "/oauth/token", ClientID: "director_to_credhub",
+			ClientSecret: string(copied.Data["uaa-client-secret"]), HTTP: serving.Client}
+		c, err := director.NewClient(srv.URL+"/api/", serving.Client, tokens)
+		Expect(err).NotTo(HaveOccurred())
+		res, err := gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: fixtures.ManifestSecret, JobsDir: jobsDir, ClusterDomain: "cluster.local",
+			Plan: jobPlan(job), ConfigServer: &gathering.ConfigServer{Client: c, Director: directorName, Deployment: "shop"}},
+			gathering.NewRenderBPM(ctx, ruby.Renderer{}), time.Now())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.VariableSet).NotTo(BeNil())
 	})
 })

@@ -272,7 +272,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := r.removeOldJobs(ctx, &manifest, deployment, jobName); err != nil {
 			return reconcile.Result{}, err
 		}
-		next, err := r.checkExpiry(ctx, &manifest, deployment, time.Now())
+		next, err := r.checkExpiry(ctx, &manifest, deployment, rec, time.Now())
 		if err != nil {
 			return reconcile.Result{}, err
 		}

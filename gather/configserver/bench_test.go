@@ -1,0 +1,117 @@
+package configserver_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/bosh-injector/bosh-injector/gather/configserver"
+	"github.com/bosh-injector/bosh-injector/gather/configserver/director"
+	"github.com/bosh-injector/bosh-injector/gather/model/deployment"
+	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/test/controlplane"
+	"github.com/bosh-injector/bosh-injector/test/fixtures"
+)
+
+// cfVariables is a manifest with the variables of cf-deployment's shape:
+// 94 keys, of which 6 CAs, 50 certificates they sign, 34 passwords, 3 rsa
+// and 1 ssh key, every one referenced.
+func cfVariables() []byte {
+	var m strings.Builder
+	m.WriteString("name: cf\nvariables:\n")
+	var refs []string
+	add := func(name, def string) {
+		fmt.Fprintf(&m, "- {name: %s, %s}\n", name, def)
+		refs = append(refs, name)
+	}
+	for i := range 6 {
+		add(fmt.Sprintf("ca_%d", i), fmt.Sprintf("type: certificate, options: {is_ca: true, common_name: ca-%d}", i))
+	}
+	for i := range 50 {
+		add(fmt.Sprintf("tls_%d", i), fmt.Sprintf("type: certificate, options: {ca: ca_%d, common_name: svc-%d.service.cf.internal, extended_key_usage: [server_auth, client_auth]}", i%6, i))
+	}
+	for i := range 34 {
+		add(fmt.Sprintf("password_%d", i), "type: password")
+	}
+	for i := range 3 {
+		add(fmt.Sprintf("rsa_%d", i), "type: rsa")
+	}
+	add("ssh_0", "type: ssh")
+	m.WriteString("tags:\n")
+	for _, r := range refs {
+		fmt.Fprintf(&m, "  %s: ((%s))\n", r, r)
+	}
+	return []byte(m.String())
+}
+
+// BenchmarkGenerate interpolates the variables of a cf-deployment-sized
+// manifest through the embedded server as a gathering does: first when
+// the server generates every one, then again when every one exists, and
+// prints the first against the second.
+func BenchmarkGenerate(b *testing.B) {
+	cp, err := controlplane.Start(controlplane.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cp.Stop()
+	ctx := context.Background()
+	const ns = "bench"
+	if err := cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		b.Fatal(err)
+	}
+	serving, err := fixtures.NewServing(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv, err := fixtures.StartConfigServer(ctx, cp.Config, configserver.Options{Namespace: ns, Director: "bench", Audience: director.Audience,
+		SigningKeySecret: "token-key", CertDir: serving.Dir}, serving, logr.Discard())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Stop()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cf-gather",
+		Labels: map[string]string{names.LabelManagedBy: names.ManagedBy}, Annotations: map[string]string{director.AnnotationDeployment: "cf"}}}
+	if err := cp.Client.Create(ctx, sa); err != nil {
+		b.Fatal(err)
+	}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{Audiences: []string{director.Audience}, ExpirationSeconds: ptr.To[int64](3600)}}
+	if err := cp.Client.SubResource("token").Create(ctx, sa, tr); err != nil {
+		b.Fatal(err)
+	}
+	tokenFile := filepath.Join(b.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(tr.Status.Token), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	c, err := director.NewClient(srv.URL+"/api/", serving.Client, director.TokenFile(tokenFile))
+	if err != nil {
+		b.Fatal(err)
+	}
+	manifest := cfVariables()
+	load := func() time.Duration {
+		start := time.Now()
+		if _, err := deployment.Load(manifest, nil, director.NewSource(ctx, c, "bench", "cf", nil), time.Now()); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	var first time.Duration
+	for b.Loop() {
+		if took := load(); first == 0 {
+			first = took
+		}
+	}
+	existing := load()
+	b.Logf("94 variables: every one generated %v, every one existing %v (%.1f×)", first.Round(time.Millisecond), existing.Round(time.Millisecond), float64(first)/float64(existing))
+	b.ReportMetric(float64(first.Milliseconds()), "generated-ms")
+	b.ReportMetric(float64(existing.Milliseconds()), "existing-ms")
+}
