@@ -17,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
@@ -283,11 +284,14 @@ type result struct {
 	elapsed                 time.Duration
 	passed, failed, skipped int
 	output                  []string
+	// tests are the top-level tests' times, for a long package's
+	// slowest.
+	tests map[string]float64
 }
 
 func (r result) print(w io.Writer) {
 	if r.ok {
-		fmt.Fprintf(w, "ok  \t%s\t%.3fs\n", r.pkg, r.elapsed.Seconds())
+		fmt.Fprintf(w, "ok  \t%s\t%.3fs%s\n", r.pkg, r.elapsed.Seconds(), r.slowest())
 		return
 	}
 	for _, l := range r.output {
@@ -296,11 +300,26 @@ func (r result) print(w io.Writer) {
 	fmt.Fprintf(w, "FAIL\t%s\t%.3fs\n", r.pkg, r.elapsed.Seconds())
 }
 
+// slowest names a package's three slowest tests when it took over a
+// minute: where a long run's time went.
+func (r result) slowest() string {
+	if r.elapsed < time.Minute || len(r.tests) < 2 {
+		return ""
+	}
+	names := slices.SortedFunc(maps.Keys(r.tests), func(a, b string) int { return cmp.Compare(r.tests[b], r.tests[a]) })
+	var parts []string
+	for _, n := range names[:min(3, len(names))] {
+		parts = append(parts, fmt.Sprintf("%s %.0fs", n, r.tests[n]))
+	}
+	return " (slowest: " + strings.Join(parts, ", ") + ")"
+}
+
 // event is one of test2json's events.
 type event struct {
-	Action string
-	Test   string
-	Output string
+	Action  string
+	Test    string
+	Output  string
+	Elapsed float64
 }
 
 // run runs the package's test binary in its directory, as go test does,
@@ -353,6 +372,12 @@ func (p *pkg) run(timeout time.Duration) result {
 			r.failed++
 		case "skip":
 			r.skipped++
+		}
+		if e.Action == "pass" || e.Action == "fail" {
+			if r.tests == nil {
+				r.tests = map[string]float64{}
+			}
+			r.tests[e.Test] = e.Elapsed
 		}
 	}
 	err = cmd.Wait()
