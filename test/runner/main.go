@@ -316,10 +316,9 @@ func (r result) slowest() string {
 
 // event is one of test2json's events.
 type event struct {
-	Action  string
-	Test    string
-	Output  string
-	Elapsed float64
+	Action string
+	Test   string
+	Output string
 }
 
 // run runs the package's test binary in its directory, as go test does,
@@ -353,6 +352,7 @@ func (p *pkg) run(timeout time.Duration) result {
 	}
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	started := map[string]time.Time{}
 	for sc.Scan() {
 		var e event
 		if json.Unmarshal(sc.Bytes(), &e) != nil {
@@ -373,11 +373,16 @@ func (p *pkg) run(timeout time.Duration) result {
 		case "skip":
 			r.skipped++
 		}
-		if e.Action == "pass" || e.Action == "fail" {
+		// test2json tells no times of a binary's own framing: a test runs
+		// from its start, or its continuing after a pause, to its end.
+		switch e.Action {
+		case "run", "cont":
+			started[e.Test] = time.Now()
+		case "pass", "fail":
 			if r.tests == nil {
 				r.tests = map[string]float64{}
 			}
-			r.tests[e.Test] = e.Elapsed
+			r.tests[e.Test] = time.Since(started[e.Test]).Seconds()
 		}
 	}
 	err = cmd.Wait()

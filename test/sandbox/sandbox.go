@@ -226,19 +226,24 @@ func (s *Sandbox) up(ctx context.Context) error {
 	return s.runErrands(ctx, head.Name, ops, reports)
 }
 
+// document is the manifest with the ops files applied.
+func (s *Sandbox) document(ctx context.Context, ops []string) (any, error) {
+	files, err := deployment.ReadOpsFiles(ctx, ops)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(s.cfg.Manifest)
+	if err != nil {
+		return nil, err
+	}
+	return deployment.Document(data, files)
+}
+
 // runErrands runs the manifest's errand groups with `bosh-injector
 // run-errand` once the deployment is up, as one runs `bosh run-errand`
 // after `bosh deploy` succeeded, and prints their output and exit status.
 func (s *Sandbox) runErrands(ctx context.Context, name string, ops []string, reports []instanceReport) error {
-	files, err := deployment.ReadOpsFiles(ctx, ops)
-	if err != nil {
-		return err
-	}
-	data, err := os.ReadFile(s.cfg.Manifest)
-	if err != nil {
-		return err
-	}
-	doc, err := deployment.Document(data, files)
+	doc, err := s.document(ctx, ops)
 	if err != nil {
 		return err
 	}
@@ -352,15 +357,7 @@ func (s *Sandbox) variables(ctx context.Context, deploymentName string) error {
 	// As `credhub set` puts them: of the type the manifest declares (the
 	// config server keeps a credential's type), else a string is a value,
 	// anything else json.
-	files, err := deployment.ReadOpsFiles(ctx, s.cfg.OpsFiles)
-	if err != nil {
-		return err
-	}
-	data, err := os.ReadFile(s.cfg.Manifest)
-	if err != nil {
-		return err
-	}
-	doc, err := deployment.Document(data, files)
+	doc, err := s.document(ctx, s.cfg.OpsFiles)
 	if err != nil {
 		return err
 	}

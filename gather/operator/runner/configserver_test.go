@@ -38,6 +38,36 @@ import (
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 )
 
+// serverFixture is a config server run in this process for namespace ns,
+// with a director's name, clients (Secret name to client secret, the
+// client named after its Secret with dashes as underscores), and the
+// file of its CA for the operator.
+type serverFixture struct {
+	*fixtures.ConfigServer
+	serving *fixtures.Serving
+	caFile  string
+}
+
+func startServer(ns, directorName string, clients map[string]string) *serverFixture {
+	GinkgoHelper()
+	Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	var authClients []auth.Client
+	for secretName, secret := range clients {
+		Expect(cp.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: secretName},
+			Data: map[string][]byte{"secret": []byte(secret)}})).To(Succeed())
+		authClients = append(authClients, auth.Client{Name: strings.ReplaceAll(secretName, "-", "_"), SecretName: secretName})
+	}
+	serving, err := fixtures.NewServing(GinkgoT().TempDir())
+	Expect(err).NotTo(HaveOccurred())
+	srv, err := fixtures.StartConfigServer(ctx, cp.Config, configserver.Options{Namespace: ns, Director: directorName, Audience: director.Audience,
+		Clients: authClients, SigningKeySecret: "token-key", CertDir: serving.Dir}, serving, GinkgoLogr)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(srv.Stop)
+	caFile := filepath.Join(GinkgoT().TempDir(), "ca.crt")
+	Expect(os.WriteFile(caFile, serving.CAPEM, 0o600)).To(Succeed())
+	return &serverFixture{ConfigServer: srv, serving: serving, caFile: caFile}
+}
+
 // The runner with the embedded config server, run in this process on the
 // real control plane: the Job's ServiceAccount token is checked by
 // TokenReview.
@@ -45,17 +75,8 @@ var _ = Describe("the job runner with a config server", func() {
 	const ns, directorName = "runner-config-server", "bosh-injector"
 
 	It("gathers through it as the Job's ServiceAccount, records the variable set, reads the same inputs again at its ids and a redeploy at the current values", func() {
-		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		Expect(cp.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "admin-client"},
-			Data: map[string][]byte{"secret": []byte("admin-secret")}})).To(Succeed())
-		serving, err := fixtures.NewServing(GinkgoT().TempDir())
-		Expect(err).NotTo(HaveOccurred())
-		srv, err := fixtures.StartConfigServer(ctx, cp.Config, configserver.Options{Namespace: ns, Director: directorName, Audience: director.Audience,
-			Clients: []auth.Client{{Name: "admin", SecretName: "admin-client"}}, SigningKeySecret: "token-key", CertDir: serving.Dir}, serving, GinkgoLogr)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(srv.Stop)
-		caFile := filepath.Join(GinkgoT().TempDir(), "ca.crt")
-		Expect(os.WriteFile(caFile, serving.CAPEM, 0o600)).To(Succeed())
+		srv := startServer(ns, directorName, map[string]string{"admin": "admin-secret"})
+		serving, caFile := srv.serving, srv.caFile
 		startOperatorWith(manager.Options{Namespace: ns, OperatorImage: "localhost/bosh-injector:test", ClusterDomain: "cluster.local", Runner: true,
 			ConfigServer: runner.ConfigServer{Mode: director.ModeEmbedded, URL: srv.URL + "/api/", CAFile: caFile, Director: directorName}})
 		manifest, err := fixtures.ShopManifest()
@@ -222,15 +243,8 @@ var _ = Describe("a deployment moving from variable Secrets onto the config serv
 	const ns, directorName = "runner-migration", "bosh-injector"
 
 	It("imports the Secrets' values the server lacks, renders them unchanged, and leaves the Secrets", func() {
-		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		serving, err := fixtures.NewServing(GinkgoT().TempDir())
-		Expect(err).NotTo(HaveOccurred())
-		srv, err := fixtures.StartConfigServer(ctx, cp.Config, configserver.Options{Namespace: ns, Director: directorName, Audience: director.Audience,
-			SigningKeySecret: "token-key", CertDir: serving.Dir}, serving, GinkgoLogr)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(srv.Stop)
-		caFile := filepath.Join(GinkgoT().TempDir(), "ca.crt")
-		Expect(os.WriteFile(caFile, serving.CAPEM, 0o600)).To(Succeed())
+		srv := startServer(ns, directorName, nil)
+		serving, caFile := srv.serving, srv.caFile
 		// run starts an operator and returns how to stop it.
 		run := func(o manager.Options) func() {
 			GinkgoHelper()
@@ -326,18 +340,9 @@ var _ = Describe("the job runner with an external config server", func() {
 	const ns, directorName = "runner-external", "my-bosh"
 
 	It("gives the Job the UAA client's secret in its token volume and the server's flags, and the gathering gets its tokens from the UAA", func() {
-		Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 		// The server is its own UAA here, as the embedded one is.
-		Expect(cp.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "director-to-credhub"},
-			Data: map[string][]byte{"secret": []byte("uaa-client-secret-value")}})).To(Succeed())
-		serving, err := fixtures.NewServing(GinkgoT().TempDir())
-		Expect(err).NotTo(HaveOccurred())
-		srv, err := fixtures.StartConfigServer(ctx, cp.Config, configserver.Options{Namespace: ns, Director: directorName, Audience: director.Audience,
-			Clients: []auth.Client{{Name: "director_to_credhub", SecretName: "director-to-credhub"}}, SigningKeySecret: "token-key", CertDir: serving.Dir}, serving, GinkgoLogr)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(srv.Stop)
-		caFile := filepath.Join(GinkgoT().TempDir(), "ca.crt")
-		Expect(os.WriteFile(caFile, serving.CAPEM, 0o600)).To(Succeed())
+		srv := startServer(ns, directorName, map[string]string{"director-to-credhub": "uaa-client-secret-value"})
+		serving, caFile := srv.serving, srv.caFile
 		startOperatorWith(manager.Options{Namespace: ns, OperatorImage: "localhost/bosh-injector:test", ClusterDomain: "cluster.local", Runner: true,
 			ConfigServer: runner.ConfigServer{Mode: director.ModeExternal, URL: srv.URL + "/api/", CAFile: caFile, Director: directorName,
 				UAA: runner.UAA{URL: srv.URL, ClientID: "director_to_credhub", ClientSecret: "director-to-credhub", ClientSecretKey: "secret", CAFile: caFile}}})
