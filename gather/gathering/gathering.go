@@ -60,6 +60,9 @@ type Config struct {
 	// director's config server; nil keeps them in <deployment>.var-<name>
 	// Secrets.
 	ConfigServer *ConfigServer
+	// Remember, when set, is told every variable value read or generated
+	// (a redactor's): the gathering's logs never show one.
+	Remember func(any)
 }
 
 // ConfigServer is the director's config server of a gathering.
@@ -69,8 +72,6 @@ type ConfigServer struct {
 	Director string
 	// Deployment is the deployment's name there: the manifest's, as it is.
 	Deployment string
-	// Remember, when set, is told every value read (a redactor's).
-	Remember func(any)
 }
 
 // Progress reports a gathering stage, or a warning, on the manifest Secret;
@@ -186,7 +187,9 @@ func Run(ctx context.Context, c client.Client, cfg Config, renderBPM RenderBPM, 
 	// Variables are generated (and stored) before anything is
 	// interpolated; a later failure keeps them, as the director does. The
 	// manifest Secret does not own them: deleting it keeps them.
-	var vars variables.Source = kubevars.New(ctx, c, cfg.Namespace, dep)
+	secrets := kubevars.New(ctx, c, cfg.Namespace, dep)
+	secrets.Remember(cfg.Remember)
+	var vars variables.Source = secrets
 	server, accepted, err := cfg.serverVariables(ctx, c, &secret, dep, ops)
 	if err != nil {
 		return nil, err
@@ -349,7 +352,7 @@ func (cfg *Config) serverVariables(ctx context.Context, c client.Client, manifes
 		}
 	}
 	server := director.NewSource(ctx, cs.Client, cs.Director, cs.Deployment, pinned)
-	server.Remember(cs.Remember)
+	server.Remember(cfg.Remember)
 	imported, err := importSecrets(server, kubevars.New(ctx, c, cfg.Namespace, dep), cfg.Plan.Import, manifest.Data[names.ManifestKey], ops)
 	if err != nil {
 		return nil, nil, err

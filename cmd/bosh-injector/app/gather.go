@@ -85,7 +85,8 @@ environment variables.`,
 					return err
 				}
 				ctx := cmd.Context()
-				if cfg.ConfigServer, err = server.configServer(g.secrets.Remember); err != nil {
+				cfg.Remember = g.secrets.Remember
+				if cfg.ConfigServer, err = server.configServer(); err != nil {
 					return err
 				}
 				cfg.Progress = gathering.Events(ctx, c, log)
@@ -163,7 +164,7 @@ func trusting(flag, pem string) (*http.Client, error) {
 }
 
 // configServer is the gathering's config server, nil without a URL.
-func (o *configServerFlags) configServer(remember func(any)) (*gathering.ConfigServer, error) {
+func (o *configServerFlags) configServer() (*gathering.ConfigServer, error) {
 	if o.url == "" {
 		return nil, nil
 	}
@@ -199,7 +200,7 @@ func (o *configServerFlags) configServer(remember func(any)) (*gathering.ConfigS
 	if err != nil {
 		return nil, err
 	}
-	return &gathering.ConfigServer{Client: c, Director: o.director, Deployment: o.deployment, Remember: remember}, nil
+	return &gathering.ConfigServer{Client: c, Director: o.director, Deployment: o.deployment}, nil
 }
 
 // fail reports a director-format error list on stdout and in the

@@ -37,6 +37,20 @@ type Source struct {
 	values map[string]any
 	// generated are the variables whose Secret gathering made.
 	generated map[string]bool
+	// remember, when set, is told every value read or stored.
+	remember func(any)
+}
+
+// Remember has every value read or stored passed to f (a redactor's
+// Remember) before it is used.
+func (s *Source) Remember(f func(any)) { s.remember = f }
+
+// keep caches v as name's value, told to remember.
+func (s *Source) keep(name string, v any) {
+	if s.remember != nil {
+		s.remember(v)
+	}
+	s.values[name] = v
 }
 
 // New returns the variables of deployment in namespace.
@@ -61,7 +75,7 @@ func (s *Source) Get(name string) (any, bool, error) {
 		return nil, false, err
 	}
 	v := decode(secret.Data)
-	s.values[name] = v
+	s.keep(name, v)
 	s.generated[name] = secret.Labels[names.LabelManagedBy] == names.ManagedBy
 	return v, true, nil
 }
@@ -84,7 +98,7 @@ func (s *Source) Replace(name string, value any) error {
 	if err := s.client.Update(s.ctx, &secret); err != nil {
 		return fmt.Errorf("renewing variable '%s': %w", name, err)
 	}
-	s.values[name] = decode(data)
+	s.keep(name, decode(data))
 	return nil
 }
 
@@ -147,7 +161,7 @@ func (s *Source) Put(name string, value any) error {
 	case err != nil:
 		return fmt.Errorf("storing variable '%s': %w", name, err)
 	}
-	s.values[name] = decode(data)
+	s.keep(name, decode(data))
 	s.generated[name] = true
 	return nil
 }

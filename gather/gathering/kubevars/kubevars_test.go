@@ -76,9 +76,16 @@ var _ = Describe("variables in Secrets", func() {
 		tls := secret("dep.var-tls")
 		Expect(tls.Data).To(HaveKey("certificate"))
 
-		// A second gathering finds every value and generates nothing.
+		// A second gathering finds every value and generates nothing; a
+		// redactor is told each value it reads.
 		generate()
 		Expect(secret("dep.var-db-password").Data).To(Equal(generated.Data))
+		var told []any
+		reader := kubevars.New(ctx, cp.Client, ns, "dep")
+		reader.Remember(func(v any) { told = append(told, v) })
+		_, _, err = reader.Get("db_password")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(told).To(ConsistOf(string(generated.Data["password"])))
 		Expect(secret("dep.var-tls").Data).To(Equal(tls.Data))
 	})
 
