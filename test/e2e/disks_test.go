@@ -294,7 +294,7 @@ func TestPersistentDisks(t *testing.T) {
 				grown[i] = true
 			}
 			if !restarted && c.Annotations[names.AnnotationDrainedPod] != "" {
-				if out, err := w.Kubectl(ctx, "delete", "pod", "-n", walkthrough.Namespace, "-l", "app.kubernetes.io/instance="+walkthrough.Release, "--wait=false"); err != nil {
+				if out, err := w.Kubectl(ctx, "delete", "pod", "-n", walkthrough.Namespace, "-l", "app.kubernetes.io/name=bosh-injector,app.kubernetes.io/instance="+walkthrough.Release, "--wait=false"); err != nil {
 					t.Fatalf("restarting the operator: %v\n%s", err, out)
 				}
 				restarted = true

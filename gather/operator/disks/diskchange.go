@@ -243,7 +243,7 @@ func (r *Reconciler) remountInstance(ctx context.Context, group string, sl slot)
 func mounts(pod *corev1.Pod, sl slot) bool {
 	want := map[string]bool{}
 	for _, t := range sl.set.Spec.VolumeClaimTemplates {
-		want[ClaimName(t.Name, sl.set.Name, sl.ordinal)] = true
+		want[statefulsets.ClaimName(t.Name, sl.set.Name, sl.ordinal)] = true
 	}
 	suffix := "-" + names.PodName(sl.set.Name, sl.ordinal)
 	have := 0

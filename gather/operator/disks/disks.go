@@ -396,7 +396,7 @@ func (r *Reconciler) resizeInstance(ctx context.Context, group string, sl slot, 
 			continue
 		}
 		var c corev1.PersistentVolumeClaim
-		key := types.NamespacedName{Namespace: sl.set.Namespace, Name: ClaimName(t.Name, sl.set.Name, sl.ordinal)}
+		key := types.NamespacedName{Namespace: sl.set.Namespace, Name: statefulsets.ClaimName(t.Name, sl.set.Name, sl.ordinal)}
 		if err := r.Client.Get(ctx, key, &c); err != nil {
 			if apierrors.IsNotFound(err) {
 				// Not made yet: the StatefulSet makes it from the

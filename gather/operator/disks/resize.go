@@ -1,7 +1,6 @@
 package disks
 
 import (
-	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -59,8 +58,3 @@ func fallbackConfig(s *appsv1.StatefulSet) update.Config {
 	return c
 }
 
-// ClaimName is the name of the claim of a StatefulSet's template for an
-// ordinal, as the StatefulSet controller names it.
-func ClaimName(template, set string, ordinal int) string {
-	return fmt.Sprintf("%s-%s-%d", template, set, ordinal)
-}

@@ -16,6 +16,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/model/update"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/operator/podstate"
+	"github.com/bosh-injector/bosh-injector/gather/operator/statefulsets"
 	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 )
 
@@ -260,6 +261,14 @@ func (d *run) advance(ctx context.Context, g update.Group, gs *status.Group, set
 		d.fail(g.Name, fmt.Sprintf("StatefulSet %s of instance group '%s' is gone", name, g.Name))
 		return outcome{}, nil
 	}
+	// An instance drained for its disk to grow is down as a step's are:
+	// the next step waits for it, or max_in_flight would be exceeded.
+	if claim, err := d.draining(ctx, sets); err != nil || claim != "" {
+		if claim != "" {
+			d.Log.V(1).Info("waiting for a disk resize before the next step", "namespace", d.manifest.Namespace, "group", g.Name, "claim", claim)
+		}
+		return outcome{wait: poll}, err
+	}
 	before := released(gs.Steps, len(gs.Sets), gs.Step)[next.AZ]
 	after := before + next.N
 	n, u := groupFresh(gs, next.AZ), gs.Updating[next.AZ]
@@ -290,6 +299,24 @@ func (d *run) advance(ctx context.Context, g update.Group, gs *status.Group, set
 	d.Recorder.Eventf(d.manifest, s, corev1.EventTypeNormal, status.ReasonUpdating, "Deploy", "instance group '%s': updating %s %s (step %d of %d)",
 		g.Name, what, strings.Join(pods, ", "), gs.Step+1, len(gs.Steps))
 	return outcome{wait: g.Update.Watch(next).Min + time.Second}, nil
+}
+
+// draining names a claim of the group whose instance the disk controller
+// drained to grow it ("" when none is).
+func (d *run) draining(ctx context.Context, sets []*appsv1.StatefulSet) (string, error) {
+	for _, s := range sets {
+		for _, name := range statefulsets.ClaimNames(s) {
+			var c corev1.PersistentVolumeClaim
+			err := d.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: name}, &c)
+			if client.IgnoreNotFound(err) != nil {
+				return "", err
+			}
+			if err == nil && statefulsets.Draining(&c) {
+				return name, nil
+			}
+		}
+	}
+	return "", nil
 }
 
 // check watches the instances of the group's last released step as the

@@ -15,10 +15,38 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/inject"
 )
+
+// ClaimName is the name of the claim of a StatefulSet's template for an
+// ordinal, as the StatefulSet controller names it.
+func ClaimName(template, set string, ordinal int) string {
+	return fmt.Sprintf("%s-%s-%d", template, set, ordinal)
+}
+
+// ClaimNames are the claims of s's instances, every template's.
+func ClaimNames(s *appsv1.StatefulSet) []string {
+	start := 0
+	if s.Spec.Ordinals != nil {
+		start = int(s.Spec.Ordinals.Start)
+	}
+	var out []string
+	for o := start; o < start+int(ptr.Deref(s.Spec.Replicas, 1)); o++ {
+		for _, t := range s.Spec.VolumeClaimTemplates {
+			out = append(out, ClaimName(t.Name, s.Name, o))
+		}
+	}
+	return out
+}
+
+// Draining says whether a claim's instance is drained for its disk to
+// grow: its pod is down until the disk controller has grown it.
+func Draining(c *corev1.PersistentVolumeClaim) bool {
+	return c.Annotations[names.AnnotationDrainedPod] != ""
+}
 
 // KeepTemplates lets a StatefulSet update change its claims' sizes and add
 // or remove claims, which Kubernetes refuses (volumeClaimTemplates are
