@@ -1,7 +1,6 @@
 package disks
 
 import (
-
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -57,4 +56,3 @@ func fallbackConfig(s *appsv1.StatefulSet) update.Config {
 	}
 	return c
 }
-
