@@ -240,6 +240,10 @@ func TestPersistentDisks(t *testing.T) {
 	if err := os.WriteFile(file, yaml, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := w.Client.Get(ctx, client.ObjectKeyFromObject(&manifest), &manifest); err != nil {
+		t.Fatal(err)
+	}
+	versionBefore := status.GatheringOf(&manifest).Versions[names.LabelValue("db")]
 	if out, err := w.Kubectl(ctx, "apply", "-f", file); err != nil {
 		t.Fatalf("kubectl apply of a larger disk: %v\n%s", err, out)
 	} else {
@@ -310,6 +314,10 @@ func TestPersistentDisks(t *testing.T) {
 		}
 	}
 	replaced("resized", before)
+	// The manifest's larger disk is a new version of db too: its deploy
+	// rolls the group, beside the resize or after it (a step waits for a
+	// drained instance). The sizes are read once it is deployed.
+	rolledOut(ctx, t, w.Client, &manifest, key, versionBefore)
 	for i := range 3 {
 		if size := df(i); size < 2<<30*9/10 {
 			t.Errorf("df in %s after the resize: %d bytes, want about 2 GiB", pod(i), size)
@@ -459,6 +467,32 @@ func deployed(ctx context.Context, t *testing.T, c client.Client, manifest *core
 		if err := c.Get(ctx, client.ObjectKeyFromObject(manifest), manifest); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// rolledOut waits until a version of db above was gathered and deployed
+// and the StatefulSet key runs it on every pod.
+func rolledOut(ctx context.Context, t *testing.T, c client.Client, manifest *corev1.Secret, key client.ObjectKey, above int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(manifest), manifest); err != nil {
+			t.Fatal(err)
+		}
+		var s appsv1.StatefulSet
+		if err := c.Get(ctx, key, &s); err != nil {
+			t.Fatal(err)
+		}
+		replicas := ptr.Deref(s.Spec.Replicas, 1)
+		if status.GatheringOf(manifest).Versions[names.LabelValue("db")] > above && manifest.Labels[names.LabelDeployState] == status.PhaseDeployed &&
+			s.Status.ObservedGeneration == s.Generation && s.Status.UpdateRevision == s.Status.CurrentRevision &&
+			s.Status.UpdatedReplicas == replicas && s.Status.ReadyReplicas == replicas {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("db's new version not rolled out: deploy %s, StatefulSet status %+v", manifest.Annotations[names.AnnotationDeploy], s.Status)
+		}
+		time.Sleep(time.Second)
 	}
 }
 
