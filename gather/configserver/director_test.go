@@ -83,6 +83,11 @@ tags:
 		Expect(set).To(HaveKey("/my-bosh/market/shop_tls"))
 		Expect(set).To(HaveKey("/shared/secret"))
 
+		// A value put as `credhub set` puts it: a string is of type value.
+		Expect(src.Put("given", "given-by-hand")).To(Succeed())
+		given := call(server.url, http.MethodGet, "/api/v1/data?name=/my-bosh/market/given&current=true", admin, nil)
+		Expect(given.json()["data"].([]any)[0]).To(And(HaveKeyWithValue("type", "value"), HaveKeyWithValue("value", "given-by-hand")))
+
 		// no-overwrite: the next deploy keeps the values.
 		again, err := deployment.Load(manifest, nil, source(nil), time.Now())
 		Expect(err).NotTo(HaveOccurred())

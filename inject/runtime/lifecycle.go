@@ -106,7 +106,7 @@ func (in Instance) Alive() error {
 func (in Instance) running() error {
 	raw, ok := in.State.Read(pidFile(in.Plan.Container))
 	if !ok {
-		return fmt.Errorf("process '%s' of job '%s' is not running%s", in.Plan.Process, in.Plan.Job, in.lastExit())
+		return in.notRunning()
 	}
 	if in.Outside {
 		return nil
@@ -133,10 +133,20 @@ func (in Instance) confirmed() error {
 	if err := in.running(); err != nil {
 		return err
 	}
-	if age, ok := in.State.Age(pidFile(in.Plan.Container)); ok && age < StartCheck {
+	age, ok := in.State.Age(pidFile(in.Plan.Container))
+	switch {
+	case !ok:
+		// Its pid file went since: it exited.
+		return in.notRunning()
+	case age < StartCheck:
 		return fmt.Errorf("process '%s' of job '%s' started %s ago: it counts as running once it lived %s%s", in.Plan.Process, in.Plan.Job, age.Round(time.Millisecond), StartCheck, in.lastExit())
 	}
 	return nil
+}
+
+// notRunning is the error of a process that does not run.
+func (in Instance) notRunning() error {
+	return fmt.Errorf("process '%s' of job '%s' is not running%s", in.Plan.Process, in.Plan.Job, in.lastExit())
 }
 
 // ReadyBudget is how long a readiness answer waits, within the probe's

@@ -50,9 +50,6 @@ func (s *Source) Remember(f func(any)) { s.remember = f }
 // FullName implements variables.Naming.
 func (s *Source) FullName(name string) string { return Name(s.director, s.deployment, name) }
 
-// Describe implements variables.Described.
-func (s *Source) Describe() string { return "config server" }
-
 // Get implements variables.Source.
 func (s *Source) Get(name string) (any, bool, error) {
 	if err := ValidateName(name); err != nil {
@@ -113,11 +110,7 @@ func (s *Source) Put(name string, value any) error {
 	if _, ok := value.(string); !ok {
 		typ = "json"
 	}
-	plain, err := plainJSON(value)
-	if err != nil {
-		return err
-	}
-	cred, err := s.client.Set(s.ctx, full, typ, plain)
+	cred, err := s.client.Set(s.ctx, full, typ, value)
 	if err != nil {
 		return fmt.Errorf("Failed to set variable '%s' on config server: %v", full, err)
 	}
@@ -136,12 +129,8 @@ func (s *Source) Import(name, typ string, value any) (bool, error) {
 	if _, err := s.client.Current(s.ctx, full); !NotFound(err) {
 		return false, err
 	}
-	plain, err := plainJSON(value)
-	if err != nil {
-		return false, err
-	}
 	// no-overwrite: what another writer stored meanwhile is kept.
-	if _, err := s.client.set(s.ctx, full, typ, plain, "no-overwrite"); err != nil {
+	if _, err := s.client.set(s.ctx, full, typ, value, "no-overwrite"); err != nil {
 		return false, fmt.Errorf("importing variable '%s' into the config server: %w", full, err)
 	}
 	return true, nil
@@ -173,7 +162,7 @@ func (s *Source) Generate(name, typ string, parameters *yamlvalue.Map, mode stri
 	}
 	params := map[string]any{}
 	if parameters.Len() > 0 {
-		plain, err := plainJSON(parameters)
+		plain, err := json.Marshal(parameters)
 		if err != nil {
 			return err
 		}
@@ -201,7 +190,3 @@ func (s *Source) Set() map[string]string {
 	return maps.Clone(s.set)
 }
 
-// plainJSON is v as JSON without the yamlvalue tags of non-JSON types.
-func plainJSON(v any) (json.RawMessage, error) {
-	return json.Marshal(v)
-}
