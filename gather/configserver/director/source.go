@@ -189,4 +189,3 @@ func (s *Source) Set() map[string]string {
 	defer s.mu.Unlock()
 	return maps.Clone(s.set)
 }
-
