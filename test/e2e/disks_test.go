@@ -313,11 +313,11 @@ func TestPersistentDisks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	replaced("resized", before)
 	// The manifest's larger disk is a new version of db too: its deploy
 	// rolls the group, beside the resize or after it (a step waits for a
-	// drained instance). The sizes are read once it is deployed.
+	// drained instance). The instances are read once it is deployed.
 	rolledOut(ctx, t, w.Client, &manifest, key, versionBefore)
+	replaced("resized", before)
 	for i := range 3 {
 		if size := df(i); size < 2<<30*9/10 {
 			t.Errorf("df in %s after the resize: %d bytes, want about 2 GiB", pod(i), size)
