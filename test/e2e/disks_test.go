@@ -282,7 +282,7 @@ func TestPersistentDisks(t *testing.T) {
 			}
 		}
 		if down > 1 {
-			t.Fatalf("resize: %d instances down at once with max_in_flight 1", down)
+			t.Fatalf("resize: %d instances down at once with max_in_flight 1\n%s\n%s", down, diskState(ctx, w.Client, ns), w.OperatorLogs(ctx))
 		}
 		for i := range 3 {
 			var c corev1.PersistentVolumeClaim
