@@ -368,13 +368,29 @@ func (r *Reconciler) unavailable(ctx context.Context, sets []*appsv1.StatefulSet
 			}
 			name := names.PodName(s.Name, o)
 			if !slices.ContainsFunc(pods.Items, func(p corev1.Pod) bool {
-				return p.Name == name && (ready(&p) || podstate.Stopped(&p) || inject.Gated(&p))
+				return p.Name == name && (ready(&p) || podstate.Stopped(&p) || inject.Gated(&p)) && !released(s, o, &p)
 			}) {
 				return name, nil
 			}
 		}
 	}
 	return "", nil
+}
+
+// released says whether the deploy released pod (ordinal o) for its
+// update: at or above the partition and not at the update revision, the
+// StatefulSet controller replaces it next. Still Ready, it is as good as
+// down.
+func released(s *appsv1.StatefulSet, o int, pod *corev1.Pod) bool {
+	if s.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
+		return false
+	}
+	ru := s.Spec.UpdateStrategy.RollingUpdate
+	partition := 0
+	if ru != nil {
+		partition = int(ptr.Deref(ru.Partition, 0))
+	}
+	return s.Status.UpdateRevision != "" && o >= partition && pod.Labels[appsv1.ControllerRevisionHashLabelKey] != s.Status.UpdateRevision
 }
 
 // resizeInstance moves one instance's resize on by one step: drain (delete
