@@ -34,6 +34,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/operator/manager"
 	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
+	"github.com/bosh-injector/bosh-injector/gather/render/resolved"
 	"github.com/bosh-injector/bosh-injector/gather/render/ruby"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 )
@@ -68,6 +69,49 @@ func startServer(ns, directorName string, clients map[string]string) *serverFixt
 	return &serverFixture{ConfigServer: srv, serving: serving, caFile: caFile}
 }
 
+// gatheringJob waits for the gathering Job of namespace ns whose UID is
+// not not.
+func gatheringJob(ns string, not types.UID) *batchv1.Job {
+	GinkgoHelper()
+	var found *batchv1.Job
+	Eventually(func() bool {
+		var jobs batchv1.JobList
+		Expect(cp.Client.List(ctx, &jobs, client.InNamespace(ns))).To(Succeed())
+		for i := range jobs.Items {
+			if jobs.Items[i].UID != not && jobs.Items[i].DeletionTimestamp == nil {
+				found = &jobs.Items[i]
+				return true
+			}
+		}
+		return false
+	}).WithTimeout(20 * time.Second).Should(BeTrue())
+	return found
+}
+
+// projections are the sources of the projected volumes of job's pods.
+func projections(job *batchv1.Job) []corev1.VolumeProjection {
+	var out []corev1.VolumeProjection
+	for _, v := range job.Spec.Template.Spec.Volumes {
+		if v.Projected != nil {
+			out = append(out, v.Projected.Sources...)
+		}
+	}
+	return out
+}
+
+// tokenClient is a client of the server with a token of sa for it, as the
+// kubelet projects it into a gathering's pod.
+func (s *serverFixture) tokenClient(sa *corev1.ServiceAccount) *director.Client {
+	GinkgoHelper()
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{Audiences: []string{director.Audience}, ExpirationSeconds: ptr.To[int64](600)}}
+	Expect(cp.Client.SubResource("token").Create(ctx, sa, tr)).To(Succeed())
+	tokenFile := filepath.Join(GinkgoT().TempDir(), "token")
+	Expect(os.WriteFile(tokenFile, []byte(tr.Status.Token), 0o600)).To(Succeed())
+	c, err := director.NewClient(s.URL+"/api/", s.serving.Client, director.TokenFile(tokenFile))
+	Expect(err).NotTo(HaveOccurred())
+	return c
+}
+
 // The runner with the embedded config server, run in this process on the
 // real control plane: the Job's ServiceAccount token is checked by
 // TokenReview.
@@ -76,44 +120,21 @@ var _ = Describe("the job runner with a config server", func() {
 
 	It("gathers through it as the Job's ServiceAccount, records the variable set, reads the same inputs again at its ids and a redeploy at the current values", func() {
 		srv := startServer(ns, directorName, map[string]string{"admin": "admin-secret"})
-		serving, caFile := srv.serving, srv.caFile
 		startOperatorWith(manager.Options{Namespace: ns, OperatorImage: "localhost/bosh-injector:test", ClusterDomain: "cluster.local", Runner: true,
-			ConfigServer: runner.ConfigServer{Mode: director.ModeEmbedded, URL: srv.URL + "/api/", CAFile: caFile, Director: directorName}})
+			ConfigServer: runner.ConfigServer{Mode: director.ModeEmbedded, URL: srv.URL + "/api/", CAFile: srv.caFile, Director: directorName}})
 		manifest, err := fixtures.ShopManifest()
 		Expect(err).NotTo(HaveOccurred())
 		_, err = fixtures.ApplyManifest(ctx, cp.Client, ns, manifest)
 		Expect(err).NotTo(HaveOccurred())
 
-		jobOtherThan := func(uid string) *batchv1.Job {
-			GinkgoHelper()
-			var found *batchv1.Job
-			Eventually(func() bool {
-				var jobs batchv1.JobList
-				Expect(cp.Client.List(ctx, &jobs, client.InNamespace(ns))).To(Succeed())
-				for i := range jobs.Items {
-					if string(jobs.Items[i].UID) != uid && jobs.Items[i].DeletionTimestamp == nil {
-						found = &jobs.Items[i]
-						return true
-					}
-				}
-				return false
-			}).WithTimeout(20 * time.Second).Should(BeTrue())
-			return found
-		}
-		job := jobOtherThan("")
+		job := gatheringJob(ns, "")
 
 		// The Job reaches the server with a token of its own for it, beside
 		// the API's (which templates cannot read), and the server's CA.
 		gather := job.Spec.Template.Spec.Containers[0]
 		Expect(gather.Args).To(ContainElements("--config-server-url="+srv.URL+"/api/", "--director-name="+directorName, "--deployment-name=shop"))
-		Expect(gather.Env).To(ContainElement(corev1.EnvVar{Name: "BOSH_INJECTOR_CONFIG_SERVER_CA", Value: string(serving.CAPEM)}))
-		var projected []corev1.VolumeProjection
-		for _, v := range job.Spec.Template.Spec.Volumes {
-			if v.Projected != nil {
-				projected = append(projected, v.Projected.Sources...)
-			}
-		}
-		Expect(projected).To(ContainElement(HaveField("ServiceAccountToken", HaveValue(And(HaveField("Audience", director.Audience), HaveField("Path", "config-server-token"))))))
+		Expect(gather.Env).To(ContainElement(corev1.EnvVar{Name: "BOSH_INJECTOR_CONFIG_SERVER_CA", Value: string(srv.serving.CAPEM)}))
+		Expect(projections(job)).To(ContainElement(HaveField("ServiceAccountToken", HaveValue(And(HaveField("Audience", director.Audience), HaveField("Path", "config-server-token"))))))
 		var sa corev1.ServiceAccount
 		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop-gather"}, &sa)).To(Succeed())
 		Expect(sa.Annotations).To(HaveKeyWithValue(director.AnnotationDeployment, "shop"))
@@ -133,14 +154,8 @@ var _ = Describe("the job runner with a config server", func() {
 		Expect(err).NotTo(HaveOccurred())
 		gatherAs := func(job *batchv1.Job) trust.Report {
 			GinkgoHelper()
-			tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{Audiences: []string{director.Audience}, ExpirationSeconds: ptr.To[int64](600)}}
-			Expect(cp.Client.SubResource("token").Create(ctx, &sa, tr)).To(Succeed())
-			tokenFile := filepath.Join(GinkgoT().TempDir(), "token")
-			Expect(os.WriteFile(tokenFile, []byte(tr.Status.Token), 0o600)).To(Succeed())
-			c, err := director.NewClient(srv.URL+"/api/", serving.Client, director.TokenFile(tokenFile))
-			Expect(err).NotTo(HaveOccurred())
 			res, err := gathering.Run(ctx, saClient, gathering.Config{Namespace: ns, ManifestSecret: fixtures.ManifestSecret, JobsDir: jobsDir, ClusterDomain: "cluster.local",
-				Plan: jobPlan(job), ConfigServer: &gathering.ConfigServer{Client: c, Director: directorName, Deployment: "shop"}},
+				Plan: jobPlan(job), ConfigServer: &gathering.ConfigServer{Client: srv.tokenClient(&sa), Director: directorName, Deployment: "shop"}},
 				gathering.NewRenderBPM(ctx, ruby.Renderer{}), time.Now())
 			Expect(err).NotTo(HaveOccurred())
 			return res.Report()
@@ -149,13 +164,7 @@ var _ = Describe("the job runner with a config server", func() {
 		resolvedDB := func(version string) (string, error) {
 			var s corev1.Secret
 			err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop.ig-resolved.db-" + version}, &s)
-			return string(bytes.Join(slices.Collect(func(yield func([]byte) bool) {
-				for _, v := range s.Data {
-					if !yield(v) {
-						return
-					}
-				}
-			}), nil)), err
+			return string(s.Data[resolved.Key]), err
 		}
 
 		Expect(jobPlan(job).PinVariables).To(BeFalse())
@@ -192,7 +201,7 @@ var _ = Describe("the job runner with a config server", func() {
 
 		// Someone sets the password on the server.
 		form := url.Values{"grant_type": {"client_credentials"}, "client_id": {"admin"}, "client_secret": {"admin-secret"}}
-		resp, err := serving.Client.PostForm(srv.URL+"/oauth/token", form)
+		resp, err := srv.serving.Client.PostForm(srv.URL+"/oauth/token", form)
 		Expect(err).NotTo(HaveOccurred())
 		var token struct {
 			AccessToken string `json:"access_token"`
@@ -203,7 +212,7 @@ var _ = Describe("the job runner with a config server", func() {
 		req, _ := http.NewRequest(http.MethodPut, srv.URL+"/api/v1/data", bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+token.AccessToken)
 		req.Header.Set("Content-Type", "application/json")
-		resp, err = serving.Client.Do(req)
+		resp, err = srv.serving.Client.Do(req)
 		Expect(err).NotTo(HaveOccurred())
 		resp.Body.Close()
 		Expect(resp.StatusCode).To(Equal(http.StatusOK))
@@ -211,7 +220,7 @@ var _ = Describe("the job runner with a config server", func() {
 		// The Job is pruned: the same inputs gather again, at the ids the
 		// accepted set recorded, and render exactly what they rendered.
 		Expect(cp.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
-		again := jobOtherThan(string(job.UID))
+		again := gatheringJob(ns, job.UID)
 		Expect(jobPlan(again).PinVariables).To(BeTrue())
 		Expect(jobPlan(again).VariableSet).To(Equal("shop.variables.set-v1"))
 		report := gatherAs(again)
@@ -229,7 +238,7 @@ var _ = Describe("the job runner with a config server", func() {
 		patch := client.MergeFrom(m.DeepCopy())
 		metav1.SetMetaDataAnnotation(&m.ObjectMeta, names.AnnotationRedeploy, "1")
 		Expect(cp.Client.Patch(ctx, &m, patch)).To(Succeed())
-		deploy := jobOtherThan(string(again.UID))
+		deploy := gatheringJob(ns, again.UID)
 		Expect(jobPlan(deploy).PinVariables).To(BeFalse())
 		report = gatherAs(deploy)
 		Expect(report.Groups["db"].Resolved).To(Equal(2))
@@ -244,7 +253,6 @@ var _ = Describe("a deployment moving from variable Secrets onto the config serv
 
 	It("imports the Secrets' values the server lacks, renders them unchanged, and leaves the Secrets", func() {
 		srv := startServer(ns, directorName, nil)
-		serving, caFile := srv.serving, srv.caFile
 		// run starts an operator and returns how to stop it.
 		run := func(o manager.Options) func() {
 			GinkgoHelper()
@@ -262,28 +270,11 @@ var _ = Describe("a deployment moving from variable Secrets onto the config serv
 		o := manager.Options{Namespace: ns, OperatorImage: "localhost/bosh-injector:test", ClusterDomain: "cluster.local", Runner: true}
 		manifest, err := fixtures.ShopManifest()
 		Expect(err).NotTo(HaveOccurred())
-		newJob := func(not types.UID) *batchv1.Job {
-			GinkgoHelper()
-			var found *batchv1.Job
-			Eventually(func() bool {
-				var jobs batchv1.JobList
-				Expect(cp.Client.List(ctx, &jobs, client.InNamespace(ns))).To(Succeed())
-				for i := range jobs.Items {
-					if jobs.Items[i].UID != not && jobs.Items[i].DeletionTimestamp == nil {
-						found = &jobs.Items[i]
-						return true
-					}
-				}
-				return false
-			}).WithTimeout(20 * time.Second).Should(BeTrue())
-			return found
-		}
-
 		// In Secrets, as before.
 		stop := run(o)
 		_, err = fixtures.ApplyManifest(ctx, cp.Client, ns, manifest)
 		Expect(err).NotTo(HaveOccurred())
-		first := newJob("")
+		first := gatheringJob(ns, "")
 		res, err := gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: fixtures.ManifestSecret, JobsDir: jobsDir, ClusterDomain: "cluster.local", Plan: jobPlan(first)},
 			gathering.NewRenderBPM(ctx, ruby.Renderer{}), time.Now())
 		Expect(err).NotTo(HaveOccurred())
@@ -295,9 +286,9 @@ var _ = Describe("a deployment moving from variable Secrets onto the config serv
 
 		// The operator now has the config server: the deployment gathers
 		// again, importing every variable.
-		o.ConfigServer = runner.ConfigServer{Mode: director.ModeEmbedded, URL: srv.URL + "/api/", CAFile: caFile, Director: directorName}
+		o.ConfigServer = runner.ConfigServer{Mode: director.ModeEmbedded, URL: srv.URL + "/api/", CAFile: srv.caFile, Director: directorName}
 		DeferCleanup(run(o))
-		moved := newJob(first.UID)
+		moved := gatheringJob(ns, first.UID)
 		plan := jobPlan(moved)
 		Expect(plan.Import).To(ContainElements("db_password", "bus_tls", "session_secret"))
 		var sa corev1.ServiceAccount
@@ -305,15 +296,9 @@ var _ = Describe("a deployment moving from variable Secrets onto the config serv
 			err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop-gather"}, &sa)
 			return sa.Annotations, err
 		}).Should(HaveKeyWithValue(director.AnnotationDeployment, "shop"))
-		tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{Audiences: []string{director.Audience}, ExpirationSeconds: ptr.To[int64](600)}}
-		Expect(cp.Client.SubResource("token").Create(ctx, &sa, tr)).To(Succeed())
-		tokenFile := filepath.Join(GinkgoT().TempDir(), "token")
-		Expect(os.WriteFile(tokenFile, []byte(tr.Status.Token), 0o600)).To(Succeed())
-		c, err := director.NewClient(srv.URL+"/api/", serving.Client, director.TokenFile(tokenFile))
-		Expect(err).NotTo(HaveOccurred())
 		res, err = gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: fixtures.ManifestSecret, JobsDir: jobsDir, ClusterDomain: "cluster.local",
 			Progress: gathering.Events(ctx, cp.Client, GinkgoLogr), Plan: plan,
-			ConfigServer: &gathering.ConfigServer{Client: c, Director: directorName, Deployment: "shop"}},
+			ConfigServer: &gathering.ConfigServer{Client: srv.tokenClient(&sa), Director: directorName, Deployment: "shop"}},
 			gathering.NewRenderBPM(ctx, ruby.Renderer{}), time.Now())
 		Expect(err).NotTo(HaveOccurred())
 		// Nothing rolls: every group renders what it rendered.
@@ -342,37 +327,23 @@ var _ = Describe("the job runner with an external config server", func() {
 	It("gives the Job the UAA client's secret in its token volume and the server's flags, and the gathering gets its tokens from the UAA", func() {
 		// The server is its own UAA here, as the embedded one is.
 		srv := startServer(ns, directorName, map[string]string{"director-to-credhub": "uaa-client-secret-value"})
-		serving, caFile := srv.serving, srv.caFile
 		startOperatorWith(manager.Options{Namespace: ns, OperatorImage: "localhost/bosh-injector:test", ClusterDomain: "cluster.local", Runner: true,
-			ConfigServer: runner.ConfigServer{Mode: director.ModeExternal, URL: srv.URL + "/api/", CAFile: caFile, Director: directorName,
-				UAA: runner.UAA{URL: srv.URL, ClientID: "director_to_credhub", ClientSecret: "director-to-credhub", ClientSecretKey: "secret", CAFile: caFile}}})
+			ConfigServer: runner.ConfigServer{Mode: director.ModeExternal, URL: srv.URL + "/api/", CAFile: srv.caFile, Director: directorName,
+				UAA: runner.UAA{URL: srv.URL, ClientID: "director_to_credhub", ClientSecret: "director-to-credhub", ClientSecretKey: "secret", CAFile: srv.caFile}}})
 		manifest, err := fixtures.ShopManifest()
 		Expect(err).NotTo(HaveOccurred())
 		_, err = fixtures.ApplyManifest(ctx, cp.Client, ns, manifest)
 		Expect(err).NotTo(HaveOccurred())
-		var job *batchv1.Job
-		Eventually(func() bool {
-			var jobs batchv1.JobList
-			Expect(cp.Client.List(ctx, &jobs, client.InNamespace(ns))).To(Succeed())
-			if len(jobs.Items) == 1 {
-				job = &jobs.Items[0]
-			}
-			return job != nil
-		}).WithTimeout(20 * time.Second).Should(BeTrue())
+		job := gatheringJob(ns, "")
 
 		gather := job.Spec.Template.Spec.Containers[0]
 		Expect(gather.Args).To(ContainElements("--config-server-url="+srv.URL+"/api/", "--director-name="+directorName,
 			"--uaa-url="+srv.URL, "--uaa-client-id=director_to_credhub", "--uaa-client-secret-file=/var/run/secrets/kubernetes.io/serviceaccount/uaa-client-secret"))
-		Expect(gather.Env).To(ContainElement(corev1.EnvVar{Name: "BOSH_INJECTOR_UAA_CA", Value: string(serving.CAPEM)}))
+		Expect(gather.Env).To(ContainElement(corev1.EnvVar{Name: "BOSH_INJECTOR_UAA_CA", Value: string(srv.serving.CAPEM)}))
 		for _, a := range gather.Args {
 			Expect(a).NotTo(ContainSubstring("uaa-client-secret-value"))
 		}
-		var projected []corev1.VolumeProjection
-		for _, v := range job.Spec.Template.Spec.Volumes {
-			if v.Projected != nil {
-				projected = append(projected, v.Projected.Sources...)
-			}
-		}
+		projected := projections(job)
 		Expect(projected).To(ContainElement(HaveField("Secret", HaveValue(HaveField("Name", "shop.config-server-client")))))
 		for _, p := range projected {
 			Expect(p.ServiceAccountToken == nil || p.ServiceAccountToken.Audience != director.Audience).To(BeTrue(), "no token for the embedded server")
@@ -384,8 +355,8 @@ var _ = Describe("the job runner with an external config server", func() {
 		// The gathering as its pod runs it: the client secret read from
 		// the copy, a token from the UAA.
 		tokens := &director.ClientCredentials{TokenURL: srv.URL + "/oauth/token", ClientID: "director_to_credhub",
-			ClientSecret: string(copied.Data["uaa-client-secret"]), HTTP: serving.Client}
-		c, err := director.NewClient(srv.URL+"/api/", serving.Client, tokens)
+			ClientSecret: string(copied.Data["uaa-client-secret"]), HTTP: srv.serving.Client}
+		c, err := director.NewClient(srv.URL+"/api/", srv.serving.Client, tokens)
 		Expect(err).NotTo(HaveOccurred())
 		res, err := gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: fixtures.ManifestSecret, JobsDir: jobsDir, ClusterDomain: "cluster.local",
 			Plan: jobPlan(job), ConfigServer: &gathering.ConfigServer{Client: c, Director: directorName, Deployment: "shop"}},
