@@ -102,7 +102,7 @@ func shopObjects(ns string) (*objects.Result, string) {
 // when that Job succeeds.
 func gatherAccepted(ns string, res *objects.Result, jobsDir string) *trust.Record {
 	GinkgoHelper()
-	plan, err := gathering.NewPlan(ctx, cp.Client, operatorNamespace, ns, "shop", nil, nil)
+	plan, err := gathering.NewPlan(ctx, cp.Client, operatorNamespace, ns, "shop", "", nil, nil)
 	Expect(err).NotTo(HaveOccurred())
 	gathered, err := gathering.Run(ctx, cp.Client, gathering.Config{
 		Namespace: ns, ManifestSecret: res.Objects[0].GetName(), JobsDir: jobsDir, ClusterDomain: "cluster.local", Plan: plan,

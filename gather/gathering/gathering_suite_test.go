@@ -98,7 +98,7 @@ func gatherTimed(c client.Client, cfg gathering.Config, render gathering.RenderB
 	if err != nil {
 		return nil, took, err
 	}
-	if cfg.Plan, err = gathering.NewPlan(ctx, cp.Client, cfg.Namespace, cfg.Namespace, dep, inputs.Consumes, inputs.AliasTargets); err != nil {
+	if cfg.Plan, err = gathering.NewPlan(ctx, cp.Client, cfg.Namespace, cfg.Namespace, dep, "", inputs.Consumes, inputs.AliasTargets); err != nil {
 		return nil, took, err
 	}
 	planned := time.Now()

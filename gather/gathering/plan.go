@@ -102,8 +102,10 @@ func (p Plan) Names() []string {
 // deployments aliasTargets, read with c (which may list Secrets) and the
 // records of accepted versions in trustNamespace: what other deployments
 // share comes from their records too, never from a Secret that merely
-// carries their labels.
-func NewPlan(ctx context.Context, c client.Reader, trustNamespace, namespace, deployment string, consumes, aliasTargets []string) (Plan, error) {
+// carries their labels. digest is the inputs digest of the gathering
+// planned: the accepted one's, its variables are read at the accepted
+// variable set's ids.
+func NewPlan(ctx context.Context, c client.Reader, trustNamespace, namespace, deployment, digest string, consumes, aliasTargets []string) (Plan, error) {
 	p := Plan{Recorded: map[string]trust.Version{}, Above: map[string]int{}, Shared: map[string]string{},
 		Consumed: map[string][]trust.Ref{}, Aliased: map[string]map[string]trust.Ref{}}
 	rec, err := trust.Read(ctx, c, trustNamespace, namespace, deployment)
@@ -115,7 +117,7 @@ func NewPlan(ctx context.Context, c client.Reader, trustNamespace, namespace, de
 			p.Recorded[label] = *g.Latest()
 		}
 		if rec.VariableSet != nil {
-			p.VariableSet = rec.VariableSet.Name
+			p.VariableSet, p.PinVariables = rec.VariableSet.Name, rec.Digest == digest
 		}
 	}
 	stored, err := versions.ListDeployment(ctx, c, namespace, deployment)

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/bosh-injector/bosh-injector/gather/model/yamlvalue"
 )
 
 // Client talks to a config server's CredHub API as the director's
@@ -96,9 +98,10 @@ func (c *Client) ByID(ctx context.Context, id string) (*Credential, error) {
 
 // GenerateRequest is the body of POST v1/data.
 type GenerateRequest struct {
-	Name       string         `json:"name"`
-	Type       string         `json:"type"`
-	Parameters map[string]any `json:"parameters"`
+	Name string `json:"name"`
+	Type string `json:"type"`
+	// Parameters are the variable's options, a JSON object ({} when none).
+	Parameters *yamlvalue.Map `json:"parameters"`
 	Mode       string         `json:"mode,omitempty"`
 }
 

@@ -2,7 +2,6 @@ package director
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -160,17 +159,7 @@ func (s *Source) Generate(name, typ string, parameters *yamlvalue.Map, mode stri
 			parameters.Set("ca", s.FullName(caName))
 		}
 	}
-	params := map[string]any{}
-	if parameters.Len() > 0 {
-		plain, err := json.Marshal(parameters)
-		if err != nil {
-			return err
-		}
-		if err := json.Unmarshal(plain, &params); err != nil {
-			return err
-		}
-	}
-	cred, err := s.client.Generate(s.ctx, GenerateRequest{Name: full, Type: typ, Parameters: params, Mode: mode})
+	cred, err := s.client.Generate(s.ctx, GenerateRequest{Name: full, Type: typ, Parameters: parameters, Mode: mode})
 	var answer *HTTPError
 	if errors.As(err, &answer) {
 		return fmt.Errorf("Config Server failed to generate value for '%s' with type '%s'. %v", full, typ, answer)

@@ -136,17 +136,13 @@ func (r *Reconciler) importable(ctx context.Context, manifest *corev1.Secret, de
 		if strings.HasPrefix(v, "/") {
 			continue
 		}
-		key := client.ObjectKey{Namespace: manifest.Namespace, Name: names.VariableSecret(deployment, v)}
-		// The cache holds labelled Secrets only: a user's is read from
-		// the API.
-		err := r.APIReader.Get(ctx, key, &corev1.Secret{})
-		if apierrors.IsNotFound(err) {
-			continue
-		}
+		s, err := r.variableSecret(ctx, manifest.Namespace, deployment, v)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, v)
+		if s != nil {
+			out = append(out, v)
+		}
 	}
 	return out, nil
 }

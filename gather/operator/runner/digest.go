@@ -50,21 +50,13 @@ func (r *Reconciler) digest(ctx context.Context, manifest *corev1.Secret, ops []
 		vars = nil
 	}
 	for _, v := range slices.Sorted(slices.Values(vars)) {
-		var s corev1.Secret
-		key := types.NamespacedName{Namespace: manifest.Namespace, Name: names.VariableSecret(deployment, v)}
-		err := r.Client.Get(ctx, key, &s)
-		if apierrors.IsNotFound(err) {
-			// The cache holds labelled Secrets only: a user's unlabelled
-			// one is read from the API, so that it is never taken for a
-			// deleted variable to regenerate.
-			err = r.APIReader.Get(ctx, key, &s)
-		}
-		if apierrors.IsNotFound(err) {
-			missing = append(missing, v)
-			continue
-		}
+		s, err := r.variableSecret(ctx, manifest.Namespace, deployment, v)
 		if err != nil {
 			return "", nil, err
+		}
+		if s == nil {
+			missing = append(missing, v)
+			continue
 		}
 		if s.Labels[names.LabelManagedBy] == names.ManagedBy {
 			continue
@@ -107,6 +99,26 @@ func (r *Reconciler) digest(ctx context.Context, manifest *corev1.Secret, ops []
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), missing, nil
+}
+
+// variableSecret is the Secret of variable v of deployment, nil when there
+// is none. The cache holds labelled Secrets only: a user's unlabelled one
+// is read from the API, so that it is never taken for a deleted variable
+// to regenerate, nor left out of an import.
+func (r *Reconciler) variableSecret(ctx context.Context, namespace, deployment, v string) (*corev1.Secret, error) {
+	var s corev1.Secret
+	key := types.NamespacedName{Namespace: namespace, Name: names.VariableSecret(deployment, v)}
+	err := r.Client.Get(ctx, key, &s)
+	if apierrors.IsNotFound(err) {
+		err = r.APIReader.Get(ctx, key, &s)
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &s, nil
 }
 
 // regenerated is the digest of the n-th gathering of the same inputs started

@@ -197,16 +197,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	err = r.Client.Get(ctx, types.NamespacedName{Namespace: manifest.Namespace, Name: jobName}, &job)
 	switch {
 	case apierrors.IsNotFound(err):
-		plan, err := gathering.NewPlan(ctx, r.Client, r.Config.TrustNamespace, manifest.Namespace, deployment, inputs.Consumes, inputs.AliasTargets)
+		plan, err := gathering.NewPlan(ctx, r.Client, r.Config.TrustNamespace, manifest.Namespace, deployment, digest, inputs.Consumes, inputs.AliasTargets)
 		if err != nil {
 			return reconcile.Result{}, err
-		}
-		if plan.VariableSet != "" {
-			rec, err := trust.Read(ctx, r.Client, r.Config.TrustNamespace, manifest.Namespace, deployment)
-			if err != nil {
-				return reconcile.Result{}, err
-			}
-			plan.PinVariables = rec.Digest == digest
 		}
 		if plan.Import, err = r.importable(ctx, &manifest, deployment, inputs); err != nil {
 			return reconcile.Result{}, err
