@@ -3,6 +3,7 @@ package configserver_test
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -31,6 +32,14 @@ var _ = Describe("the store", func() {
 		Expect(call(server.url, http.MethodGet, "/api/v1/data?name=/restart/x", token, nil).body).To(Equal(before))
 		for i, id := range ids {
 			Expect(call(server.url, http.MethodGet, "/api/v1/data/"+id, token, nil).json()["value"]).To(Equal(fmt.Sprint(i)))
+		}
+		// Versions read by their ids in one List; an id of none is left out.
+		byID, err := (&store.Store{Client: cp.Client, Namespace: namespace}).ByIDs(ctx, append(slices.Clone(ids), "not-an-id", "00000000-0000-0000-0000-000000000000"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(byID).To(HaveLen(3))
+		for i, id := range ids {
+			Expect(byID[id].Name).To(Equal("/restart/x"))
+			Expect(byID[id].Number).To(Equal(i + 1))
 		}
 		// Each version is an immutable Secret.
 		var secrets corev1.SecretList

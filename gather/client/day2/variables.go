@@ -73,14 +73,15 @@ func (d *Deployment) variableSet(ctx context.Context, name string, server Config
 	for _, v := range d.Manifest.Variables {
 		declared[director.Name(server.Director, d.Name(), v.Name)] = v.Type
 	}
-	creds := &store.Store{Client: d.Client, Namespace: server.Namespace}
+	versions, err := (&store.Store{Client: d.Client, Namespace: server.Namespace}).ByIDs(ctx, slices.Collect(maps.Values(set)))
+	if err != nil && !apierrors.IsForbidden(err) {
+		return nil, err
+	}
 	var out []Variable
 	for _, full := range slices.Sorted(maps.Keys(set)) {
 		v := Variable{ID: set[full], Name: full, Type: declared[full]}
-		if version, err := creds.ByID(ctx, v.ID); err == nil && version != nil {
+		if version, ok := versions[v.ID]; ok {
 			v.Type = version.Type
-		} else if err != nil && !apierrors.IsForbidden(err) {
-			return nil, err
 		}
 		out = append(out, v)
 	}

@@ -138,6 +138,27 @@ func (s *Store) ByID(ctx context.Context, id string) (*Version, error) {
 	return &vs[0], nil
 }
 
+// ByIDs returns the versions of ids that exist, read in one List, by id.
+func (s *Store) ByIDs(ctx context.Context, ids []string) (map[string]Version, error) {
+	valid := slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return uuid.Validate(id) != nil })
+	out := map[string]Version{}
+	if len(valid) == 0 {
+		return out, nil
+	}
+	req, err := labels.NewRequirement(LabelID, selection.In, valid)
+	if err != nil {
+		return nil, err
+	}
+	vs, err := s.list(ctx, client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*req)})
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range vs {
+		out[v.ID] = v
+	}
+	return out, nil
+}
+
 // All returns the newest version of every credential, newest first.
 func (s *Store) All(ctx context.Context) ([]Version, error) {
 	req, err := labels.NewRequirement(LabelCredential, selection.Exists, nil)

@@ -67,6 +67,11 @@ func GenerateWithLinks(defs []manifest.Variable, src Source, now time.Time, addr
 	return nil
 }
 
+// caCycle is the error of a certificate whose CA chain leads back to it.
+func caCycle(name string) error {
+	return &namedError{fmt.Errorf("variable '%s': its certificate authority chain refers back to itself", name)}
+}
+
 // namedError already names the variable it is about, so callers up the CA
 // chain pass it on unchanged.
 type namedError struct{ error }
@@ -97,7 +102,7 @@ func (g *generator) ensure(name string) error {
 		return nil
 	}
 	if g.busy[name] {
-		return &namedError{fmt.Errorf("variable '%s': its certificate authority chain refers back to itself", name)}
+		return caCycle(name)
 	}
 	g.busy[name] = true
 	defer delete(g.busy, name)
@@ -480,7 +485,7 @@ func generateOn(gen Generating, defs []manifest.Variable, address LinkAddress, c
 			return wave[i], nil
 		}
 		if seen[i] {
-			return 0, &namedError{fmt.Errorf("variable '%s': its certificate authority chain refers back to itself", defs[i].Name)}
+			return 0, caCycle(defs[i].Name)
 		}
 		seen[i] = true
 		w := 1

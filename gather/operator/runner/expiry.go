@@ -87,16 +87,16 @@ func (r *Reconciler) certificates(ctx context.Context, manifest *corev1.Secret, 
 		if err := json.Unmarshal(set.Data[names.VariableSetKey], &ids); err != nil {
 			return nil, fmt.Errorf("variable set %s: %w", set.Name, err)
 		}
-		creds := &store.Store{Client: r.uncached(), Namespace: r.Config.TrustNamespace}
+		versions, err := (&store.Store{Client: r.uncached(), Namespace: r.Config.TrustNamespace}).ByIDs(ctx, slices.Collect(maps.Values(ids)))
+		if err != nil {
+			return nil, err
+		}
 		for _, name := range slices.Sorted(maps.Keys(ids)) {
-			v, err := creds.ByID(ctx, ids[name])
-			if err != nil {
-				return nil, err
-			}
+			v, ok := versions[ids[name]]
 			var value struct {
 				Certificate string `json:"certificate"`
 			}
-			if v == nil || v.Type != "certificate" || json.Unmarshal(v.Value, &value) != nil {
+			if !ok || v.Type != "certificate" || json.Unmarshal(v.Value, &value) != nil {
 				continue
 			}
 			if cert := parseCertificate([]byte(value.Certificate)); cert != nil {
