@@ -78,6 +78,8 @@ var _ = Describe("the bosh-injector chart", func() {
 		Expect(cmdErr("template", "x", chartDir, "--set", "configServer.mode=external")).To(MatchError(ContainSubstring("/configServer/external/url")))
 		Expect(cmdErr("template", "x", chartDir, "--set", "configServer.embedded.clients[0].name=director")).To(MatchError(ContainSubstring("missing property 'secretName'")))
 		Expect(cmdErr("template", "x", chartDir, "--set", "configServer.embedded.replica=3")).To(MatchError(ContainSubstring("'replica' not allowed")))
+		Expect(cmdErr("template", "x", chartDir, "--set", "configServer.namespaceDirectorNames.cf=my/bosh")).To(MatchError(ContainSubstring("/configServer/namespaceDirectorNames/cf")))
+		Expect(cmdErr("template", "x", chartDir, "--set", "configServer.namespaceDirectorNames.CF=my-bosh")).To(MatchError(ContainSubstring("invalid propertyName 'CF'")))
 	})
 
 	It("renders the operator's pod conventions from values", func() {

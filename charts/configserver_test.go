@@ -103,7 +103,7 @@ var _ = Describe("the chart's config server", func() {
 			ConsistOf(HaveKeyWithValue("targetPort", "https"))))
 		Expect(objects["PodDisruptionBudget/"+cs]["spec"]).To(HaveKeyWithValue("minAvailable", BeEquivalentTo(1)))
 		Expect(objects["Role/"+cs]["rules"]).To(ConsistOf(And(HaveKeyWithValue("resources", ConsistOf("secrets")),
-			HaveKeyWithValue("verbs", ConsistOf("get", "list", "create", "delete")))))
+			HaveKeyWithValue("verbs", ConsistOf("get", "list", "create", "patch", "delete")))))
 		Expect(objects["ClusterRole/"+cs]["rules"]).To(ConsistOf(HaveKeyWithValue("resources", ConsistOf("tokenreviews")),
 			HaveKeyWithValue("resources", ConsistOf("serviceaccounts"))))
 		Expect(objects["NetworkPolicy/"+cs]["spec"]).To(HaveKeyWithValue("ingress", ConsistOf(HaveKeyWithValue("ports", ConsistOf(map[string]any{"port": "https"})))))
@@ -179,6 +179,14 @@ var _ = Describe("the chart's config server", func() {
 			[]string{"--config-server-mode=secrets", "--director-name=bosh-injector"},
 			nil, nil),
 	)
+
+	It("gives the operator and the embedded server each namespace's director name", func() {
+		objects := render("configServer.namespaceDirectorNames.cf=my-bosh", "configServer.namespaceDirectorNames.cf-2=other_bosh")
+		for _, key := range []string{operator, "Deployment/" + cs} {
+			Expect(decoded[appsv1.Deployment](objects[key]).Spec.Template.Spec.Containers[0].Args).To(ContainElements(
+				"--director-name=bosh-injector", "--namespace-director-name=cf=my-bosh", "--namespace-director-name=cf-2=other_bosh"), key)
+		}
+	})
 
 	It("in external mode, gives the operator the CAs and key in a ConfigMap and lets it read the UAA client secret", func() {
 		objects := render(externalValues...)

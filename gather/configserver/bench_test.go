@@ -73,7 +73,7 @@ func BenchmarkGenerate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := fixtures.StartConfigServer(ctx, cp.Config, configserver.Options{Namespace: ns, Director: "bench", Audience: director.Audience,
+	srv, err := fixtures.StartConfigServer(ctx, cp.Config, configserver.Options{Namespace: ns, Directors: director.Directors{Default: "bench"}, Audience: director.Audience,
 		SigningKeySecret: "token-key", CertDir: serving.Dir}, serving, logr.Discard())
 	if err != nil {
 		b.Fatal(err)

@@ -33,6 +33,7 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/configserver/api"
 	"github.com/bosh-injector/bosh-injector/gather/configserver/auth"
+	"github.com/bosh-injector/bosh-injector/gather/configserver/director"
 	"github.com/bosh-injector/bosh-injector/gather/configserver/store"
 )
 
@@ -41,8 +42,9 @@ type Options struct {
 	// Namespace holds the credentials, the token signing key and the
 	// clients' Secrets.
 	Namespace string
-	// Director is the /<director>/ prefix of deployments' names.
-	Director string
+	// Directors is the /<director>/ prefix of each namespace's
+	// deployments' names.
+	Directors director.Directors
 	// Audience is what ServiceAccount tokens must be issued for.
 	Audience string
 	// Clients may get tokens at /oauth/token.
@@ -69,7 +71,7 @@ func New(ctx context.Context, c client.Client, o Options, log logr.Logger) (http
 	authn := &auth.Authenticator{
 		Issuer: auth.NewIssuer(key), Client: c, Namespace: o.Namespace, Clients: o.Clients,
 		Audience: o.Audience, URL: o.URL, Log: log.WithName("auth"),
-		Director: func(string) string { return o.Director },
+		Director: o.Directors.Of,
 	}
 	s := &api.Server{
 		Store:         &store.Store{Client: c, Namespace: o.Namespace},
@@ -117,7 +119,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger) erro
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
 	}()
-	log.Info("config server listening", "address", ln.Addr().String(), "namespace", o.Namespace, "director", o.Director)
+	log.Info("config server listening", "address", ln.Addr().String(), "namespace", o.Namespace, "director", o.Directors.Default, "namespace directors", o.Directors.ByNamespace)
 	if err := srv.ServeTLS(ln, "", ""); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

@@ -86,7 +86,7 @@ var _ = AfterEach(func() { cp.LogsOnFailure() })
 
 func options() configserver.Options {
 	return configserver.Options{
-		Namespace: namespace, Director: directorName, Audience: director.Audience,
+		Namespace: namespace, Directors: director.Directors{Default: directorName}, Audience: director.Audience,
 		Clients:          []auth.Client{{Name: clientName, SecretName: "director-client"}, {Name: readerName, SecretName: "reader-client"}},
 		SigningKeySecret: "token-key", CertDir: certs.Dir,
 	}
@@ -139,6 +139,9 @@ func (a answer) json() map[string]any {
 	Expect(json.Unmarshal([]byte(a.body), &m)).To(Succeed(), a.body)
 	return m
 }
+
+// decode decodes the body into v (an answer that is not an object).
+func (a answer) decode(v any) error { return json.Unmarshal([]byte(a.body), v) }
 
 // call makes a request to base with a bearer token (none when empty) and
 // a JSON body (none when nil).

@@ -78,3 +78,12 @@ none is set. */ -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{- /* The operator's and the config server's director names: the default
+and each namespace's own (as args list items). */ -}}
+{{- define "bosh-injector.directorArgs" -}}
+- --director-name={{ .Values.configServer.directorName }}
+{{- range $ns, $director := .Values.configServer.namespaceDirectorNames }}
+- --namespace-director-name={{ $ns }}={{ $director }}
+{{- end }}
+{{- end -}}

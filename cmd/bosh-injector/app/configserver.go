@@ -16,6 +16,7 @@ func init() {
 		var o configserver.Options
 		var clients []string
 		var kubeconfig string
+		var directors func() error
 		cmd := &cobra.Command{
 			Use:   "config-server",
 			Short: "Run the embedded config server: CredHub's API over credentials kept in Secrets",
@@ -24,6 +25,9 @@ func init() {
 				return flagsFromEnv(cmd)
 			},
 			RunE: func(cmd *cobra.Command, _ []string) error {
+				if err := directors(); err != nil {
+					return err
+				}
 				log, err := g.logger(cmd.ErrOrStderr())
 				if err != nil {
 					return err
@@ -44,7 +48,7 @@ func init() {
 		}
 		f := cmd.Flags()
 		f.StringVar(&o.Namespace, "namespace", "bosh-injector", "namespace of the credentials, the token signing key and the clients' Secrets")
-		f.StringVar(&o.Director, "director-name", "bosh-injector", "director name: a deployment D's credentials are /<director-name>/D/*")
+		directors = directorFlags(f, &o.Directors)
 		f.StringVar(&o.Audience, "audience", director.Audience, "audience gathering Jobs' ServiceAccount tokens must be issued for")
 		f.StringArrayVar(&clients, "client", nil, "OAuth client NAME=SECRET-NAME (repeatable): key secret of Secret SECRET-NAME in --namespace is its client secret, optional key scopes its scopes")
 		f.StringVar(&o.SigningKeySecret, "signing-key-secret", "bosh-injector-config-server-token-key", "Secret in --namespace holding the token signing key; created when missing")

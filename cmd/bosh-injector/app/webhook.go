@@ -13,6 +13,7 @@ func init() {
 	register(func(g *globalOptions) *cobra.Command {
 		var o manager.Options
 		var kubeconfig string
+		var directors func() error
 		cmd := &cobra.Command{
 			Use:   "webhook",
 			Short: "Run the operator: the admission webhooks (pods, StatefulSet updates) and the controllers (gathering job runner, deploy, disks)",
@@ -21,6 +22,9 @@ func init() {
 				return flagsFromEnv(cmd)
 			},
 			RunE: func(cmd *cobra.Command, _ []string) error {
+				if err := directors(); err != nil {
+					return err
+				}
 				if err := o.ConfigServer.Validate(); err != nil {
 					return err
 				}
@@ -56,7 +60,7 @@ func init() {
 		f.StringVar(&cs.Mode, "config-server-mode", director.ModeSecrets, "where gatherings keep variables: embedded or external (a config server at --config-server-url, as a director's), secrets (<deployment>.var-<name> Secrets)")
 		f.StringVar(&cs.URL, "config-server-url", "", "the config server's CredHub API URL, joined with v1/data as the director joins it (https://host:8844/api/)")
 		f.StringVar(&cs.CAFile, "config-server-ca-file", "", "PEM file of the config server's CA, read for each gathering")
-		f.StringVar(&cs.Director, "director-name", "bosh-injector", "director name: a relative ((name)) of deployment D is /<director-name>/D/<name>")
+		directors = directorFlags(f, &cs.Directors)
 		f.StringVar(&cs.UAA.URL, "uaa-url", "", "external mode: the UAA issuing the server's tokens (client_credentials)")
 		f.StringVar(&cs.UAA.ClientID, "uaa-client-id", "", "external mode: the UAA client id")
 		f.StringVar(&cs.UAA.ClientSecret, "uaa-client-secret-secret", "", "external mode: Secret in --namespace holding the UAA client secret")

@@ -2,7 +2,6 @@ package api
 
 import (
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -60,7 +59,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, c *auth.Caller) err
 		return err
 	}
 	if current {
-		n = 1
+		vs = store.Currents(vs)
 	}
 	if n >= 0 && n < len(vs) {
 		vs = vs[:n]
@@ -104,53 +103,5 @@ func (s *Server) getByID(w http.ResponseWriter, r *http.Request, c *auth.Caller)
 		return errNotFound
 	}
 	writeJSON(w, http.StatusOK, viewOf(v))
-	return nil
-}
-
-// certificates is GET /api/v1/certificates[?name=]: certificate
-// credentials with their versions, signers and what they sign.
-func (s *Server) certificates(w http.ResponseWriter, r *http.Request, c *auth.Caller) error {
-	all, err := s.Store.All(r.Context())
-	if err != nil {
-		return err
-	}
-	all = slices.DeleteFunc(all, func(v store.Version) bool { return v.Type != typeCertificate || !c.May(v.Name) })
-	name := ""
-	if r.URL.Query().Has("name") {
-		name = absolute(r.URL.Query().Get("name"))
-	}
-	out := []certificateCredential{}
-	for _, cur := range all {
-		if name != "" && !strings.EqualFold(cur.Name, name) {
-			continue
-		}
-		vs, err := s.Store.Versions(r.Context(), cur.Name)
-		if err != nil {
-			return err
-		}
-		cc := certificateCredential{Name: cur.Name, ID: cur.CredentialID, SignedBy: cur.CAName, Signs: []string{}}
-		for _, v := range vs {
-			info := certInfoOf(&v)
-			expiry := ""
-			if !info.expiry.IsZero() {
-				expiry = instant(info.expiry)
-			}
-			cc.Versions = append(cc.Versions, certificateVersion{ID: v.ID, ExpiryDate: expiry,
-				CertificateAuthority: info.isCA, SelfSigned: info.selfSigned, Generated: len(v.Parameters) > 0})
-		}
-		if cc.SignedBy == "" && len(cc.Versions) > 0 && cc.Versions[0].SelfSigned {
-			cc.SignedBy = cur.Name
-		}
-		for _, o := range all {
-			if strings.EqualFold(o.CAName, cur.Name) && o.Name != cur.Name {
-				cc.Signs = append(cc.Signs, o.Name)
-			}
-		}
-		out = append(out, cc)
-	}
-	if name != "" && len(out) == 0 {
-		return errNotFound
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"certificates": out})
 	return nil
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/bosh-injector/bosh-injector/gather/configserver/generate"
@@ -61,8 +62,28 @@ type view struct {
 // instant is how CredHub (Jackson's Instant) writes a time.
 func instant(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
-// viewOf is the API's view of a stored version.
+// viewOf is the API's view of a stored version: a certificate's ca is
+// its signer's followed by the one its users also trust while the CA
+// rotates, as CredHub's with certificates.concatenate_cas (its Kubernetes
+// configuration's setting, and what rotating a CA without a trust gap
+// needs).
 func viewOf(v *store.Version) view {
+	out := plainViewOf(v)
+	if v.Type == typeCertificate && v.TrustedCA != "" {
+		var cv certValue
+		if json.Unmarshal(v.Value, &cv) == nil && cv.CA != nil {
+			bundle := strings.TrimSpace(*cv.CA) + "\n" + strings.TrimSpace(v.TrustedCA) + "\n"
+			cv.CA = &bundle
+			out.Value = cv
+		}
+	}
+	return out
+}
+
+// plainViewOf is the view of a version with a certificate's ca its
+// signer's alone, as CredHub answers a change of a CA's transitional
+// version.
+func plainViewOf(v *store.Version) view {
 	out := view{Type: v.Type, VersionCreatedAt: instant(v.Created), ID: v.ID, Name: v.Name, Metadata: v.Metadata, Value: v.Value}
 	switch v.Type {
 	case typeUser:
@@ -83,7 +104,7 @@ func viewOf(v *store.Version) view {
 		}
 	case typeCertificate:
 		info := certInfoOf(v)
-		generated, transitional := len(v.Parameters) > 0, false
+		generated, transitional := len(v.Parameters) > 0, v.Transitional
 		out.CertificateAuthority, out.SelfSigned = &info.isCA, &info.selfSigned
 		out.Generated, out.Transitional = &generated, &transitional
 		if !info.expiry.IsZero() {

@@ -201,7 +201,7 @@ func (s *Server) setValue(ctx context.Context, c *auth.Caller, typ string, raw j
 		caName := ""
 		if !empty(v.CAName) {
 			caName = absolute(*v.CAName)
-			signer, err := s.signer(ctx, c, caName)
+			signer, _, err := s.signer(ctx, c, caName, false)
 			if err != nil {
 				return nil, "", err
 			}
@@ -286,7 +286,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, c *auth.Caller
 			if err != nil {
 				return nil, err
 			}
-			made = &store.Version{Type: req.Type, Value: value, Parameters: plan.params, CAName: plan.caName}
+			made = plan.version(req.Type, value, nil)
 		}
 		next := *made
 		next.Metadata = req.Metadata
@@ -306,6 +306,13 @@ type plan struct {
 	caName  string
 	make    func(context.Context) (json.RawMessage, error)
 	matches func(cur *store.Version) bool
+	// trustedCA is the certificate of the signing CA's other version.
+	trustedCA string
+}
+
+// version is the version p makes with value.
+func (p *plan) version(typ string, value, metadata json.RawMessage) *store.Version {
+	return &store.Version{Type: typ, Value: value, Metadata: metadata, Parameters: p.params, CAName: p.caName, TrustedCA: p.trustedCA}
 }
 
 // plan reads a generate request's parameters for typ as CredHub's
@@ -393,13 +400,16 @@ func (s *Server) plan(ctx context.Context, c *auth.Caller, typ string, rawParams
 		}
 		p.Normalize()
 		var signer *generate.Signer
+		trusted := ""
 		if !p.SelfSign {
 			var err error
-			if signer, err = s.signer(ctx, c, p.CA); err != nil {
+			if signer, trusted, err = s.signer(ctx, c, p.CA, false); err != nil {
 				return nil, err
 			}
 		}
-		return certPlan(p, signer), nil
+		cp := certPlan(p, signer)
+		cp.trustedCA = trusted
+		return cp, nil
 	}
 }
 
@@ -451,31 +461,51 @@ func certPlan(p generate.CertParams, signer *generate.Signer) *plan {
 	}
 }
 
-// signer is the current version of CA caName, which the caller must be
-// allowed to use.
-func (s *Server) signer(ctx context.Context, c *auth.Caller, caName string) (*generate.Signer, error) {
+// signer is the version of CA caName that signs, which the caller must be
+// allowed to use: its current one, or its transitional one when that is
+// newer and transitionalSigns. With it comes the certificate of the CA's
+// other version, if any, which what it signs trusts too while the CA
+// rotates (CredHub's trusted_ca).
+func (s *Server) signer(ctx context.Context, c *auth.Caller, caName string, transitionalSigns bool) (*generate.Signer, string, error) {
 	if !c.May(caName) {
-		return nil, errCANotFound
+		return nil, "", errCANotFound
 	}
-	ca, err := s.Store.Current(ctx, caName)
+	vs, err := s.Store.Versions(ctx, caName)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	if ca == nil || !c.May(ca.Name) {
-		return nil, errCANotFound
+	signing, other := store.Active(vs), store.Transitional(vs)
+	if signing == nil || !c.May(signing.Name) {
+		return nil, "", errCANotFound
 	}
-	if ca.Type != typeCertificate {
-		return nil, credhub.Reject(credhub.NotACAName)
+	if signing.Type != typeCertificate {
+		return nil, "", credhub.Reject(credhub.NotACAName)
 	}
-	var v certValue
-	if json.Unmarshal(ca.Value, &v) != nil || v.Certificate == nil {
-		return nil, credhub.Reject(credhub.InvalidCertificateValue)
+	if other == signing {
+		other = nil
+	}
+	if transitionalSigns && other != nil && other.Number > signing.Number {
+		signing, other = other, signing
+	}
+	v := certInfoOf(signing).value
+	if v.Certificate == nil {
+		return nil, "", credhub.Reject(credhub.InvalidCertificateValue)
 	}
 	pk := ""
 	if v.PrivateKey != nil {
 		pk = *v.PrivateKey
 	}
-	return generate.ParseSigner(generate.CertValue{Certificate: *v.Certificate, PrivateKey: pk})
+	signer, err := generate.ParseSigner(generate.CertValue{Certificate: *v.Certificate, PrivateKey: pk})
+	if err != nil {
+		return nil, "", err
+	}
+	trusted := ""
+	if other != nil {
+		if o := certInfoOf(other).value; o.Certificate != nil {
+			trusted = *o.Certificate
+		}
+	}
+	return signer, trusted, nil
 }
 
 type regenerateRequest struct {
@@ -498,7 +528,7 @@ func (s *Server) regenerateName(w http.ResponseWriter, r *http.Request, c *auth.
 	if rawName == nil || *rawName == "" {
 		return credhub.Reject(credhub.MissingName)
 	}
-	v, err := s.regenerateVersion(r.Context(), c, absolute(*rawName), metadata)
+	v, err := s.regenerateVersion(r.Context(), c, absolute(*rawName), regeneration{metadata: metadata})
 	if err != nil {
 		return err
 	}
@@ -506,9 +536,24 @@ func (s *Server) regenerateName(w http.ResponseWriter, r *http.Request, c *auth.
 	return nil
 }
 
+// regeneration is how a credential is regenerated: what /api/v1/regenerate
+// and bulk-regenerate leave at their zero values, and the options of
+// /api/v1/certificates/<id>/regenerate.
+type regeneration struct {
+	// metadata, if any, replaces the current version's.
+	metadata json.RawMessage
+	// transitional makes the new version a CA's transitional one.
+	transitional bool
+	// transitionalSigns signs with the CA's transitional version when it
+	// is newer than its current one.
+	transitionalSigns bool
+	// keyLength and duration, when not 0, replace a certificate's.
+	keyLength, duration int
+}
+
 // regenerateVersion writes a new version of name, generated with the
-// parameters of its current one; metadata, if any, replaces the current's.
-func (s *Server) regenerateVersion(ctx context.Context, c *auth.Caller, name string, metadata json.RawMessage) (*store.Version, error) {
+// parameters of its current one as how says.
+func (s *Server) regenerateVersion(ctx context.Context, c *auth.Caller, name string, how regeneration) (*store.Version, error) {
 	if !c.May(name) {
 		return nil, errNotFound
 	}
@@ -573,14 +618,27 @@ func (s *Server) regenerateVersion(ctx context.Context, c *auth.Caller, name str
 		if _, err := generate.ValidKeyLength(params.KeyLength); err != nil {
 			params.KeyLength = generate.DefaultKeyLength
 		}
+		if how.keyLength != 0 {
+			if params.KeyLength, err = generate.ValidKeyLength(how.keyLength); err != nil {
+				return nil, err
+			}
+		}
+		if how.duration != 0 {
+			if how.duration < 1 || how.duration > 3650 {
+				return nil, credhub.Reject(credhub.InvalidDuration)
+			}
+			params.Duration = how.duration
+		}
 		params.Normalize()
 		var signer *generate.Signer
+		trusted := ""
 		if !params.SelfSign {
-			if signer, err = s.signer(ctx, c, params.CA); err != nil {
+			if signer, trusted, err = s.signer(ctx, c, params.CA, how.transitionalSigns); err != nil {
 				return nil, err
 			}
 		}
 		p = certPlan(params, signer)
+		p.trustedCA = trusted
 	default:
 		return nil, credhub.Reject(credhub.InvalidTypeRegenerate)
 	}
@@ -588,6 +646,7 @@ func (s *Server) regenerateVersion(ctx context.Context, c *auth.Caller, name str
 	if err != nil {
 		return nil, err
 	}
+	metadata := how.metadata
 	if len(metadata) == 0 {
 		metadata = cur.Metadata
 	}
@@ -598,7 +657,9 @@ func (s *Server) regenerateVersion(ctx context.Context, c *auth.Caller, name str
 		if now.Type != cur.Type {
 			return nil, credhub.Reject(credhub.TypeMismatch)
 		}
-		return &store.Version{Type: cur.Type, Value: value, Metadata: metadata, Parameters: p.params, CAName: p.caName}, nil
+		next := p.version(cur.Type, value, metadata)
+		next.Transitional = how.transitional
+		return next, nil
 	})
 }
 
@@ -635,7 +696,7 @@ func (s *Server) bulkRegenerate(w http.ResponseWriter, r *http.Request, c *auth.
 				continue
 			}
 			done[key] = true
-			nv, err := s.regenerateVersion(r.Context(), c, v.Name, nil)
+			nv, err := s.regenerateVersion(r.Context(), c, v.Name, regeneration{})
 			if err != nil {
 				return err
 			}

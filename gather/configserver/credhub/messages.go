@@ -56,6 +56,8 @@ const (
 	InvalidSlashInName        = "A credential name cannot end with a '/' character or contain '//'. Credential names should be in the form of /[path]/[name] or [path]/[name]. Please update and retry your request."
 	invalidCertificateParam   = "The request could not be completed because the {0} is too long. The max length for {0} is {1} characters."
 	ExceedsMaximumSize        = "Value exceeds the maximum size."
+	TooManyTransitional       = "The maximum number of transitional versions for a given CA is 1."
+	VersionMismatch           = "The request could not be completed because the specified version does not exist or does not belong to the specified credential."
 )
 
 // InvalidExtendedKeyUsage is INVALID_EXTENDED_KEY_USAGE for usage.

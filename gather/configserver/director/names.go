@@ -7,7 +7,9 @@ package director
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -38,6 +40,55 @@ func ValidateName(name string) error {
 		return fmt.Errorf("Variable name '%s' must not end with a forward slash", name)
 	case strings.Contains(name, "//"):
 		return fmt.Errorf("Variable name '%s' must not contain two consecutive forward slashes", name)
+	}
+	return nil
+}
+
+// Directors is the director name each namespace's deployments are named
+// under: Default, unless ByNamespace names the namespace. One operator may
+// so stand in for several directors whose deployments share a CredHub
+// (each namespace brings its credentials from its own director). The
+// operator's and the server's flags set it, never a namespace's user: a
+// director name is what a deployment's token may read.
+type Directors struct {
+	Default     string
+	ByNamespace map[string]string
+}
+
+// Of is the director name of namespace's deployments.
+func (d Directors) Of(namespace string) string {
+	if name, ok := d.ByNamespace[namespace]; ok {
+		return name
+	}
+	return d.Default
+}
+
+// ParseNamespaceDirectors reads flag values NAMESPACE=DIRECTOR into
+// d.ByNamespace.
+func (d *Directors) ParseNamespaceDirectors(values []string) error {
+	for _, v := range values {
+		ns, name, ok := strings.Cut(v, "=")
+		if !ok || ns == "" || name == "" {
+			return fmt.Errorf("--namespace-director-name: want NAMESPACE=DIRECTOR, got %q", v)
+		}
+		if d.ByNamespace == nil {
+			d.ByNamespace = map[string]string{}
+		}
+		d.ByNamespace[ns] = name
+	}
+	return nil
+}
+
+// Validate checks every director name as the director checks a variable
+// name: a name with a slash would make another's names its own.
+func (d Directors) Validate() error {
+	for _, name := range append([]string{d.Default}, slices.Sorted(maps.Values(d.ByNamespace))...) {
+		if err := ValidateName(name); err != nil {
+			return fmt.Errorf("director name: %w", err)
+		}
+		if strings.Contains(name, "/") {
+			return fmt.Errorf("director name %q must not contain a forward slash", name)
+		}
 	}
 	return nil
 }

@@ -16,7 +16,13 @@
 // decides anew from the winner's version: an overwrite becomes version
 // n+2 (both values kept, one current), a no-overwrite returns the winner's.
 // So versions form one gap-free sequence per name, nothing written is lost,
-// and exactly one version — the highest number — is current.
+// and exactly one version is current: the highest number not transitional.
+//
+// Transitional versions. A certificate version may be marked transitional
+// (CredHub's CA rotation): the mark is a label, the one part of an
+// immutable Secret that may change, so a version's data never does. At
+// most one version of a credential carries it; the current (CredHub's
+// "active") version is the newest without it.
 //
 // Names are case-insensitive, as CredHub's (its name_lowercase column):
 // /A/b and /a/B are one credential, named as its first version was. Lists read
@@ -42,6 +48,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -52,6 +59,8 @@ const (
 	LabelCredential = prefix + "credential"
 	// LabelID is the version's UUID.
 	LabelID = prefix + "id"
+	// labelTransitional marks a transitional certificate version.
+	labelTransitional = prefix + "transitional"
 
 	// AnnotationName is the credential's name.
 	AnnotationName         = prefix + "name"
@@ -65,6 +74,7 @@ const (
 	KeyValue      = "value"
 	keyMetadata   = "metadata"
 	keyParameters = "parameters"
+	keyTrustedCA  = "trusted-ca"
 )
 
 // maxAttempts bounds a write's retries when other writers keep winning.
@@ -90,6 +100,12 @@ type Version struct {
 	Parameters json.RawMessage
 	// CAName is the CA credential a generated certificate was signed by.
 	CAName string
+	// Transitional marks a certificate version of a CA being rotated.
+	Transitional bool
+	// TrustedCA is the PEM of its CA's other version (transitional, or
+	// active beside a transitional signer) that a certificate's users
+	// trust besides its signer's while the CA rotates.
+	TrustedCA string
 }
 
 // Store reads and writes versions in Namespace.
@@ -112,18 +128,109 @@ func (s *Store) Versions(ctx context.Context, name string) ([]Version, error) {
 		return nil, err
 	}
 	// A hash collision would mix names; the annotation says whose it is.
-	vs = slices.DeleteFunc(vs, func(v Version) bool { return !strings.EqualFold(v.Name, name) })
-	slices.SortFunc(vs, func(a, b Version) int { return cmp.Compare(b.Number, a.Number) })
-	return vs, nil
+	return newestFirst(slices.DeleteFunc(vs, func(v Version) bool { return !strings.EqualFold(v.Name, name) })), nil
 }
 
-// Current returns name's newest version, nil when there is none.
+// Current returns name's current version, nil when there is none.
 func (s *Store) Current(ctx context.Context, name string) (*Version, error) {
 	vs, err := s.Versions(ctx, name)
-	if err != nil || len(vs) == 0 {
+	if err != nil {
 		return nil, err
 	}
-	return &vs[0], nil
+	return Active(vs), nil
+}
+
+// Active is the current version of versions (newest first): the newest
+// not transitional, else the newest; nil when there is none.
+func Active(versions []Version) *Version {
+	for i := range versions {
+		if !versions[i].Transitional {
+			return &versions[i]
+		}
+	}
+	if len(versions) == 0 {
+		return nil
+	}
+	return &versions[0]
+}
+
+// Transitional is the transitional version of versions, nil when none is.
+func Transitional(versions []Version) *Version {
+	for i := range versions {
+		if versions[i].Transitional {
+			return &versions[i]
+		}
+	}
+	return nil
+}
+
+// Currents are what CredHub answers for current=true: the current
+// version, then the transitional one if it is another.
+func Currents(versions []Version) []Version {
+	var out []Version
+	if a := Active(versions); a != nil {
+		out = append(out, *a)
+		if t := Transitional(versions); t != nil && t.ID != a.ID {
+			out = append(out, *t)
+		}
+	}
+	return out
+}
+
+// OfCredential returns the versions of the credential with credentialID
+// (the certificates endpoint's id), newest first; none when it is unknown.
+func (s *Store) OfCredential(ctx context.Context, credentialID string) ([]Version, error) {
+	vs, err := s.every(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return newestFirst(slices.DeleteFunc(vs, func(v Version) bool { return v.CredentialID != credentialID })), nil
+}
+
+// newestFirst sorts one credential's versions, newest first.
+func newestFirst(vs []Version) []Version {
+	slices.SortFunc(vs, func(a, b Version) int { return cmp.Compare(b.Number, a.Number) })
+	return vs
+}
+
+// SetTransitional makes the version with id, of name, its transitional
+// one, clearing the mark of any other; an empty id only clears it.
+func (s *Store) SetTransitional(ctx context.Context, name, id string) error {
+	vs, err := s.Versions(ctx, name)
+	if err != nil {
+		return err
+	}
+	// Mark first, then clear: a reader in between sees two marks for a
+	// moment, never a CA without the version being rotated to.
+	for _, v := range vs {
+		if v.ID == id && !v.Transitional {
+			if err := s.mark(ctx, v, true); err != nil {
+				return err
+			}
+		}
+	}
+	for _, v := range vs {
+		if v.ID != id && v.Transitional {
+			if err := s.mark(ctx, v, false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// mark sets or clears v's transitional label.
+func (s *Store) mark(ctx context.Context, v Version, transitional bool) error {
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: secretName(v)}}
+	value := "null"
+	if transitional {
+		value = `"true"`
+	}
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+labelTransitional+`":`+value+`}}}`))
+	if err := s.Client.Patch(ctx, sec, patch); err != nil {
+		return fmt.Errorf("marking version %d of a credential: %w", v.Number, err)
+	}
+	return nil
 }
 
 // ByID returns the version with id, nil when there is none.
@@ -161,11 +268,7 @@ func (s *Store) ByIDs(ctx context.Context, ids []string) (map[string]Version, er
 
 // All returns the newest version of every credential, newest first.
 func (s *Store) All(ctx context.Context) ([]Version, error) {
-	req, err := labels.NewRequirement(LabelCredential, selection.Exists, nil)
-	if err != nil {
-		return nil, err
-	}
-	vs, err := s.list(ctx, client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*req)})
+	vs, err := s.every(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -184,9 +287,19 @@ func (s *Store) All(ctx context.Context) ([]Version, error) {
 	return out, nil
 }
 
+// every returns every version of every credential.
+func (s *Store) every(ctx context.Context) ([]Version, error) {
+	req, err := labels.NewRequirement(LabelCredential, selection.Exists, nil)
+	if err != nil {
+		return nil, err
+	}
+	return s.list(ctx, client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*req)})
+}
+
 // Decide is a writer's choice given the current version (nil if none): the
-// version to add (Name, Type, Value, Metadata, Parameters, CAName; the
-// store fills the rest), or nil to keep current. It may run more than
+// version to add (Name, Type, Value, Metadata, Parameters, CAName,
+// Transitional, TrustedCA; the store fills the rest), or nil to keep
+// current. It may run more than
 // once, each time with the then current version.
 type Decide func(current *Version) (*Version, error)
 
@@ -194,18 +307,19 @@ type Decide func(current *Version) (*Version, error)
 // returns it, or returns current when decide keeps it.
 func (s *Store) Write(ctx context.Context, name string, decide Decide) (*Version, error) {
 	for range maxAttempts {
-		current, err := s.Current(ctx, name)
+		vs, err := s.Versions(ctx, name)
 		if err != nil {
 			return nil, err
 		}
+		current := Active(vs)
 		next, err := decide(current)
 		if err != nil || next == nil {
 			return current, err
 		}
 		next.Name, next.ID, next.Number = name, uuid.NewString(), 1
 		next.CredentialID = uuid.NewString()
-		if current != nil {
-			next.Name, next.Number, next.CredentialID = current.Name, current.Number+1, current.CredentialID
+		if len(vs) > 0 {
+			next.Name, next.Number, next.CredentialID = vs[0].Name, vs[0].Number+1, vs[0].CredentialID
 		}
 		next.Created = time.Now().UTC().Truncate(time.Second)
 		err = s.Client.Create(ctx, s.secret(next))
@@ -259,6 +373,12 @@ func (s *Store) secret(v *Version) *corev1.Secret {
 	if v.CAName != "" {
 		sec.Annotations[annotationCAName] = v.CAName
 	}
+	if v.Transitional {
+		sec.Labels[labelTransitional] = "true"
+	}
+	if v.TrustedCA != "" {
+		sec.Data[keyTrustedCA] = []byte(v.TrustedCA)
+	}
 	if len(v.Metadata) > 0 {
 		sec.Data[keyMetadata] = v.Metadata
 	}
@@ -286,7 +406,8 @@ func (s *Store) list(ctx context.Context, opts ...client.ListOption) ([]Version,
 			ID: sec.Labels[LabelID], CredentialID: a[annotationCredentialID],
 			Name: a[AnnotationName], Type: a[annotationType], Number: n, Created: created,
 			Value: sec.Data[KeyValue], Metadata: sec.Data[keyMetadata], Parameters: sec.Data[keyParameters],
-			CAName: a[annotationCAName],
+			CAName: a[annotationCAName], Transitional: sec.Labels[labelTransitional] == "true",
+			TrustedCA: string(sec.Data[keyTrustedCA]),
 		})
 	}
 	return vs, nil

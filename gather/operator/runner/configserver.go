@@ -30,8 +30,8 @@ type ConfigServer struct {
 	// CAFile holds the PEM of the server's CA; it is read for each Job, as
 	// a mounted Secret is renewed in place.
 	CAFile string
-	// Director is the /<director>/ of names.
-	Director string
+	// Directors is the /<director>/ of names in each namespace.
+	Directors director.Directors
 	// UAA, in external mode, gets gatherings their tokens.
 	UAA UAA
 }
@@ -70,7 +70,7 @@ func (c ConfigServer) Validate() error {
 	if c.UAA.URL != "" && (c.UAA.ClientID == "" || c.UAA.ClientSecret == "") {
 		return fmt.Errorf("--uaa-url needs --uaa-client-id and --uaa-client-secret-secret")
 	}
-	return director.ValidateName(c.Director)
+	return c.Directors.Validate()
 }
 
 // Files of the gather container's token volume, which templates are kept
@@ -84,12 +84,12 @@ const (
 // access gives a gathering pod what it needs to use the server: the
 // gather container's flags, the public PEMs in its environment (kept off
 // the command line `ps` shows), and its credential in the token volume.
-func (c ConfigServer) access(pod *corev1.PodSpec, deployment, name string) error {
+func (c ConfigServer) access(pod *corev1.PodSpec, namespace, deployment, name string) error {
 	if !c.server() {
 		return nil
 	}
 	gather := &pod.Containers[0]
-	gather.Args = append(gather.Args, "--config-server-url="+c.URL, "--director-name="+c.Director, "--deployment-name="+name)
+	gather.Args = append(gather.Args, "--config-server-url="+c.URL, "--director-name="+c.Directors.Of(namespace), "--deployment-name="+name)
 	for _, pem := range []struct{ env, file string }{
 		{"BOSH_INJECTOR_CONFIG_SERVER_CA", c.CAFile},
 		{"BOSH_INJECTOR_UAA_CA", c.UAA.CAFile},

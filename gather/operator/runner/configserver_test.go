@@ -1,11 +1,8 @@
 package runner_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -40,7 +37,7 @@ import (
 )
 
 // serverFixture is a config server run in this process for namespace ns,
-// with a director's name, clients (Secret name to client secret, the
+// with directors' names, clients (Secret name to client secret, the
 // client named after its Secret with dashes as underscores), and the
 // file of its CA for the operator.
 type serverFixture struct {
@@ -49,7 +46,7 @@ type serverFixture struct {
 	caFile  string
 }
 
-func startServer(ns, directorName string, clients map[string]string) *serverFixture {
+func startServer(ns string, directors director.Directors, clients map[string]string) *serverFixture {
 	GinkgoHelper()
 	Expect(cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	var authClients []auth.Client
@@ -60,13 +57,23 @@ func startServer(ns, directorName string, clients map[string]string) *serverFixt
 	}
 	serving, err := fixtures.NewServing(GinkgoT().TempDir())
 	Expect(err).NotTo(HaveOccurred())
-	srv, err := fixtures.StartConfigServer(ctx, cp.Config, configserver.Options{Namespace: ns, Director: directorName, Audience: director.Audience,
+	srv, err := fixtures.StartConfigServer(ctx, cp.Config, configserver.Options{Namespace: ns, Directors: directors, Audience: director.Audience,
 		Clients: authClients, SigningKeySecret: "token-key", CertDir: serving.Dir}, serving, GinkgoLogr)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(srv.Stop)
 	caFile := filepath.Join(GinkgoT().TempDir(), "ca.crt")
 	Expect(os.WriteFile(caFile, serving.CAPEM, 0o600)).To(Succeed())
 	return &serverFixture{ConfigServer: srv, serving: serving, caFile: caFile}
+}
+
+// clientOf is a client of the server as OAuth client name (as a director
+// or the credhub CLI uses it).
+func (s *serverFixture) clientOf(name, secret string) *director.Client {
+	GinkgoHelper()
+	tokens := &director.ClientCredentials{TokenURL: s.URL + "/oauth/token", ClientID: name, ClientSecret: secret, HTTP: s.serving.Client}
+	c, err := director.NewClient(s.URL+"/api/", s.serving.Client, tokens)
+	Expect(err).NotTo(HaveOccurred())
+	return c
 }
 
 // gatheringJob waits for the gathering Job of namespace ns whose UID is
@@ -119,9 +126,9 @@ var _ = Describe("the job runner with a config server", func() {
 	const ns, directorName = "runner-config-server", "bosh-injector"
 
 	It("gathers through it as the Job's ServiceAccount, records the variable set, reads the same inputs again at its ids and a redeploy at the current values", func() {
-		srv := startServer(ns, directorName, map[string]string{"admin": "admin-secret"})
+		srv := startServer(ns, director.Directors{Default: directorName}, map[string]string{"admin": "admin-secret"})
 		startOperatorWith(manager.Options{Namespace: ns, OperatorImage: "localhost/bosh-injector:test", ClusterDomain: "cluster.local", Runner: true,
-			ConfigServer: runner.ConfigServer{Mode: director.ModeEmbedded, URL: srv.URL + "/api/", CAFile: srv.caFile, Director: directorName}})
+			ConfigServer: runner.ConfigServer{Mode: director.ModeEmbedded, URL: srv.URL + "/api/", CAFile: srv.caFile, Directors: director.Directors{Default: directorName}}})
 		manifest, err := fixtures.ShopManifest()
 		Expect(err).NotTo(HaveOccurred())
 		_, err = fixtures.ApplyManifest(ctx, cp.Client, ns, manifest)
@@ -200,22 +207,8 @@ var _ = Describe("the job runner with a config server", func() {
 		}).Should(ContainElements("/bosh-injector/shop/bus_tls", "/bosh-injector/shop/bus_ca"))
 
 		// Someone sets the password on the server.
-		form := url.Values{"grant_type": {"client_credentials"}, "client_id": {"admin"}, "client_secret": {"admin-secret"}}
-		resp, err := srv.serving.Client.PostForm(srv.URL+"/oauth/token", form)
+		_, err = srv.clientOf("admin", "admin-secret").Set(ctx, "/bosh-injector/shop/db_password", "password", "set-on-the-server-since")
 		Expect(err).NotTo(HaveOccurred())
-		var token struct {
-			AccessToken string `json:"access_token"`
-		}
-		Expect(json.NewDecoder(resp.Body).Decode(&token)).To(Succeed())
-		resp.Body.Close()
-		body, _ := json.Marshal(map[string]any{"name": "/bosh-injector/shop/db_password", "type": "password", "value": "set-on-the-server-since"})
-		req, _ := http.NewRequest(http.MethodPut, srv.URL+"/api/v1/data", bytes.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token.AccessToken)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err = srv.serving.Client.Do(req)
-		Expect(err).NotTo(HaveOccurred())
-		resp.Body.Close()
-		Expect(resp.StatusCode).To(Equal(http.StatusOK))
 
 		// The Job is pruned: the same inputs gather again, at the ids the
 		// accepted set recorded, and render exactly what they rendered.
@@ -252,7 +245,7 @@ var _ = Describe("a deployment moving from variable Secrets onto the config serv
 	const ns, directorName = "runner-migration", "bosh-injector"
 
 	It("imports the Secrets' values the server lacks, renders them unchanged, and leaves the Secrets", func() {
-		srv := startServer(ns, directorName, nil)
+		srv := startServer(ns, director.Directors{Default: directorName}, nil)
 		// run starts an operator and returns how to stop it.
 		run := func(o manager.Options) func() {
 			GinkgoHelper()
@@ -286,7 +279,7 @@ var _ = Describe("a deployment moving from variable Secrets onto the config serv
 
 		// The operator now has the config server: the deployment gathers
 		// again, importing every variable.
-		o.ConfigServer = runner.ConfigServer{Mode: director.ModeEmbedded, URL: srv.URL + "/api/", CAFile: srv.caFile, Director: directorName}
+		o.ConfigServer = runner.ConfigServer{Mode: director.ModeEmbedded, URL: srv.URL + "/api/", CAFile: srv.caFile, Directors: director.Directors{Default: directorName}}
 		DeferCleanup(run(o))
 		moved := gatheringJob(ns, first.UID)
 		plan := jobPlan(moved)
@@ -326,9 +319,9 @@ var _ = Describe("the job runner with an external config server", func() {
 
 	It("gives the Job the UAA client's secret in its token volume and the server's flags, and the gathering gets its tokens from the UAA", func() {
 		// The server is its own UAA here, as the embedded one is.
-		srv := startServer(ns, directorName, map[string]string{"director-to-credhub": "uaa-client-secret-value"})
+		srv := startServer(ns, director.Directors{Default: directorName}, map[string]string{"director-to-credhub": "uaa-client-secret-value"})
 		startOperatorWith(manager.Options{Namespace: ns, OperatorImage: "localhost/bosh-injector:test", ClusterDomain: "cluster.local", Runner: true,
-			ConfigServer: runner.ConfigServer{Mode: director.ModeExternal, URL: srv.URL + "/api/", CAFile: srv.caFile, Director: directorName,
+			ConfigServer: runner.ConfigServer{Mode: director.ModeExternal, URL: srv.URL + "/api/", CAFile: srv.caFile, Directors: director.Directors{Default: directorName},
 				UAA: runner.UAA{URL: srv.URL, ClientID: "director_to_credhub", ClientSecret: "director-to-credhub", ClientSecretKey: "secret", CAFile: srv.caFile}}})
 		manifest, err := fixtures.ShopManifest()
 		Expect(err).NotTo(HaveOccurred())
@@ -354,14 +347,66 @@ var _ = Describe("the job runner with an external config server", func() {
 
 		// The gathering as its pod runs it: the client secret read from
 		// the copy, a token from the UAA.
-		tokens := &director.ClientCredentials{TokenURL: srv.URL + "/oauth/token", ClientID: "director_to_credhub",
-			ClientSecret: string(copied.Data["uaa-client-secret"]), HTTP: srv.serving.Client}
-		c, err := director.NewClient(srv.URL+"/api/", srv.serving.Client, tokens)
-		Expect(err).NotTo(HaveOccurred())
+		c := srv.clientOf("director_to_credhub", string(copied.Data["uaa-client-secret"]))
 		res, err := gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: fixtures.ManifestSecret, JobsDir: jobsDir, ClusterDomain: "cluster.local",
 			Plan: jobPlan(job), ConfigServer: &gathering.ConfigServer{Client: c, Director: directorName, Deployment: "shop"}},
 			gathering.NewRenderBPM(ctx, ruby.Renderer{}), time.Now())
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res.VariableSet).NotTo(BeNil())
+	})
+})
+
+var _ = Describe("a namespace whose deployments a director of another name deployed", func() {
+	const ns = "runner-my-bosh"
+
+	It("names their variables under that director, so the credentials it generated render unchanged", func() {
+		directors := director.Directors{Default: "bosh-injector", ByNamespace: map[string]string{ns: "my-bosh"}}
+		srv := startServer(ns, directors, map[string]string{"admin": "admin-secret"})
+		// What director my-bosh left in its CredHub, brought over with
+		// `credhub export` and `credhub import`.
+		admin := srv.clientOf("admin", "admin-secret")
+		_, err := admin.Set(ctx, "/my-bosh/shop/db_password", "password", "generated-by-my-bosh")
+		Expect(err).NotTo(HaveOccurred())
+		// A certificate my-bosh generated long ago: its expiry is read from
+		// the server.
+		certPEM, keyPEM := shortLivedCertificate()
+		_, err = admin.Set(ctx, "/my-bosh/shop/bus_tls", "certificate",
+			map[string]string{"ca": string(certPEM), "certificate": string(certPEM), "private_key": string(keyPEM)})
+		Expect(err).NotTo(HaveOccurred())
+		startOperatorWith(manager.Options{Namespace: ns, OperatorImage: "localhost/bosh-injector:test", ClusterDomain: "cluster.local", Runner: true,
+			ConfigServer: runner.ConfigServer{Mode: director.ModeEmbedded, URL: srv.URL + "/api/", CAFile: srv.caFile, Directors: directors}})
+		manifest, err := fixtures.ShopManifest()
+		Expect(err).NotTo(HaveOccurred())
+		_, err = fixtures.ApplyManifest(ctx, cp.Client, ns, manifest)
+		Expect(err).NotTo(HaveOccurred())
+		job := gatheringJob(ns, "")
+		Expect(job.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--director-name=my-bosh"))
+
+		var sa corev1.ServiceAccount
+		Eventually(func() (map[string]string, error) {
+			err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop-gather"}, &sa)
+			return sa.Annotations, err
+		}).Should(HaveKeyWithValue(director.AnnotationDeployment, "shop"))
+		token := srv.tokenClient(&sa)
+		// The server scopes the Job's token to the namespace's director.
+		_, err = token.Current(ctx, "/bosh-injector/shop/db_password")
+		Expect(director.NotFound(err)).To(BeTrue(), "%v", err)
+		res, err := gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: fixtures.ManifestSecret, JobsDir: jobsDir, ClusterDomain: "cluster.local",
+			Plan: jobPlan(job), ConfigServer: &gathering.ConfigServer{Client: token, Director: "my-bosh", Deployment: "shop"}},
+			gathering.NewRenderBPM(ctx, ruby.Renderer{}), time.Now())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.VariableSet).NotTo(BeNil())
+		var set corev1.Secret
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop.variables.set-v1"}, &set)).To(Succeed())
+		Expect(string(set.Data[names.VariableSetKey])).To(ContainSubstring(`"/my-bosh/shop/db_password"`))
+		var db corev1.Secret
+		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop.ig-resolved.db-v1"}, &db)).To(Succeed())
+		Expect(string(db.Data[resolved.Key])).To(ContainSubstring("generated-by-my-bosh"))
+
+		complete(job, res.Report())
+		warning := expiryWarning(ns)
+		Expect(warning.Note).To(ContainSubstring("certificate variable '/my-bosh/shop/bus_tls' expires"))
+		Expect(warning.Note).To(ContainSubstring("`credhub regenerate -n /my-bosh/shop/bus_tls`"))
+		Expect(warning.Note).NotTo(Or(ContainSubstring("BEGIN"), ContainSubstring("generated-by-my-bosh")))
 	})
 })

@@ -31,10 +31,10 @@ func (r *Reconciler) digest(ctx context.Context, manifest *corev1.Secret, ops []
 	}
 	write(names.ManifestKey, manifest.Data[names.ManifestKey])
 	// Another config server (or none) may hold other values: changing the
-	// mode, the server or the director's name gathers every deployment
-	// again, and what then differs rolls.
+	// mode, the server or the namespace's director name gathers its
+	// deployments again, and what then differs rolls.
 	if cs := r.Config.ConfigServer; cs.server() {
-		write("config-server", []byte(cs.Mode+"\x00"+cs.URL+"\x00"+cs.Director))
+		write("config-server", []byte(cs.Mode+"\x00"+cs.URL+"\x00"+cs.Directors.Of(manifest.Namespace)))
 	}
 	for _, op := range ops {
 		write(op.Name, op.Data)

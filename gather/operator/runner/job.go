@@ -83,7 +83,7 @@ func (r *Reconciler) gatherJob(manifest *corev1.Secret, deployment, name, digest
 			},
 		},
 	}
-	if err := r.Config.ConfigServer.access(&job.Spec.Template.Spec, deployment, inputs.Name); err != nil {
+	if err := r.Config.ConfigServer.access(&job.Spec.Template.Spec, manifest.Namespace, deployment, inputs.Name); err != nil {
 		return nil, err
 	}
 	_ = controllerutil.SetControllerReference(manifest, job, r.Client.Scheme())

@@ -130,6 +130,39 @@ func reportWritten(job *batchv1.Job, report trust.Report) {
 
 // complete reports the Job complete, as the job controller would, and its
 // pod's report unless it reports no groups.
+// shortLivedCertificate is a self-signed certificate (and its key) with an
+// hour of its four left: past its expiry warning.
+func shortLivedCertificate() (certPEM, keyPEM []byte) {
+	GinkgoHelper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	Expect(err).NotTo(HaveOccurred())
+	now := time.Now()
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "short"}, NotBefore: now.Add(-3 * time.Hour), NotAfter: now.Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	Expect(err).NotTo(HaveOccurred())
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+}
+
+// expiryWarning waits for the CertificateExpiring Event in namespace ns.
+func expiryWarning(ns string) eventsv1.Event {
+	GinkgoHelper()
+	var warning eventsv1.Event
+	Eventually(func() bool {
+		var events eventsv1.EventList
+		Expect(cp.Client.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
+		for _, e := range events.Items {
+			if e.Reason == runner.ReasonCertificateExpiring {
+				warning = e
+				return true
+			}
+		}
+		return false
+	}).WithTimeout(20 * time.Second).Should(BeTrue())
+	Expect(warning.Type).To(Equal(corev1.EventTypeWarning))
+	return warning
+}
+
 func complete(job *batchv1.Job, report trust.Report) {
 	GinkgoHelper()
 	if report.Groups != nil {
@@ -598,31 +631,13 @@ var _ = Describe("the job runner", func() {
 		runAndComplete(newestJob(""))
 		Eventually(stateLabel).Should(Equal("Gathered"))
 
-		key, err := rsa.GenerateKey(rand.Reader, 2048)
-		Expect(err).NotTo(HaveOccurred())
-		now := time.Now()
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "short"}, NotBefore: now.Add(-3 * time.Hour), NotAfter: now.Add(time.Hour)}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-		Expect(err).NotTo(HaveOccurred())
-		certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+		certPEM, _ := shortLivedCertificate()
 		Expect(cp.Client.Create(ctx, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: "shop.var-short-lived", Namespace: ns, Labels: runner.CredentialsSelector("shop"),
 				Annotations: map[string]string{names.AnnotationVariable: "short_lived"}},
 			Data: map[string][]byte{"certificate": certPEM, "private_key": []byte("not-to-be-seen")},
 		})).To(Succeed())
-		var warning eventsv1.Event
-		Eventually(func() bool {
-			var events eventsv1.EventList
-			Expect(cp.Client.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
-			for _, e := range events.Items {
-				if e.Reason == runner.ReasonCertificateExpiring {
-					warning = e
-					return true
-				}
-			}
-			return false
-		}).WithTimeout(20 * time.Second).Should(BeTrue())
-		Expect(warning.Type).To(Equal(corev1.EventTypeWarning))
+		warning := expiryWarning(ns)
 		Expect(warning.Note).To(ContainSubstring("certificate variable 'short_lived' expires"))
 		Expect(warning.Note).NotTo(Or(ContainSubstring("BEGIN"), ContainSubstring("not-to-be-seen")))
 		Expect(warning.Note).NotTo(ContainSubstring("bus_ca"))
