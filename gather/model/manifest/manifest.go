@@ -131,6 +131,8 @@ type Placement struct {
 	Lifecycle string
 	AZs       []string
 	Networks  []string
+	// Stemcells are the operating systems of `stemcell: [{os: …}]`.
+	Stemcells []string
 }
 
 // JobRef names a job by name and release in a placement rule.
@@ -215,7 +217,7 @@ func FromDocument(doc any) (*Manifest, error) {
 	}
 	for _, a := range m.Addons {
 		for i := range m.InstanceGroups {
-			if a.appliesTo(&m.InstanceGroups[i]) {
+			if a.appliesTo(&m.InstanceGroups[i], groupOS(m, &m.InstanceGroups[i])) {
 				m.InstanceGroups[i].Jobs = append(m.InstanceGroups[i].Jobs, a.Jobs...)
 			}
 		}
@@ -589,6 +591,24 @@ func placement(e *yamlvalue.Map, p, key string) (*Placement, error) {
 	}
 	p = join(p, key)
 	pl := &Placement{}
+	// A deployment's own addons cannot name deployments; teams they name
+	// are ignored, as the director ignores them there.
+	if deployments, err := strList(pm, p, "deployments"); err != nil || len(deployments) > 0 {
+		if err == nil {
+			err = fmt.Errorf("Deployment filter is not allowed for deployment level addons.")
+		}
+		return nil, err
+	}
+	if err := eachMap(pm, p, "stemcell", func(sp string, se *yamlvalue.Map) error {
+		os, err := str(se, sp, "os", false)
+		if err == nil && os == "" {
+			err = fmt.Errorf("Stemcell %s in deployment config's %s section must have an os name.", sp, key)
+		}
+		pl.Stemcells = append(pl.Stemcells, os)
+		return err
+	}); err != nil {
+		return nil, err
+	}
 	if pl.InstanceGroups, err = strList(pm, p, "instance_groups"); err != nil {
 		return nil, err
 	}
@@ -614,18 +634,20 @@ func placement(e *yamlvalue.Map, p, key string) (*Placement, error) {
 	return pl, err
 }
 
-func (a Addon) appliesTo(g *InstanceGroup) bool {
-	if a.Include != nil && !a.Include.matches(g) {
-		return false
-	}
-	return a.Exclude == nil || !a.Exclude.matches(g)
+// appliesTo says whether the addon goes on group g, whose stemcell's
+// operating system is os.
+func (a Addon) appliesTo(g *InstanceGroup, os string) bool {
+	return a.Include.applies(g, os, true) && !a.Exclude.applies(g, os, false)
 }
 
-// matches is true when every criterion the rule sets matches the group; an
-// empty rule matches everything, as the director's addon filter.
-func (pl *Placement) matches(g *InstanceGroup) bool {
-	if len(pl.InstanceGroups) > 0 && !contains(pl.InstanceGroups, g.Name) {
-		return false
+// applies is the director's addon filter (addon/filter.rb): every
+// criterion the rule sets must match the group. A rule with no criterion
+// (or none) includes every group and excludes none; an exclude rule of
+// only lifecycle, azs, networks or stemcells excludes the groups they
+// match.
+func (pl *Placement) applies(g *InstanceGroup, os string, include bool) bool {
+	if pl == nil {
+		return include
 	}
 	if pl.Lifecycle != "" && pl.Lifecycle != g.Lifecycle {
 		return false
@@ -633,15 +655,31 @@ func (pl *Placement) matches(g *InstanceGroup) bool {
 	if len(pl.AZs) > 0 && !anyOf(g.AZs, func(az string) bool { return contains(pl.AZs, az) }) {
 		return false
 	}
+	if len(pl.Stemcells) > 0 && !contains(pl.Stemcells, os) {
+		return false
+	}
 	if len(pl.Networks) > 0 && !anyOf(g.Networks, func(n Network) bool { return contains(pl.Networks, n.Name) }) {
 		return false
 	}
-	if len(pl.Jobs) > 0 && !anyOf(pl.Jobs, func(r JobRef) bool {
-		return anyOf(g.Jobs, func(j Job) bool { return j.Name == r.Name && j.Release == r.Release })
-	}) {
-		return false
+	if len(pl.Jobs) > 0 || len(pl.InstanceGroups) > 0 {
+		return (len(pl.InstanceGroups) == 0 || contains(pl.InstanceGroups, g.Name)) &&
+			(len(pl.Jobs) == 0 || anyOf(pl.Jobs, func(r JobRef) bool {
+				return anyOf(g.Jobs, func(j Job) bool { return j.Name == r.Name && j.Release == r.Release })
+			}))
 	}
-	return true
+	return include || pl.Lifecycle != "" || len(pl.AZs) > 0 || len(pl.Networks) > 0 || len(pl.Stemcells) > 0
+}
+
+// groupOS is the operating system of g's stemcell ("" when the manifest
+// names its stemcell by name only).
+func groupOS(m *Manifest, g *InstanceGroup) string {
+	alias, _ := str(g.Raw, "instance_groups."+g.Name, "stemcell", false)
+	for _, s := range m.Stemcells {
+		if s.Alias == alias {
+			return s.OS
+		}
+	}
+	return ""
 }
 
 func contains(list []string, s string) bool {

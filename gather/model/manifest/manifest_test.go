@@ -184,3 +184,57 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestAddonPlacement follows the director's addon filter (addon/filter.rb
+// and its filter_spec): stemcell by os, and empty or criterion-only exclude
+// rules.
+func TestAddonPlacement(t *testing.T) {
+	const groups = `
+stemcells: [{alias: default, os: ubuntu-jammy, version: "1"}, {alias: win, os: windows2019, version: "1"}]
+instance_groups:
+- {name: linux, stemcell: default, azs: [z1], instances: 1, jobs: [{name: web, release: r}]}
+- {name: windows, stemcell: win, azs: [z1], instances: 1, jobs: [{name: cell, release: r}]}
+- {name: smoke, stemcell: default, lifecycle: errand, instances: 1, jobs: [{name: smoke_tests, release: s}]}
+`
+	for _, c := range []struct {
+		rule string
+		want string // the groups the addon lands on
+	}{
+		{`{}`, "linux,windows,smoke"},
+		{`{include: {stemcell: [{os: ubuntu-jammy}, {os: ubuntu-bionic}]}}`, "linux,smoke"},
+		{`{include: {stemcell: [{os: ubuntu-noble}]}}`, ""},
+		{`{exclude: {stemcell: [{os: windows2019}]}}`, "linux,smoke"},
+		{`{exclude: {}}`, "linux,windows,smoke"},
+		{`{exclude: {teams: [a]}}`, "linux,windows,smoke"},
+		{`{include: {teams: [a]}}`, "linux,windows,smoke"},
+		{`{include: {stemcell: [{os: ubuntu-jammy}]}, exclude: {jobs: [{name: smoke_tests, release: s}]}}`, "linux"},
+		{`{exclude: {lifecycle: errand}}`, "linux,windows"},
+		{`{exclude: {azs: [z1]}}`, "smoke"},
+		{`{include: {instance_groups: [linux, windows], stemcell: [{os: windows2019}]}}`, "windows"},
+	} {
+		doc := "name: d\n" + groups + "addons:\n- {name: a, jobs: [{name: agent, release: r}], " + strings.TrimSuffix(strings.TrimPrefix(c.rule, "{"), "}") + "}\n"
+		m, err := Parse([]byte(doc))
+		if err != nil {
+			t.Errorf("%s: %v", c.rule, err)
+			continue
+		}
+		var on []string
+		for _, g := range m.InstanceGroups {
+			if anyOf(g.Jobs, func(j Job) bool { return j.Name == "agent" }) {
+				on = append(on, g.Name)
+			}
+		}
+		if got := strings.Join(on, ","); got != c.want {
+			t.Errorf("%s: on %q, want %q", c.rule, got, c.want)
+		}
+	}
+	for rule, want := range map[string]string{
+		`{include: {stemcell: [{name: jammy}]}}`: "Stemcell addons[0].include.stemcell[0] in deployment config's include section must have an os name.",
+		`{include: {deployments: [d]}}`:          "Deployment filter is not allowed for deployment level addons.",
+	} {
+		_, err := Parse([]byte("name: d\n" + groups + "addons:\n- {name: a, jobs: [{name: agent, release: r}], " + strings.TrimSuffix(strings.TrimPrefix(rule, "{"), "}") + "}\n"))
+		if err == nil || err.Error() != want {
+			t.Errorf("%s: error %v, want %q", rule, err, want)
+		}
+	}
+}
