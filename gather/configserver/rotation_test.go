@@ -2,6 +2,7 @@ package configserver_test
 
 import (
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"net/http"
 
@@ -83,6 +84,9 @@ var _ = Describe("rotating a CA in CredHub's transitional steps", func() {
 			Expect(a.json()).To(Equal(map[string]any{"error": message}))
 		}
 		expectAnswer(do(http.MethodPut, certificates+"/update_transitional_version", map[string]any{"version": step1.id}), 400, credhub.VersionMismatch)
+		// credhub curl without -d sends null: no request to move the mark.
+		noBody := call(server.url, http.MethodPut, certificates+"/update_transitional_version", token, json.RawMessage("null"))
+		Expect(noBody.status).To(Equal(http.StatusBadRequest), noBody.body)
 		expectAnswer(do(http.MethodPut, "/api/v1/certificates/00000000-0000-0000-0000-000000000000/update_transitional_version", map[string]any{"version": nil}), 404, credhub.ResourceNotFound)
 		moved := do(http.MethodPut, certificates+"/update_transitional_version", map[string]any{"version": oldVersion})
 		Expect(moved.status).To(Equal(http.StatusOK), moved.body)

@@ -71,6 +71,14 @@ func LoadProcess(vcap, job, process string) (bpm.Process, error) {
 	return bpm.Process{}, fmt.Errorf("job '%s': %s has no process '%s'", job, file, process)
 }
 
+// processUID is the user BPM runs p as: vcap, or root when privileged.
+func processUID(p bpm.Process) int {
+	if p.Unsafe != nil && p.Unsafe.Privileged {
+		return 0
+	}
+	return VcapUID
+}
+
 // Run runs the process until it exits or ctx ends (the container is asked
 // to stop), and returns the exit code for the container.
 func (l *Launcher) Run(ctx context.Context) (int, error) {
@@ -83,11 +91,7 @@ func (l *Launcher) Run(ctx context.Context) (int, error) {
 		return 1, err
 	}
 	privileged := p.Unsafe != nil && p.Unsafe.Privileged
-	uid := VcapUID
-	if privileged {
-		uid = 0
-	}
-	stdout, stderr, err := l.prepare(p, uid)
+	stdout, stderr, err := l.prepare(p, processUID(p))
 	if err != nil {
 		return 1, fmt.Errorf("job '%s', process '%s': failed to create system files: %w", plan.Job, plan.Process, err)
 	}

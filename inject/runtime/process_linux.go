@@ -32,7 +32,7 @@ var Capabilities = map[string]uintptr{
 // and ambient sets, so the executable gets exactly these, as under BPM's
 // runc.
 func credentials(caps []string) (*syscall.SysProcAttr, error) {
-	attr := &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: VcapUID, Gid: VcapUID, Groups: []uint32{VcapUID}}}
+	attr := asUser(VcapUID)
 	for _, name := range caps {
 		c, ok := Capabilities[strings.TrimPrefix(strings.ToUpper(name), "CAP_")]
 		if !ok {
@@ -41,6 +41,12 @@ func credentials(caps []string) (*syscall.SysProcAttr, error) {
 		attr.AmbientCaps = append(attr.AmbientCaps, c)
 	}
 	return attr, nil
+}
+
+// asUser makes a child run as uid, with the group of that number as
+// vcap's.
+func asUser(uid int) *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{uint32(uid)}}}
 }
 
 // SetLimits applies BPM's limits to the launcher, whose process inherits

@@ -19,7 +19,8 @@ import (
 // agentPath is the PATH the agent runs job scripts with.
 const agentPath = "/usr/sbin:/usr/bin:/sbin:/bin"
 
-// Scripts runs a job's lifecycle scripts as the agent does: as root, from
+// Scripts runs a job's lifecycle scripts as the agent does (bin/dns/healthy
+// aside, see DNSHealthy): as root, from
 // /var/vcap/jobs/<job>/bin, output appended to
 // /var/vcap/sys/log/<job>/<script>.stdout.log and .stderr.log, and echoed to
 // the container's own output.
@@ -142,11 +143,19 @@ func (s Scripts) Drain(ctx context.Context, job string, persistentDiskMB int) (i
 	}
 }
 
-// DNSHealthy runs bin/dns/healthy, as the agent's health check does.
-func (s Scripts) DNSHealthy(ctx context.Context, job string) error {
+// DNSHealthy runs bin/dns/healthy, as the agent's health check does, but
+// as uid, the user of the process it checks. The agent runs it as root on
+// the VM, where root may read every process's /proc entries; a container's
+// root lacks CAP_SYS_PTRACE, which that takes for another user's process,
+// so a check looking for the process's sockets (doppler's `lsof -i`)
+// would never see them. As the process's own user it does.
+func (s Scripts) DNSHealthy(ctx context.Context, job string, uid int) error {
 	var all bytes.Buffer
 	cmd := exec.CommandContext(ctx, s.path(job, contract.DNSHealthy))
 	cmd.Env = append(os.Environ(), "PATH="+agentPath)
+	if uid != 0 && os.Geteuid() == 0 {
+		cmd.SysProcAttr = asUser(uid)
+	}
 	cmd.Stdout, cmd.Stderr = &all, &all
 	cmd.WaitDelay = time.Second
 	if err := runChild(cmd); err != nil {

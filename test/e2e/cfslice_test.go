@@ -32,7 +32,8 @@ import (
 // route_registrar), which exits until the process listens, is started
 // again in its container on monit's next cycle: no container restarts; its
 // launcher's status, as `instances` reads it, counts those starts and keeps
-// its last exit with the end of its stderr.
+// its last exit with the end of its stderr; the instance is Ready, its
+// bin/dns/healthy finding the listener's socket as lsof does (doppler's).
 func TestCFSlice(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -83,6 +84,11 @@ func TestCFSlice(t *testing.T) {
 	}
 	if !strings.Contains(peerLogs, "connecting to cfslice-nats-0.") || !strings.Contains(peerLogs, "starting again on monit's next cycle") {
 		t.Errorf("the peer did not exit and start again before the listener listened:\n%s", peerLogs)
+	}
+	// The listener's bin/dns/healthy finds its socket as lsof does, as
+	// doppler's does: the instance is Ready.
+	if err := p.WaitReady(ctx, time.Minute); err != nil {
+		t.Error(err)
 	}
 	var pod corev1.Pod
 	if err := w.Client.Get(ctx, p.Key(), &pod); err != nil {

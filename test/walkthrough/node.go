@@ -83,6 +83,28 @@ func (p *Pod) WaitForLog(ctx context.Context, container, text string, timeout ti
 	return logs, err
 }
 
+// WaitReady waits until the pod is Ready: every container's readiness
+// probe (the agent's view of the instance, bin/dns/healthy included)
+// answers.
+func (p *Pod) WaitReady(ctx context.Context, timeout time.Duration) error {
+	err := p.w.poll(ctx, timeout, "pod "+p.key.String()+" to be Ready", func() (bool, error) {
+		var pod corev1.Pod
+		if err := p.w.Client.Get(ctx, p.key, &pod); err != nil {
+			return false, err
+		}
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				return c.Status == corev1.ConditionTrue, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		err = fmt.Errorf("%w\n%s", err, p.diagnosis(ctx))
+	}
+	return err
+}
+
 // diagnosis says why a pod may not have got on: its phase, the conditions
 // it has not met, and its events (a pod never scheduled or whose sandbox
 // never started has no container state to show).

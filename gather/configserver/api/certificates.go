@@ -153,11 +153,16 @@ func (s *Server) regenerateCertificate(w http.ResponseWriter, r *http.Request, c
 // versions trusting accordingly. It answers the current and transitional
 // versions, each ca its signer's alone.
 func (s *Server) updateTransitional(w http.ResponseWriter, r *http.Request, c *auth.Caller) error {
-	var req struct {
+	// The body is required: `null` (credhub curl without -d) is no
+	// request to end a rotation.
+	var req *struct {
 		Version *string `json:"version"`
 	}
 	if err := decode(r, &req); err != nil {
 		return err
+	}
+	if req == nil {
+		return credhub.Reject(credhub.BadRequest)
 	}
 	vs, err := s.credential(r, c)
 	if err != nil {
