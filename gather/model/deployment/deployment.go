@@ -80,6 +80,9 @@ func Load(manifestYAML []byte, ops []OpsFile, vars variables.Source, now time.Ti
 	if err != nil {
 		return nil, err
 	}
+	if err := interpolateOptions(defs, vars); err != nil {
+		return nil, err
+	}
 	if err := variables.GenerateWithLinks(defs, vars, now, nil, manifest.ConvergeVariables(doc)); err != nil {
 		return nil, err
 	}
@@ -97,6 +100,24 @@ func Load(manifestYAML []byte, ops []OpsFile, vars variables.Source, now time.Ti
 	}
 	held.into(out.(*yamlvalue.Map))
 	return manifest.FromDocument(out)
+}
+
+// interpolateOptions resolves the placeholders in the variables' options
+// (cf-deployment's `common_name: api.((system_domain))`), as the director
+// does: it interpolates the manifest, properties aside, before it has its
+// config server generate the variables, so what they name must exist.
+func interpolateOptions(defs []manifest.Variable, vars variables.Source) error {
+	for i, d := range defs {
+		if d.Options == nil {
+			continue
+		}
+		out, err := variables.Interpolate(d.Options, vars)
+		if err != nil {
+			return err
+		}
+		defs[i].Options = out.(*yamlvalue.Map)
+	}
+	return nil
 }
 
 // heldProperties keeps the property subtrees of a manifest document while

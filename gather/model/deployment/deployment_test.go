@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -277,6 +278,41 @@ instance_groups:
 	_, err = Load([]byte("name: dep\n"), []OpsFile{{Name: "bad.yml", Data: []byte("- {type: remove, path: /x}")}}, vars, time.Now())
 	if err == nil || err.Error() != "ops file bad.yml: operation [0] (remove /x): Expected to find a map key 'x' for path '/x' (found map keys: 'name')" {
 		t.Errorf("ops error %v", err)
+	}
+}
+
+// TestVariableOptionsInterpolated: a variable's options name given
+// variables (cf-deployment's `common_name: api.((system_domain))`), which
+// the director interpolates before it generates.
+func TestVariableOptionsInterpolated(t *testing.T) {
+	vars := variables.NewMapSource(nil)
+	vars.Put("system_domain", "sys.example.com")
+	m, err := Load([]byte(`name: dep
+variables:
+- {name: ca, type: certificate, options: {is_ca: true, common_name: ca}}
+- {name: api_tls, type: certificate, options: {ca: ca, common_name: "api.((system_domain))", alternative_names: ["api.((system_domain))"]}}
+`), nil, vars, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := js(t, m.Variables[1].Options); got != `{"alternative_names":["api.sys.example.com"],"ca":"ca","common_name":"api.sys.example.com"}` {
+		t.Errorf("options %s", got)
+	}
+	v, _, _ := vars.Get("api_tls")
+	certPEM, _ := v.(*yamlvalue.Map).Get("certificate")
+	block, _ := pem.Decode([]byte(certPEM.(string)))
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cert.Subject.CommonName != "api.sys.example.com" || !slices.Contains(cert.DNSNames, "api.sys.example.com") {
+		t.Errorf("certificate for %q %v", cert.Subject.CommonName, cert.DNSNames)
+	}
+	_, err = Load([]byte(`name: dep
+variables: [{name: x, type: certificate, options: {is_ca: true, common_name: "((nope))"}}]
+`), nil, vars, time.Now())
+	if err == nil || err.Error() != "- Failed to find variable 'nope' from config server" {
+		t.Errorf("error %v", err)
 	}
 }
 
