@@ -284,11 +284,20 @@ func resolve(d *deployment.Deployment, network instance.Network, remote Remote, 
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		switch t.query {
+		switch queryOf(t.query) {
 		case "*":
 			if !slices.Contains(addresses, groupAddress) {
 				groups, addresses, deployments = append(groups, t.group), append(addresses, groupAddress), append(deployments, depName)
 			}
+		case healthyQuery:
+			if len(a.targets) > 1 {
+				return nil, nil, nil, fmt.Errorf("query '%s' (healthy instances) answers for one target only: use '*' for an alias over several groups", t.query)
+			}
+			_, healthy, err := network.SubsetAddress(depName, t.group, instance.Subset{Healthy: true})
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			out = append(out, Record{Name: name, Target: healthy})
 		case "_":
 			if !placeholder {
 				return nil, nil, nil, fmt.Errorf("query '_' answers '<instance-id>.<domain>': the domain must start with '_.'")
@@ -297,7 +306,7 @@ func resolve(d *deployment.Deployment, network instance.Network, remote Remote, 
 				out = append(out, Record{Name: ids[i] + "." + rest, Target: instAddresses[i]})
 			}
 		default:
-			return nil, nil, nil, fmt.Errorf("query '%s' of instance group '%s' in deployment '%s' is not supported: use '*' (the group) or '_' (each instance)", t.query, t.group, depName)
+			return nil, nil, nil, fmt.Errorf("query '%s' of instance group '%s' in deployment '%s' is not supported: use '*' (the group), '_' (each instance), 'q-s4' or 'q-s0' (all instances) or 'q-s3' (healthy ones)", t.query, t.group, depName)
 		}
 	}
 	if len(addresses) < 2 {
@@ -322,6 +331,23 @@ func resolve(d *deployment.Deployment, network instance.Network, remote Remote, 
 	}
 	out = append(out, Record{Name: name, Target: address})
 	return out, &Union{Domain: a.domain, Service: service, Label: names.LabelAliasPrefix + sum, Groups: groups}, missing, nil
+}
+
+// healthyQuery stands for a query of the group's healthy instances.
+const healthyQuery = "healthy"
+
+// queryOf reads bosh-dns's short health queries (q-s<N>: s0 the default,
+// healthy instances or all when none is; s3 the healthy; s4 all) as the
+// group ('*', whose Service answers every instance) or its healthy
+// instances; other queries are as given.
+func queryOf(q string) string {
+	switch q {
+	case "q-s0", "q-s4":
+		return "*"
+	case "q-s3":
+		return healthyQuery
+	}
+	return q
 }
 
 // errNotInDeployment is a target naming a group its own deployment does

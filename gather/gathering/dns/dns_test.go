@@ -272,3 +272,31 @@ func TestUnhonoured(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// bosh-dns's short health queries, as cf-deployment's aliases use them
+// (auctioneer.service.cf.internal: q-s4): all instances are the group's
+// Service, healthy ones its healthy Service.
+func TestHealthQueries(t *testing.T) {
+	op := `[{type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/-, value: {domain: all.shop.internal, targets: [{query: q-s4, instance_group: db, deployment: shop, network: default}]}},
+{type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/-, value: {domain: group.shop.internal, targets: [{query: "*", instance_group: db, deployment: shop, network: default}]}},
+{type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/-, value: {domain: healthy.shop.internal, targets: [{query: q-s3, instance_group: db, deployment: shop, network: default}]}}]`
+	recs, _, _, err := dns.Records(shop(t, op), network, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := map[string]string{}
+	for _, r := range recs {
+		target[r.Name] = r.Target
+	}
+	_, healthy, err := network.SubsetAddress("shop", "db", instance.Subset{Healthy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if target["all.shop.internal"] == "" || target["all.shop.internal"] != target["group.shop.internal"] || strings.TrimSuffix(target["healthy.shop.internal"], ".") != healthy {
+		t.Errorf("all %q, group %q, healthy %q (want %q)", target["all.shop.internal"], target["group.shop.internal"], target["healthy.shop.internal"], healthy)
+	}
+	_, _, _, err = dns.Records(shop(t, `[{type: replace, path: /addons/name=bosh-dns-aliases/jobs/0/properties/aliases/-, value: {domain: one.shop.internal, targets: [{query: q-i1, instance_group: db, deployment: shop, network: default}]}}]`), network, nil)
+	if err == nil || !strings.Contains(err.Error(), "query 'q-i1' of instance group 'db' in deployment 'shop' is not supported") {
+		t.Errorf("error %v", err)
+	}
+}
