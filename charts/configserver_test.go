@@ -87,7 +87,7 @@ var _ = Describe("the chart's config server", func() {
 			To(Equal(deploy.Spec.Selector.MatchLabels))
 		c := pod.Containers[0]
 		Expect(c.Args).To(ContainElements("config-server", "--namespace=$(POD_NAMESPACE)", "--director-name=bosh-injector",
-			"--client=director=director-client", "--signing-key-secret="+cs+"-token-key", "--listen=:8844", "--log-level=info"))
+			"--client=director=director-client", "--signing-key-secret="+cs+"-token-key", "--listen=:8844", "--spare-keys=128", "--log-level=info"))
 		Expect(c.Ports).To(ConsistOf(corev1.ContainerPort{Name: "https", ContainerPort: 8844}))
 		for _, probe := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe} {
 			Expect(probe.HTTPGet.Path).To(Equal("/health"))

@@ -34,6 +34,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/configserver/api"
 	"github.com/bosh-injector/bosh-injector/gather/configserver/auth"
 	"github.com/bosh-injector/bosh-injector/gather/configserver/director"
+	"github.com/bosh-injector/bosh-injector/gather/configserver/generate"
 	"github.com/bosh-injector/bosh-injector/gather/configserver/store"
 )
 
@@ -59,6 +60,8 @@ type Options struct {
 	// URL is the server's external URL, /info's auth-server.url and the
 	// tokens' issuer; empty takes the request's host.
 	URL string
+	// SpareKeys is how many RSA keys the server keeps generated ahead.
+	SpareKeys int
 }
 
 // New builds the server's HTTP handler; it reads (or first creates) the
@@ -95,6 +98,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger) erro
 	if err != nil {
 		return err
 	}
+	go generate.PrepareKeys(ctx, o.SpareKeys)
 	watcher, err := certwatcher.New(filepath.Join(o.CertDir, corev1.TLSCertKey), filepath.Join(o.CertDir, corev1.TLSPrivateKeyKey))
 	if err != nil {
 		return fmt.Errorf("serving certificate: %w", err)

@@ -54,6 +54,7 @@ func init() {
 		f.StringVar(&o.SigningKeySecret, "signing-key-secret", "bosh-injector-config-server-token-key", "Secret in --namespace holding the token signing key; created when missing")
 		f.StringVar(&o.CertDir, "cert-dir", "/etc/bosh-injector/config-server-tls", "directory with tls.crt and tls.key, reloaded when they change")
 		f.StringVar(&o.Address, "listen", ":8844", "address to serve on (CredHub's port by default)")
+		f.IntVar(&o.SpareKeys, "spare-keys", 128, "RSA keys kept generated ahead, while the server idles: a first gathering's certificates take them instead of waiting for new ones")
 		f.StringVar(&o.URL, "url", "", "external URL of the server, /info's auth-server.url and the tokens' issuer; empty takes https://<the request's host>")
 		f.StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig; in-cluster configuration when empty")
 		return cmd

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 )
 
@@ -230,4 +231,39 @@ func lookPath(t *testing.T, tool, debianPackage string) string {
 		t.Skipf("%s is not installed (Debian package %s); the check against it is skipped", tool, debianPackage)
 	}
 	return p
+}
+
+// Spare keys: made ahead, each handed out once, replaced as they go.
+func TestSpareKeys(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go PrepareKeys(ctx, 3)
+	spare := SpareCount
+	deadline := time.Now().Add(time.Minute)
+	for spare() < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d spare keys after a minute", spare())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	seen := map[string]bool{}
+	for range 3 {
+		v, err := RSA(ctx, DefaultKeyLength)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if RSAKeyLength(v.PublicKey) != DefaultKeyLength || seen[v.PublicKey] {
+			t.Fatalf("key of %d bits, seen before: %v", RSAKeyLength(v.PublicKey), seen[v.PublicKey])
+		}
+		seen[v.PublicKey] = true
+	}
+	// A 4096-bit key is never a spare one.
+	if v, err := RSA(ctx, 4096); err != nil || RSAKeyLength(v.PublicKey) != 4096 {
+		t.Fatalf("4096: %v, %d bits", err, RSAKeyLength(v.PublicKey))
+	}
+	for deadline = time.Now().Add(time.Minute); spare() < 3; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("spare keys not replaced: %d", spare())
+		}
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"runtime"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/crypto/ssh"
 
@@ -24,8 +25,25 @@ const DefaultKeyLength = 2048
 // busy and none waits behind more work than its share.
 var keySlots = make(chan struct{}, runtime.GOMAXPROCS(0))
 
-// rsaKey generates an RSA key of bits, waiting for a free core.
+// spareKeys, once PrepareKeys runs, holds default-length keys generated
+// ahead; each is handed out once and kept nowhere else.
+var spareKeys atomic.Pointer[chan *rsa.PrivateKey]
+
+// rsaKey is an RSA key of bits: a spare one when there is one, else one
+// generated now.
 func rsaKey(ctx context.Context, bits int) (*rsa.PrivateKey, error) {
+	if spare := spareKeys.Load(); spare != nil && bits == DefaultKeyLength {
+		select {
+		case key := <-*spare:
+			return key, nil
+		default:
+		}
+	}
+	return newKey(ctx, bits)
+}
+
+// newKey generates an RSA key of bits, waiting for a free core.
+func newKey(ctx context.Context, bits int) (*rsa.PrivateKey, error) {
 	select {
 	case keySlots <- struct{}{}:
 	case <-ctx.Done():
@@ -33,6 +51,38 @@ func rsaKey(ctx context.Context, bits int) (*rsa.PrivateKey, error) {
 	}
 	defer func() { <-keySlots }()
 	return rsa.GenerateKey(rand.Reader, bits)
+}
+
+// SpareCount is how many keys are ready ahead.
+func SpareCount() int {
+	if spare := spareKeys.Load(); spare != nil {
+		return len(*spare)
+	}
+	return 0
+}
+
+// PrepareKeys keeps n default-length keys generated ahead, one at a time,
+// replacing those handed out, until ctx ends. A first gathering of
+// cf-deployment asks for about a hundred keys at once; generating them is
+// most of its time (seconds on two cores), which keys made while the
+// server idles save.
+func PrepareKeys(ctx context.Context, n int) {
+	if n <= 0 {
+		return
+	}
+	spare := make(chan *rsa.PrivateKey, n)
+	spareKeys.Store(&spare)
+	for {
+		key, err := newKey(ctx, DefaultKeyLength)
+		if err != nil {
+			return
+		}
+		select {
+		case spare <- key:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // ValidKeyLength reports CredHub's INVALID_KEY_LENGTH for lengths other than
