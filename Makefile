@@ -326,13 +326,19 @@ demo-down: ## Stop the cluster or sandbox `make demo … KEEP=1` left up [SANDBO
 
 # Outside CI (it needs checkouts CI cannot fetch): cf-deployment's routing
 # slice (nats, gorouter, route_registrar, bosh-dns-aliases) built from the
-# release directories and deployed in a sandbox; see
+# release directories and deployed in a sandbox; with the four logging
+# releases (all or none), its logging layer beside it (doppler, log-api,
+# log-cache, scheduler, the agents on every group); see
 # test/acceptance/cf-slice/run.sh.
 .PHONY: acceptance-cf
-acceptance-cf: deps testbin image build stemcell-image ## Outside CI: cf-deployment's routing slice from checkouts: make acceptance-cf CF_DEPLOYMENT=dir NATS_RELEASE=dir ROUTING_RELEASE=dir DNS_ALIASES_RELEASE=dir [HEALTHCHECKER_RELEASE=dir]
+acceptance-cf: deps testbin image build stemcell-image ## Outside CI: cf-deployment's routing slice from checkouts, with its logging layer given the four logging releases: make acceptance-cf CF_DEPLOYMENT=dir NATS_RELEASE=dir ROUTING_RELEASE=dir DNS_ALIASES_RELEASE=dir [HEALTHCHECKER_RELEASE=dir] [LOGGREGATOR_RELEASE=dir LOGGREGATOR_AGENT_RELEASE=dir LOG_CACHE_RELEASE=dir STATSD_INJECTOR_RELEASE=dir]
 	KUBEBUILDER_ASSETS=$(TESTBIN) STEMCELL_IMAGE=$(or $(STEMCELL_IMAGE),$(DEFAULT_STEMCELL_IMAGE)) BINARY=$(abspath $(BIN_DIR)/bosh-injector) \
 		CF_DEPLOYMENT=$(abspath $(CF_DEPLOYMENT)) NATS_RELEASE=$(abspath $(NATS_RELEASE)) ROUTING_RELEASE=$(abspath $(ROUTING_RELEASE)) \
 		DNS_ALIASES_RELEASE=$(abspath $(DNS_ALIASES_RELEASE)) HEALTHCHECKER_RELEASE=$(if $(HEALTHCHECKER_RELEASE),$(abspath $(HEALTHCHECKER_RELEASE))) \
+		LOGGREGATOR_RELEASE=$(if $(LOGGREGATOR_RELEASE),$(abspath $(LOGGREGATOR_RELEASE))) \
+		LOGGREGATOR_AGENT_RELEASE=$(if $(LOGGREGATOR_AGENT_RELEASE),$(abspath $(LOGGREGATOR_AGENT_RELEASE))) \
+		LOG_CACHE_RELEASE=$(if $(LOG_CACHE_RELEASE),$(abspath $(LOG_CACHE_RELEASE))) \
+		STATSD_INJECTOR_RELEASE=$(if $(STATSD_INJECTOR_RELEASE),$(abspath $(STATSD_INJECTOR_RELEASE))) \
 		test/acceptance/cf-slice/run.sh
 
 # The same walkthrough on a real cluster that has cert-manager: the images
