@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"gopkg.in/yaml.v3"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,8 +21,10 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/configserver/director"
 	"github.com/bosh-injector/bosh-injector/gather/configserver/generate"
 	"github.com/bosh-injector/bosh-injector/gather/configserver/store"
+	"github.com/bosh-injector/bosh-injector/gather/gathering"
 	"github.com/bosh-injector/bosh-injector/gather/model/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/render/ruby"
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
 )
@@ -82,23 +85,29 @@ func BenchmarkGenerate(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer srv.Stop()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cf-gather",
-		Labels: map[string]string{names.LabelManagedBy: names.ManagedBy}, Annotations: map[string]string{director.AnnotationDeployment: "cf"}}}
-	if err := cp.Client.Create(ctx, sa); err != nil {
-		b.Fatal(err)
+	// clientFor is a client of the server with a token of deployment
+	// d's gathering ServiceAccount, as its Job's pod has.
+	clientFor := func(d string) *director.Client {
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: d + "-gather",
+			Labels: map[string]string{names.LabelManagedBy: names.ManagedBy}, Annotations: map[string]string{director.AnnotationDeployment: d}}}
+		if err := cp.Client.Create(ctx, sa); err != nil {
+			b.Fatal(err)
+		}
+		tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{Audiences: []string{director.Audience}, ExpirationSeconds: ptr.To[int64](3600)}}
+		if err := cp.Client.SubResource("token").Create(ctx, sa, tr); err != nil {
+			b.Fatal(err)
+		}
+		tokenFile := filepath.Join(b.TempDir(), "token")
+		if err := os.WriteFile(tokenFile, []byte(tr.Status.Token), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		c, err := director.NewClient(srv.URL+"/api/", serving.Client, director.TokenFile(tokenFile))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return c
 	}
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{Audiences: []string{director.Audience}, ExpirationSeconds: ptr.To[int64](3600)}}
-	if err := cp.Client.SubResource("token").Create(ctx, sa, tr); err != nil {
-		b.Fatal(err)
-	}
-	tokenFile := filepath.Join(b.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte(tr.Status.Token), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	c, err := director.NewClient(srv.URL+"/api/", serving.Client, director.TokenFile(tokenFile))
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := clientFor("cf")
 	load := func() time.Duration {
 		start := time.Now()
 		if _, err := deployment.Load(cfVariables(), nil, director.NewSource(ctx, c, "bench", "cf", nil), time.Now()); err != nil {
@@ -130,4 +139,59 @@ func BenchmarkGenerate(b *testing.B) {
 	b.ReportMetric(float64(first.Milliseconds()), "generated-ms")
 	b.ReportMetric(float64(spare.Milliseconds()), "spare-keys-ms")
 	b.ReportMetric(float64(existing.Milliseconds()), "existing-ms")
+
+	// Whole gatherings, templates rendered and Secrets written: the shop
+	// deployment with those 94 variables besides its own, first when the
+	// server generates every one (from its spare keys), then again when
+	// every one exists.
+	jobs := b.TempDir()
+	if err := fixtures.LayoutReleases(jobs); err != nil {
+		b.Fatal(err)
+	}
+	shop, err := fixtures.ShopManifest()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := fixtures.ApplyManifest(ctx, cp.Client, ns, shop, deployment.OpsFile{Name: "ops-01-cf-variables.yml", Data: cfVariablesOps(b)}); err != nil {
+		b.Fatal(err)
+	}
+	shopClient := clientFor("shop")
+	gather := func() time.Duration {
+		start := time.Now()
+		_, err := gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: fixtures.ManifestSecret, JobsDir: jobs, ClusterDomain: "cluster.local",
+			ConfigServer: &gathering.ConfigServer{Client: shopClient, Director: "bench", Deployment: "shop"}}, gathering.NewRenderBPM(ctx, ruby.Renderer{}), time.Now())
+		if err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	for generate.SpareCount() < 128 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	generated := gather()
+	again := gather()
+	b.Logf("gathering the shop deployment with them: every variable generated (spare keys) %v, every one existing %v (%.2f×)",
+		generated.Round(time.Millisecond), again.Round(time.Millisecond), float64(generated)/float64(again))
+	b.ReportMetric(float64(generated.Milliseconds()), "gather-generated-ms")
+	b.ReportMetric(float64(again.Milliseconds()), "gather-existing-ms")
+}
+
+// cfVariablesOps is an ops file adding cfVariables' variables to a
+// manifest.
+func cfVariablesOps(b *testing.B) []byte {
+	var doc struct {
+		Variables []any `yaml:"variables"`
+	}
+	if err := yaml.Unmarshal(cfVariables(), &doc); err != nil {
+		b.Fatal(err)
+	}
+	var ops []map[string]any
+	for _, v := range doc.Variables {
+		ops = append(ops, map[string]any{"type": "replace", "path": "/variables/-", "value": v})
+	}
+	out, err := yaml.Marshal(ops)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return out
 }
