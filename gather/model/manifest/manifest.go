@@ -670,10 +670,14 @@ func (pl *Placement) applies(g *InstanceGroup, os string, include bool) bool {
 	return include || pl.Lifecycle != "" || len(pl.AZs) > 0 || len(pl.Networks) > 0 || len(pl.Stemcells) > 0
 }
 
-// groupOS is the operating system of g's stemcell ("" when the manifest
-// names its stemcell by name only).
+// groupOS is the operating system of g's stemcell: the one its alias
+// names, or the manifest's only one when it names none ("" when the
+// stemcell is given by name only).
 func groupOS(m *Manifest, g *InstanceGroup) string {
 	alias, _ := str(g.Raw, "instance_groups."+g.Name, "stemcell", false)
+	if alias == "" && len(m.Stemcells) == 1 {
+		return m.Stemcells[0].OS
+	}
 	for _, s := range m.Stemcells {
 		if s.Alias == alias {
 			return s.OS

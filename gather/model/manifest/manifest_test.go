@@ -228,6 +228,12 @@ instance_groups:
 			t.Errorf("%s: on %q, want %q", c.rule, got, c.want)
 		}
 	}
+	// A group naming no stemcell has the manifest's only one.
+	m, err := Parse([]byte("name: d\nstemcells: [{alias: default, os: ubuntu-noble, version: '1'}]\ninstance_groups: [{name: g, instances: 1, jobs: []}]\n" +
+		"addons: [{name: a, jobs: [{name: agent, release: r}], include: {stemcell: [{os: ubuntu-noble}]}}]\n"))
+	if err != nil || len(m.InstanceGroups[0].Jobs) != 1 {
+		t.Errorf("a group without a stemcell alias: %v, %+v", err, m)
+	}
 	for rule, want := range map[string]string{
 		`{include: {stemcell: [{name: jammy}]}}`: "Stemcell addons[0].include.stemcell[0] in deployment config's include section must have an os name.",
 		`{include: {deployments: [d]}}`:          "Deployment filter is not allowed for deployment level addons.",
