@@ -289,7 +289,7 @@ func processContainer(group string, pr process, image string, settings Settings)
 	}
 	// The launcher starts as root and runs the process as vcap with its
 	// capabilities ambient; privileged processes stay root, as under BPM.
-	if p.Unsafe != nil && p.Unsafe.Privileged {
+	if p.Privileged() {
 		c.SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true), RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0)}
 		return c, volumes, denials
 	}

@@ -123,7 +123,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger) erro
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
 	}()
-	log.Info("config server listening", "address", ln.Addr().String(), "namespace", o.Namespace, "director", o.Directors.Default, "namespace directors", o.Directors.ByNamespace)
+	log.Info("config server listening", "address", ln.Addr().String(), "namespace", o.Namespace, "director", o.Directors.Default, "namespaceDirectors", o.Directors.ByNamespace)
 	if err := srv.ServeTLS(ln, "", ""); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

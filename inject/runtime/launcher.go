@@ -73,7 +73,7 @@ func LoadProcess(vcap, job, process string) (bpm.Process, error) {
 
 // processUID is the user BPM runs p as: vcap, or root when privileged.
 func processUID(p bpm.Process) int {
-	if p.Unsafe != nil && p.Unsafe.Privileged {
+	if p.Privileged() {
 		return 0
 	}
 	return VcapUID
@@ -90,7 +90,7 @@ func (l *Launcher) Run(ctx context.Context) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	privileged := p.Unsafe != nil && p.Unsafe.Privileged
+	privileged := p.Privileged()
 	stdout, stderr, err := l.prepare(p, processUID(p))
 	if err != nil {
 		return 1, fmt.Errorf("job '%s', process '%s': failed to create system files: %w", plan.Job, plan.Process, err)

@@ -194,16 +194,19 @@ func (in Instance) Ready(ctx context.Context, deadline time.Time) error {
 		case <-time.After(readyPoll):
 		}
 	}
+	if !contract.ChecksDNSHealth(in.Plan.Jobs, in.Plan.Container) {
+		return nil
+	}
+	// The checks run as the user of the container's process.
+	p, err := LoadProcess(in.Scripts.VCAP, in.Plan.Job, in.Plan.Process)
+	if err != nil {
+		return err
+	}
 	for _, j := range in.Plan.Hosted() {
-		if !j.Has(contract.DNSHealthy) {
-			continue
-		}
-		p, err := LoadProcess(in.Scripts.VCAP, in.Plan.Job, in.Plan.Process)
-		if err != nil {
-			return err
-		}
-		if err := in.Scripts.DNSHealthy(ctx, j.Name, processUID(p)); err != nil {
-			return err
+		if j.Has(contract.DNSHealthy) {
+			if err := in.Scripts.DNSHealthy(ctx, j.Name, processUID(p)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/bosh-injector/bosh-injector/gather/configserver/auth"
@@ -203,14 +202,12 @@ func (s *Server) certificateVersions(w http.ResponseWriter, r *http.Request, c *
 	if err != nil {
 		return err
 	}
-	if v := r.URL.Query().Get("current"); v != "" {
-		current, err := strconv.ParseBool(v)
-		if err != nil {
-			return credhub.Reject(credhub.BadRequest)
-		}
-		if current {
-			vs = store.Currents(vs)
-		}
+	current, err := currentParam(r)
+	if err != nil {
+		return err
+	}
+	if current {
+		vs = store.Currents(vs)
 	}
 	out := make([]view, len(vs))
 	for i := range vs {

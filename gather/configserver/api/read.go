@@ -29,13 +29,9 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, c *auth.Caller) err
 	if name == "" {
 		return credhub.Reject(credhub.MissingQueryParameter("name"))
 	}
-	current := false
-	if v := q.Get("current"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return credhub.Reject(credhub.BadRequest)
-		}
-		current = b
+	current, err := currentParam(r)
+	if err != nil {
+		return err
 	}
 	n := -1
 	if v := q.Get("versions"); v != "" {
@@ -74,6 +70,20 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, c *auth.Caller) err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"data": data})
 	return nil
+}
+
+// currentParam is the request's query parameter current (false when
+// absent).
+func currentParam(r *http.Request) (bool, error) {
+	v := r.URL.Query().Get("current")
+	if v == "" {
+		return false, nil
+	}
+	current, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, credhub.Reject(credhub.BadRequest)
+	}
+	return current, nil
 }
 
 // find answers a path or name-like search: each matching credential the

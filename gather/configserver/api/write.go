@@ -399,17 +399,7 @@ func (s *Server) plan(ctx context.Context, c *auth.Caller, typ string, rawParams
 			p.CA = absolute(p.CA)
 		}
 		p.Normalize()
-		var signer *generate.Signer
-		trusted := ""
-		if !p.SelfSign {
-			var err error
-			if signer, trusted, err = s.signer(ctx, c, p.CA, false); err != nil {
-				return nil, err
-			}
-		}
-		cp := certPlan(p, signer)
-		cp.trustedCA = trusted
-		return cp, nil
+		return s.certPlan(ctx, c, p, false)
 	}
 }
 
@@ -438,10 +428,22 @@ func keyPlan(typ string, bits int, comment string, params json.RawMessage) *plan
 	}
 }
 
-func certPlan(p generate.CertParams, signer *generate.Signer) *plan {
+// certPlan plans certificate p: signed by the version of its CA that
+// signs (see signer), its users trusting the CA's other version too; or
+// self-signed.
+func (s *Server) certPlan(ctx context.Context, c *auth.Caller, p generate.CertParams, transitionalSigns bool) (*plan, error) {
+	var signer *generate.Signer
+	trusted := ""
+	if !p.SelfSign {
+		var err error
+		if signer, trusted, err = s.signer(ctx, c, p.CA, transitionalSigns); err != nil {
+			return nil, err
+		}
+	}
 	return &plan{
-		params: marshal(p),
-		caName: p.CA,
+		params:    marshal(p),
+		caName:    p.CA,
+		trustedCA: trusted,
 		make: func(ctx context.Context) (json.RawMessage, error) {
 			v, err := generate.Certificate(ctx, p, signer)
 			return marshal(certValue{CA: &v.CA, Certificate: &v.Certificate, PrivateKey: &v.PrivateKey}), err
@@ -458,7 +460,7 @@ func certPlan(p generate.CertParams, signer *generate.Signer) *plan {
 			cert, err := generate.ParseCertificate(*cv.Certificate)
 			return err == nil && generate.ParamsOf(cert, cur.CAName).SameIgnoringDuration(p)
 		},
-	}
+	}, nil
 }
 
 // signer is the version of CA caName that signs, which the caller must be
@@ -501,9 +503,7 @@ func (s *Server) signer(ctx context.Context, c *auth.Caller, caName string, tran
 	}
 	trusted := ""
 	if other != nil {
-		if o := certInfoOf(other).value; o.Certificate != nil {
-			trusted = *o.Certificate
-		}
+		trusted = certPEM(other)
 	}
 	return signer, trusted, nil
 }
@@ -624,21 +624,15 @@ func (s *Server) regenerateVersion(ctx context.Context, c *auth.Caller, name str
 			}
 		}
 		if how.duration != 0 {
-			if how.duration < 1 || how.duration > 3650 {
-				return nil, credhub.Reject(credhub.InvalidDuration)
+			if err := generate.ValidDuration(how.duration); err != nil {
+				return nil, err
 			}
 			params.Duration = how.duration
 		}
 		params.Normalize()
-		var signer *generate.Signer
-		trusted := ""
-		if !params.SelfSign {
-			if signer, trusted, err = s.signer(ctx, c, params.CA, how.transitionalSigns); err != nil {
-				return nil, err
-			}
+		if p, err = s.certPlan(ctx, c, params, how.transitionalSigns); err != nil {
+			return nil, err
 		}
-		p = certPlan(params, signer)
-		p.trustedCA = trusted
 	default:
 		return nil, credhub.Reject(credhub.InvalidTypeRegenerate)
 	}

@@ -80,6 +80,15 @@ func (p *CertParams) Normalize() {
 	p.SelfSign = p.SelfSigned()
 }
 
+// ValidDuration reports CredHub's INVALID_DURATION for a certificate's
+// days outside 1-3650.
+func ValidDuration(days int) error {
+	if days < 1 || days > 3650 {
+		return credhub.Reject(credhub.InvalidDuration)
+	}
+	return nil
+}
+
 // Validate checks p as CertificateGenerationRequestParameters.validate does,
 // in its order, with its messages.
 func (p CertParams) Validate() error {
@@ -110,8 +119,10 @@ func (p CertParams) Validate() error {
 			return credhub.Reject(credhub.InvalidKeyUsage(u))
 		}
 	}
-	if p.Duration != 0 && (p.Duration < 1 || p.Duration > 3650) {
-		return credhub.Reject(credhub.InvalidDuration)
+	if p.Duration != 0 {
+		if err := ValidDuration(p.Duration); err != nil {
+			return err
+		}
 	}
 	for _, f := range []struct {
 		value, what string

@@ -46,6 +46,10 @@ type Volume struct {
 	Shared          bool   `yaml:"shared,omitempty" json:"shared,omitempty"`
 }
 
+// Privileged says whether BPM runs p as root, with every capability
+// (unsafe.privileged), rather than as vcap.
+func (p Process) Privileged() bool { return p.Unsafe != nil && p.Unsafe.Privileged }
+
 // Unsafe holds the settings that weaken a process's isolation.
 type Unsafe struct {
 	Privileged          bool     `yaml:"privileged,omitempty" json:"privileged,omitempty"`

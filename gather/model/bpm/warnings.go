@@ -28,7 +28,7 @@ func (i *Info) Warnings(index int) []string {
 	configs := i.ForIndex(index)
 	for _, j := range i.Jobs {
 		for _, p := range configs[j.Name].Processes {
-			if p.Hooks != nil && p.Hooks.PreStart != "" && (p.Unsafe == nil || !p.Unsafe.Privileged) {
+			if p.Hooks != nil && p.Hooks.PreStart != "" && !p.Privileged() {
 				out = append(out, fmt.Sprintf("job '%s', process '%s': %s", j.Name, p.Name, WarnHookCapabilities))
 			}
 			if p.Limits != nil && p.Limits.OpenFiles != nil {

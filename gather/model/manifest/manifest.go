@@ -260,7 +260,7 @@ func uniqueJobs(g InstanceGroup) error {
 // stemcell alias the manifest's stemcells do not define.
 func knownStemcells(m *Manifest) error {
 	for _, g := range m.InstanceGroups {
-		alias, err := str(g.Raw, "instance_groups."+g.Name, "stemcell", false)
+		alias, err := g.stemcellAlias()
 		if err != nil || alias == "" {
 			return err
 		}
@@ -670,11 +670,16 @@ func (pl *Placement) applies(g *InstanceGroup, os string, include bool) bool {
 	return include || pl.Lifecycle != "" || len(pl.AZs) > 0 || len(pl.Networks) > 0 || len(pl.Stemcells) > 0
 }
 
+// stemcellAlias is the alias of the stemcell g names, "" when none.
+func (g *InstanceGroup) stemcellAlias() (string, error) {
+	return str(g.Raw, "instance_groups."+g.Name, "stemcell", false)
+}
+
 // groupOS is the operating system of g's stemcell: the one its alias
 // names, or the manifest's only one when it names none ("" when the
 // stemcell is given by name only).
 func groupOS(m *Manifest, g *InstanceGroup) string {
-	alias, _ := str(g.Raw, "instance_groups."+g.Name, "stemcell", false)
+	alias, _ := g.stemcellAlias()
 	if alias == "" && len(m.Stemcells) == 1 {
 		return m.Stemcells[0].OS
 	}
