@@ -6,6 +6,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // StartForSuite starts a control plane from a ginkgo BeforeSuite. It fails
@@ -15,9 +16,11 @@ import (
 //
 // It also raises Eventually's default timeout from 1 s to 10 s: the suites
 // share two cores with other packages' clusters, where a controller's
-// second of latency is no failure.
+// second of latency is no failure. Controller-runtime's own logs go to the
+// GinkgoWriter, shown with a failed spec.
 func StartForSuite(opts Options) *ControlPlane {
 	gomega.SetDefaultEventuallyTimeout(10 * time.Second)
+	ctrllog.SetLogger(ginkgo.GinkgoLogr)
 	cp, err := Start(opts)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "starting the test control plane")
 	ginkgo.GinkgoWriter.Printf("control plane logs in %s\n", cp.LogDir)

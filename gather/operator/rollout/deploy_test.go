@@ -192,17 +192,25 @@ var _ = Describe("the deploy controller", func() {
 		s.Annotations[names.AnnotationRetryDeploy] = value
 		Expect(cp.Client.Patch(ctx, &s, patch)).To(Succeed())
 	}
-	failedEvents := func() int {
-		GinkgoHelper()
+	// eventsWith are the namespace's Events of reason. The recorder sends
+	// Events in the background, after the status the specs wait for may be
+	// written: specs wait for the Events they expect with Eventually.
+	eventsWith := func(reason string) ([]corev1.Event, error) {
 		var events corev1.EventList
-		Expect(cp.Client.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
-		n := 0
+		err := cp.Client.List(ctx, &events, client.InNamespace(ns))
+		var out []corev1.Event
 		for _, e := range events.Items {
-			if e.Reason == status.ReasonDeployFailed {
-				n++
+			if e.Reason == reason {
+				out = append(out, e)
 			}
 		}
-		return n
+		return out, err
+	}
+	failedEvents := func() int {
+		GinkgoHelper()
+		events, err := eventsWith(status.ReasonDeployFailed)
+		Expect(err).NotTo(HaveOccurred())
+		return len(events)
 	}
 	// status is the deploy of the versions accepted last, none before the
 	// controller started it.
@@ -246,16 +254,19 @@ var _ = Describe("the deploy controller", func() {
 		// them (the StatefulSet controller may create one set's pod later).
 		released := func(group, what string) time.Time {
 			GinkgoHelper()
-			var events corev1.EventList
-			Expect(cp.Client.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
-			for _, e := range events.Items {
-				if e.Reason == status.ReasonUpdating && strings.HasPrefix(e.Message, fmt.Sprintf("instance group '%s': updating %s", group, what)) &&
-					e.EventTime.Time.After(updated) {
-					return e.EventTime.Time
+			var at time.Time
+			Eventually(func(g Gomega) {
+				events, err := eventsWith(status.ReasonUpdating)
+				g.Expect(err).NotTo(HaveOccurred())
+				for _, e := range events {
+					if strings.HasPrefix(e.Message, fmt.Sprintf("instance group '%s': updating %s", group, what)) && e.EventTime.Time.After(updated) {
+						at = e.EventTime.Time
+						return
+					}
 				}
-			}
-			Fail(fmt.Sprintf("no %s Event releasing %s of %s", status.ReasonUpdating, what, group))
-			return time.Time{}
+				g.Expect(at).NotTo(BeZero(), "no %s Event releasing %s of %s", status.ReasonUpdating, what, group)
+			}).Should(Succeed())
+			return at
 		}
 		Expect(released("c", "canary")).To(BeTemporally("<", released("b", "batch")))
 		Expect(released("b", "canary")).To(BeTemporally("<", released("c", "batch")))
@@ -288,10 +299,8 @@ var _ = Describe("the deploy controller", func() {
 		Expect(st.Message).To(ContainSubstring("Not Ready within 1.5s."))
 		Expect(st.Updated).To(Equal(0))
 		Expect(st.Total).To(Equal(3))
-		var events corev1.EventList
-		Expect(cp.Client.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
-		Expect(events.Items).To(ContainElement(And(HaveField("Reason", status.ReasonDeployFailed),
-			HaveField("Message", ContainSubstring("deploy stopped at instance group 'b': 'b (b-2)' is not running after update.")))))
+		Eventually(eventsWith).WithArguments(status.ReasonDeployFailed).Should(ContainElement(
+			HaveField("Message", ContainSubstring("deploy stopped at instance group 'b': 'b (b-2)' is not running after update."))))
 		// The others keep their pods, held by the partition.
 		var sts appsv1.StatefulSet
 		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "b"}, &sts)).To(Succeed())
@@ -613,17 +622,16 @@ var _ = Describe("the deploy controller", func() {
 		}
 		Expect(*get("lc-z1").Spec.Replicas).To(BeEquivalentTo(2))
 		Expect(*get("lc-z2").Spec.Replicas).To(BeEquivalentTo(1))
-		var events corev1.EventList
-		Expect(cp.Client.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
-		var deleting []string
-		for _, e := range events.Items {
-			if e.Reason == rollout.ReasonDeleting {
-				deleting = append(deleting, e.Message)
-			}
-		}
 		// The count left depends on whether the second StatefulSet's
 		// annotation came before the first removal.
-		Expect(deleting).To(ConsistOf(
+		Eventually(func() ([]string, error) {
+			events, err := eventsWith(rollout.ReasonDeleting)
+			var deleting []string
+			for _, e := range events {
+				deleting = append(deleting, e.Message)
+			}
+			return deleting, err
+		}).Should(ConsistOf(
 			HavePrefix("instance group 'lc': deleting unneeded instances lc-z2-2 ("),
 			"instance group 'lc': deleting unneeded instances lc-z1-2 (1 more to delete)",
 			"instance group 'lc': deleting unneeded instances lc-z2-1 (0 more to delete)"))
