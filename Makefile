@@ -364,8 +364,11 @@ lint: $(STATICCHECK) ## gofmt, go vet and staticcheck
 	$(STATICCHECK) -checks inherit,-ST1005 ./...
 
 .PHONY: bench
-bench: deps testbin image ## Run every Go benchmark once, each printing its comparison
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
+# With CF_DEPLOYMENT and the logging slice's release checkouts (as
+# acceptance-cf takes them), BenchmarkGenerate also gathers cf-deployment.
+BENCH_CF = CF_DEPLOYMENT NATS_RELEASE ROUTING_RELEASE DNS_ALIASES_RELEASE LOGGREGATOR_RELEASE LOGGREGATOR_AGENT_RELEASE LOG_CACHE_RELEASE STATSD_INJECTOR_RELEASE
+bench: deps testbin image ## Run every Go benchmark once, each printing its comparison [CF_DEPLOYMENT=dir NATS_RELEASE=dir … as acceptance-cf]
+	$(foreach v,$(BENCH_CF),$(if $($(v)),$(v)=$(abspath $($(v))))) $(GO) test -run '^$$' -bench . -benchtime 1x ./...
 
 .PHONY: help
 help: ## List the targets

@@ -24,6 +24,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
 	"github.com/bosh-injector/bosh-injector/gather/model/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/releaseimage/releasedir"
 	"github.com/bosh-injector/bosh-injector/gather/render/ruby"
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
 	"github.com/bosh-injector/bosh-injector/test/fixtures"
@@ -34,7 +35,7 @@ import (
 // and 1 ssh key, every one referenced.
 func cfVariables() []byte {
 	var m strings.Builder
-	m.WriteString("name: cf\nvariables:\n")
+	m.WriteString("name: cf-shaped\nvariables:\n")
 	var refs []string
 	add := func(name, def string) {
 		fmt.Fprintf(&m, "- {name: %s, %s}\n", name, def)
@@ -107,10 +108,10 @@ func BenchmarkGenerate(b *testing.B) {
 		}
 		return c
 	}
-	c := clientFor("cf")
+	c := clientFor("cf-shaped")
 	load := func() time.Duration {
 		start := time.Now()
-		if _, err := deployment.Load(cfVariables(), nil, director.NewSource(ctx, c, "bench", "cf", nil), time.Now()); err != nil {
+		if _, err := deployment.Load(cfVariables(), nil, director.NewSource(ctx, c, "bench", "cf-shaped", nil), time.Now()); err != nil {
 			b.Fatal(err)
 		}
 		return time.Since(start)
@@ -140,10 +141,13 @@ func BenchmarkGenerate(b *testing.B) {
 	b.ReportMetric(float64(spare.Milliseconds()), "spare-keys-ms")
 	b.ReportMetric(float64(existing.Milliseconds()), "existing-ms")
 
-	// Whole gatherings, templates rendered and Secrets written: the shop
-	// deployment with those 94 variables besides its own, first when the
-	// server generates every one (from its spare keys), then again when
-	// every one exists.
+	// Whole first gatherings, templates rendered and every Secret and
+	// Service written, of the shop deployment with those 94 variables
+	// besides its own: in one namespace while the server generates every
+	// one (from its spare keys), then in another once every one exists
+	// (as after `credhub import` from a director), so the two differ only
+	// in generation; then the first namespace's gathering again, which
+	// writes nothing new.
 	jobs := b.TempDir()
 	if err := fixtures.LayoutReleases(jobs); err != nil {
 		b.Fatal(err)
@@ -152,28 +156,135 @@ func BenchmarkGenerate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := fixtures.ApplyManifest(ctx, cp.Client, ns, shop, deployment.OpsFile{Name: "ops-01-cf-variables.yml", Data: cfVariablesOps(b)}); err != nil {
-		b.Fatal(err)
-	}
 	shopClient := clientFor("shop")
-	gather := func() time.Duration {
+	gather := func(namespace string) time.Duration {
 		start := time.Now()
-		_, err := gathering.Run(ctx, cp.Client, gathering.Config{Namespace: ns, ManifestSecret: fixtures.ManifestSecret, JobsDir: jobs, ClusterDomain: "cluster.local",
+		_, err := gathering.Run(ctx, cp.Client, gathering.Config{Namespace: namespace, ManifestSecret: fixtures.ManifestSecret, JobsDir: jobs, ClusterDomain: "cluster.local",
 			ConfigServer: &gathering.ConfigServer{Client: shopClient, Director: "bench", Deployment: "shop"}}, gathering.NewRenderBPM(ctx, ruby.Renderer{}), time.Now())
 		if err != nil {
 			b.Fatal(err)
 		}
 		return time.Since(start)
 	}
+	for _, namespace := range []string{"shop-generated", "shop-existing"} {
+		if err := cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := fixtures.ApplyManifest(ctx, cp.Client, namespace, shop, deployment.OpsFile{Name: "ops-01-cf-variables.yml", Data: cfVariablesOps(b)}); err != nil {
+			b.Fatal(err)
+		}
+	}
 	for generate.SpareCount() < 128 {
 		time.Sleep(10 * time.Millisecond)
 	}
-	generated := gather()
-	again := gather()
-	b.Logf("gathering the shop deployment with them: every variable generated (spare keys) %v, every one existing %v (%.2f×)",
-		generated.Round(time.Millisecond), again.Round(time.Millisecond), float64(generated)/float64(again))
+	generated := gather("shop-generated")
+	existed := gather("shop-existing")
+	again := gather("shop-generated")
+	b.Logf("first gatherings of the shop deployment with them: every variable generated (spare keys) %v, every one existing %v (%.2f×); gathered again, nothing new to write: %v",
+		generated.Round(time.Millisecond), existed.Round(time.Millisecond), float64(generated)/float64(existed), again.Round(time.Millisecond))
 	b.ReportMetric(float64(generated.Milliseconds()), "gather-generated-ms")
-	b.ReportMetric(float64(again.Milliseconds()), "gather-existing-ms")
+	b.ReportMetric(float64(existed.Milliseconds()), "gather-existing-ms")
+	b.ReportMetric(float64(again.Milliseconds()), "gather-again-ms")
+
+	// The same for cf-deployment itself when its checkouts are given (as
+	// to make acceptance-cf, which CI cannot fetch).
+	gatherCF(b, ctx, cp.Client, clientFor("cf"), func(namespace string, cs *gathering.ConfigServer, jobs string) time.Duration {
+		start := time.Now()
+		_, err := gathering.Run(ctx, cp.Client, gathering.Config{Namespace: namespace, ManifestSecret: cfManifestSecret, JobsDir: jobs, ClusterDomain: "cluster.local",
+			ConfigServer: cs}, gathering.NewRenderBPM(ctx, ruby.Renderer{}), time.Now())
+		if err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	})
+}
+
+// cfReleases are the variables naming the release checkouts of
+// cf-deployment's routing and logging slice, as make acceptance-cf takes
+// them.
+var cfReleases = []string{"NATS_RELEASE", "ROUTING_RELEASE", "DNS_ALIASES_RELEASE", "LOGGREGATOR_RELEASE", "LOGGREGATOR_AGENT_RELEASE",
+	"LOG_CACHE_RELEASE", "STATSD_INJECTOR_RELEASE"}
+
+const cfManifestSecret = "cf-manifest"
+
+// gatherCF gathers cf-deployment with the acceptance's routing and
+// logging slice (its groups; every one of its variables) twice for the
+// first time, as BenchmarkGenerate gathers the shop: while the server
+// generates every variable, then in another namespace once every one
+// exists. Without CF_DEPLOYMENT it says what it would need.
+func gatherCF(b *testing.B, ctx context.Context, c client.Client, cf *director.Client, gather func(namespace string, cs *gathering.ConfigServer, jobs string) time.Duration) {
+	dir := os.Getenv("CF_DEPLOYMENT")
+	if dir == "" {
+		b.Logf("cf-deployment itself: not gathered; give CF_DEPLOYMENT and %s checkouts (make bench CF_DEPLOYMENT=dir …)", strings.Join(cfReleases, ", "))
+		return
+	}
+	jobs := b.TempDir()
+	// Each release's image, as release-image's ops file names them; the
+	// gathering reads only the jobs laid out under jobs.
+	var images strings.Builder
+	for _, v := range cfReleases {
+		release := os.Getenv(v)
+		if release == "" {
+			b.Fatalf("CF_DEPLOYMENT is given, %s is not", v)
+		}
+		name, err := releasedir.Name(release)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := fixtures.LayoutJobs(release, filepath.Join(jobs, name)); err != nil {
+			b.Fatal(err)
+		}
+		fmt.Fprintf(&images, "- type: replace\n  path: /releases/name=%s/image?\n  value: localhost/cf/%s:bench\n", name, name)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "cf-deployment.yml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ops []deployment.OpsFile
+	for _, name := range []string{"logging.yml", "local.yml"} {
+		op, err := os.ReadFile(filepath.Join("..", "..", "test", "acceptance", "cf-slice", name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ops = append(ops, deployment.OpsFile{Name: name, Data: op})
+	}
+	ops = append(ops, deployment.OpsFile{Name: "images.yml", Data: []byte(images.String())})
+	// system_domain, which cf-deployment does not generate, given as
+	// `credhub set` gives it.
+	creds := &store.Store{Client: c, Namespace: "bench"}
+	if _, err := creds.Write(ctx, director.Name("bench", "cf", "system_domain"), func(*store.Version) (*store.Version, error) {
+		return &store.Version{Type: "value", Value: []byte(`"cf.test"`)}, nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	for _, namespace := range []string{"cf-generated", "cf-existing"} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := fixtures.Apply(ctx, c, namespace, "cf", cfManifestSecret, data, ops...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for generate.SpareCount() < 128 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cs := &gathering.ConfigServer{Client: cf, Director: "bench", Deployment: "cf"}
+	generated := gather("cf-generated", cs, jobs)
+	existed := gather("cf-existing", cs, jobs)
+	set, err := creds.All(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	for _, v := range set {
+		if strings.HasPrefix(v.Name, "/bench/cf/") && v.Name != "/bench/cf/system_domain" {
+			n++
+		}
+	}
+	b.Logf("first gatherings of cf-deployment's routing and logging slice (%d variables generated): every variable generated (spare keys) %v, every one existing %v (%.2f×)",
+		n, generated.Round(time.Millisecond), existed.Round(time.Millisecond), float64(generated)/float64(existed))
+	b.ReportMetric(float64(generated.Milliseconds()), "cf-generated-ms")
+	b.ReportMetric(float64(existed.Milliseconds()), "cf-existing-ms")
 }
 
 // cfVariablesOps is an ops file adding cfVariables' variables to a

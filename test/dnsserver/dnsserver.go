@@ -97,10 +97,12 @@ func Start(logFile string, corefile func(port int) (string, error)) (*Server, er
 	}
 	conf, err := writeCorefile(dir, port, corefile)
 	if err != nil {
+		_ = os.RemoveAll(dir)
 		return nil, err
 	}
 	log, err := os.Create(logFile)
 	if err != nil {
+		_ = os.RemoveAll(dir)
 		return nil, err
 	}
 	cmd := exec.Command(bin, "-conf", conf)
@@ -110,6 +112,7 @@ func Start(logFile string, corefile func(port int) (string, error)) (*Server, er
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		log.Close()
+		_ = os.RemoveAll(dir)
 		return nil, err
 	}
 	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port),
@@ -117,6 +120,7 @@ func Start(logFile string, corefile func(port int) (string, error)) (*Server, er
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
 			_ = log.Close()
+			_ = os.RemoveAll(dir)
 		},
 		logs: func() string {
 			out, _ := os.ReadFile(logFile)

@@ -77,13 +77,14 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv("TMPDIR", long)
 	code := m.Run()
-	_ = os.RemoveAll(filepath.Dir(long))
 	for _, c := range []*clusterOnce{shared, zonesCluster} {
 		if err := c.stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "stopping the walkthrough:", err)
 			code = 1
 		}
 	}
+	// After the clusters, which write there until they stop.
+	_ = os.RemoveAll(filepath.Dir(long))
 	os.Exit(code)
 }
 

@@ -233,7 +233,8 @@ func lookPath(t *testing.T, tool, debianPackage string) string {
 	return p
 }
 
-// Spare keys: made ahead, each handed out once, replaced as they go.
+// Spare keys: made ahead, each handed out once, replaced once no key is
+// asked for.
 func TestSpareKeys(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 
@@ -29,9 +30,18 @@ var keySlots = make(chan struct{}, runtime.GOMAXPROCS(0))
 // ahead; each is handed out once and kept nowhere else.
 var spareKeys atomic.Pointer[chan *rsa.PrivateKey]
 
+// asked is when a key was last asked for (Unix nanoseconds).
+var asked atomic.Int64
+
+// refillQuiet is how long no key is asked for before PrepareKeys replaces
+// the keys handed out: replacing them at once would take a core from the
+// burst of requests that took them (a gathering's), which it should have.
+const refillQuiet = time.Second
+
 // rsaKey is an RSA key of bits: a spare one when there is one, else one
 // generated now.
 func rsaKey(ctx context.Context, bits int) (*rsa.PrivateKey, error) {
+	asked.Store(time.Now().UnixNano())
 	if spare := spareKeys.Load(); spare != nil && bits == DefaultKeyLength {
 		select {
 		case key := <-*spare:
@@ -61,8 +71,9 @@ func SpareCount() int {
 	return 0
 }
 
-// PrepareKeys keeps n default-length keys generated ahead, one at a time,
-// replacing those handed out, until ctx ends. A first gathering of
+// PrepareKeys keeps n default-length keys generated ahead, one at a time
+// while no key is asked for, replacing those handed out, until ctx ends.
+// A first gathering of
 // cf-deployment asks for about a hundred keys at once; generating them is
 // most of its time (seconds on two cores), which keys made while the
 // server idles save.
@@ -73,6 +84,14 @@ func PrepareKeys(ctx context.Context, n int) {
 	spare := make(chan *rsa.PrivateKey, n)
 	spareKeys.Store(&spare)
 	for {
+		if wait := refillQuiet - time.Since(time.Unix(0, asked.Load())); wait > 0 {
+			select {
+			case <-time.After(wait):
+				continue
+			case <-ctx.Done():
+				return
+			}
+		}
 		key, err := newKey(ctx, DefaultKeyLength)
 		if err != nil {
 			return

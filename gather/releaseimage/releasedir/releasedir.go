@@ -123,6 +123,14 @@ func Read(dir string, opts Options) (*Release, error) {
 // config/final.yml (name, or final_name of older releases), else
 // config/dev.yml's dev_name.
 func (r *Release) readName() error {
+	name, err := Name(r.Dir)
+	r.Name = name
+	return err
+}
+
+// Name is the name of the release in directory dir: config/final.yml's
+// name or final_name, else config/dev.yml's dev_name.
+func Name(dir string) (string, error) {
 	var final struct {
 		Name      string `yaml:"name"`
 		FinalName string `yaml:"final_name"`
@@ -130,17 +138,17 @@ func (r *Release) readName() error {
 	var dev struct {
 		DevName string `yaml:"dev_name"`
 	}
-	if err := readYAML(filepath.Join(r.Dir, "config", "final.yml"), &final); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("release directory %s: %w", r.Dir, err)
+	if err := readYAML(filepath.Join(dir, "config", "final.yml"), &final); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("release directory %s: %w", dir, err)
 	}
-	if err := readYAML(filepath.Join(r.Dir, "config", "dev.yml"), &dev); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("release directory %s: %w", r.Dir, err)
+	if err := readYAML(filepath.Join(dir, "config", "dev.yml"), &dev); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("release directory %s: %w", dir, err)
 	}
-	r.Name = cmpOr(final.Name, final.FinalName, dev.DevName)
-	if r.Name == "" {
-		return fmt.Errorf("release directory %s: no release name: config/final.yml has no name (is it a release directory?)", r.Dir)
+	name := cmpOr(final.Name, final.FinalName, dev.DevName)
+	if name == "" {
+		return "", fmt.Errorf("release directory %s: no release name: config/final.yml has no name (is it a release directory?)", dir)
 	}
-	return nil
+	return name, nil
 }
 
 func cmpOr(s ...string) string {
