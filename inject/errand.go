@@ -10,13 +10,14 @@ import (
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
 
-// idle says whether a job of the instance starts no process: in a service
-// group, BOSH starts only what a job's monit file checks, so a job whose
-// monit checks nothing (an errand job) runs none of its bpm.yml's processes
-// (they configure the `bpm run` of its bin/run) and no bin/run either:
+// idle says whether a job of instance (its entry of info.BPM) starts no
+// process: in a service group, BOSH starts only what a job's monit file
+// checks, so a job whose monit checks nothing (an errand job, a job its
+// properties disable) runs none of its bpm.yml's processes (an errand
+// job's configure the `bpm run` of its bin/run) and no bin/run either:
 // run-errand runs that on demand in its errand container.
-func idle(info *bpm.Info, j bpm.Job) bool {
-	return j.MonitEmpty && !errandGroup(info)
+func idle(info *bpm.Info, instance bpm.InstanceBPM, j bpm.Job) bool {
+	return slices.Contains(instance.Idle, j.Name) && !errandGroup(info)
 }
 
 // errandGroup says whether the instance is an errand group's (lifecycle:
@@ -34,10 +35,10 @@ func ErrandContainer(job string) string {
 // where it finds the job as the agent does on the VM: in the job's release
 // image (its packages), with the job's directories, as root. The container
 // only waits (the launcher's sleep), and reaps what the runs leave behind.
-func errandContainers(info *bpm.Info, images map[string]string, settings Settings) []corev1.Container {
+func errandContainers(info *bpm.Info, instance bpm.InstanceBPM, images map[string]string, settings Settings) []corev1.Container {
 	var out []corev1.Container
 	for _, j := range info.Jobs {
-		if !idle(info, j) || !slices.Contains(j.Scripts, contract.Run) {
+		if !idle(info, instance, j) || !slices.Contains(j.Scripts, contract.Run) {
 			continue
 		}
 		c := jobContainer(ErrandContainer(j.Name), images[j.Release], j)

@@ -349,7 +349,8 @@ func Build(plan Plan) *Parts {
 	if len(setup) > 0 {
 		probeThroughSetup(containers, instance)
 	}
-	configs := info.ForIndex(plan.Instance.Index)
+	instanceBPM := info.Instance(plan.Instance.Index)
+	configs := instanceBPM.Jobs
 	volumes = append(volumes, extraVolumes...)
 	for _, j := range info.Jobs {
 		if len(configs[j.Name].Processes) == 0 && slices.Contains(j.Scripts, contract.Run) && errandGroup(info) {
@@ -361,7 +362,7 @@ func Build(plan Plan) *Parts {
 			containers = append(containers, c)
 		}
 	}
-	containers = append(containers, errandContainers(info, images, plan.Settings)...)
+	containers = append(containers, errandContainers(info, instanceBPM, images, plan.Settings)...)
 	for _, c := range inits {
 		parts.initNames = append(parts.initNames, c.Name)
 	}

@@ -36,11 +36,12 @@ type process struct {
 // volume.
 func processContainers(plan Plan, images map[string]string) ([]corev1.Container, []corev1.Volume, contract.Instance, []partDenial) {
 	info := plan.Info
-	configs := info.ForIndex(plan.Instance.Index)
+	instance := info.Instance(plan.Instance.Index)
+	configs := instance.Jobs
 	var procs []process
 	var containerNames []string
 	for _, j := range info.Jobs {
-		if idle(info, j) {
+		if idle(info, instance, j) {
 			continue
 		}
 		for _, p := range configs[j.Name].Processes {
@@ -49,7 +50,7 @@ func processContainers(plan Plan, images map[string]string) ([]corev1.Container,
 			containerNames = append(containerNames, name)
 		}
 		if _, ok := configs[j.Name]; !ok {
-			for _, m := range j.MonitProcesses {
+			for _, m := range instance.Monit[j.Name] {
 				name := names.DNS1123LabelMax(j.Name+"-"+m, 63)
 				procs = append(procs, process{job: j, p: bpm.Process{Name: m}, container: name, monit: true})
 				containerNames = append(containerNames, name)

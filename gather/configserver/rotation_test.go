@@ -126,6 +126,69 @@ var _ = Describe("rotating a CA in CredHub's transitional steps", func() {
 		Expect(all).To(HaveLen(2))
 		Expect(all[0]).To(HaveKeyWithValue("id", newVersion))
 	})
+
+	It("rotates a CA made elsewhere with versions set, not generated, and deletes versions but the last", func() {
+		token := tokenFor(server.url, clientName, clientSecret)
+		do := func(method, path string, body any) answer {
+			GinkgoHelper()
+			return call(server.url, method, path, token, body)
+		}
+		expectAnswer := func(a answer, status int, message string) {
+			GinkgoHelper()
+			Expect(a.status).To(Equal(status), a.body)
+			Expect(a.json()).To(Equal(map[string]any{"error": message}))
+		}
+		// made is a CA made outside the server: its certificate and key.
+		made := func(name string) map[string]any {
+			GinkgoHelper()
+			a := do(http.MethodPost, "/api/v1/data", map[string]any{"name": name, "type": "certificate",
+				"parameters": map[string]any{"common_name": name, "is_ca": true}})
+			Expect(a.status).To(Equal(http.StatusOK), a.body)
+			v := a.json()["value"].(map[string]any)
+			return map[string]any{"certificate": v["certificate"], "private_key": v["private_key"]}
+		}
+		oldCA, newCA := made("/elsewhere/old"), made("/elsewhere/new")
+		set := do(http.MethodPut, "/api/v1/data", map[string]any{"name": "/set/ca", "type": "certificate", "value": oldCA})
+		Expect(set.status).To(Equal(http.StatusOK), set.body)
+		oldVersion := set.json()["id"].(string)
+		leaf := func() (ca, certificate string) {
+			GinkgoHelper()
+			a := do(http.MethodPost, "/api/v1/data", map[string]any{"name": "/set/leaf", "type": "certificate", "mode": "no-overwrite",
+				"parameters": map[string]any{"common_name": "leaf", "ca": "/set/ca"}})
+			Expect(a.status).To(Equal(http.StatusOK), a.body)
+			v := a.json()["value"].(map[string]any)
+			return v["ca"].(string), v["certificate"].(string)
+		}
+		_, before := leaf()
+		id := do(http.MethodGet, "/api/v1/certificates?name=/set/ca", nil).json()["certificates"].([]any)[0].(map[string]any)["id"].(string)
+		versions := "/api/v1/certificates/" + id + "/versions"
+
+		expectAnswer(do(http.MethodPost, versions, map[string]any{"transitional": true}), 400, credhub.MissingValue)
+		expectAnswer(do(http.MethodPost, versions, map[string]any{"value": newCA, "transitional": true, "ttl": 1}), 400, credhub.InvalidJSONKey("ttl"))
+		n := do(http.MethodPost, versions, map[string]any{"value": newCA, "transitional": true})
+		Expect(n.status).To(Equal(http.StatusOK), n.body)
+		Expect(n.json()).To(HaveKeyWithValue("transitional", true))
+		Expect(n.json()["value"]).To(HaveKeyWithValue("certificate", newCA["certificate"]))
+		newVersion := n.json()["id"].(string)
+		expectAnswer(do(http.MethodPost, versions, map[string]any{"value": newCA, "transitional": true}), 400, credhub.TooManyTransitional)
+		// The leaf trusts both CAs; the old one still signs.
+		ca, certificate := leaf()
+		Expect(certificate).To(Equal(before))
+		Expect(pemCount(ca)).To(Equal(2))
+		Expect(trusts(ca, certificate)).To(BeTrue())
+
+		// The transitional version deleted: the leaf trusts the old CA
+		// alone again.
+		expectAnswer(do(http.MethodDelete, versions+"/00000000-0000-0000-0000-000000000000", nil), 404, credhub.ResourceNotFound)
+		deleted := do(http.MethodDelete, versions+"/"+newVersion, nil)
+		Expect(deleted.status).To(Equal(http.StatusOK), deleted.body)
+		Expect(deleted.json()).To(HaveKeyWithValue("id", newVersion))
+		ca, _ = leaf()
+		Expect(pemCount(ca)).To(Equal(1))
+		Expect(do(http.MethodGet, "/api/v1/data/"+newVersion, nil).status).To(Equal(http.StatusNotFound))
+		expectAnswer(do(http.MethodDelete, versions+"/"+oldVersion, nil), 400, credhub.CannotDeleteLastVersion)
+		Expect(do(http.MethodGet, "/api/v1/data/"+oldVersion, nil).status).To(Equal(http.StatusOK))
+	})
 })
 
 // pemCount is how many certificates a PEM bundle holds.

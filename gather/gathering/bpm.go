@@ -13,6 +13,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/render/rendering"
 	"github.com/bosh-injector/bosh-injector/gather/render/ruby"
+	"github.com/bosh-injector/bosh-injector/inject/runtime/monit"
 )
 
 // BPMDestination is where a job's BPM configuration is rendered to.
@@ -58,8 +59,8 @@ func RenderDeployment(ctx context.Context, r ruby.Renderer, d *deployment.Deploy
 		group, inst, job int
 		template         string
 	}
-	var bpmJobs []ruby.Job
-	var slots []slot
+	var bpmJobs, monitJobs []ruby.Job
+	var slots, monitSlots []slot
 	for gi, g := range d.Groups {
 		for ii, inst := range g.Instances {
 			for ji, j := range g.Jobs {
@@ -69,19 +70,28 @@ func RenderDeployment(ctx context.Context, r ruby.Renderer, d *deployment.Deploy
 						slots = append(slots, slot{gi, ii, ji, t.Source})
 					}
 				}
+				// Its monit files too: BOSH starts what they check, which
+				// properties and spec may change (`if p("enabled")`).
+				monits := ruby.Job{Group: g.Manifest.Name, Name: j.Name, Spec: inst.Specs[ji]}
+				for _, m := range j.Spec.MonitNames() {
+					monits.Templates = append(monits.Templates, ruby.Template{Name: m, Source: j.Spec.Monit[m]})
+				}
+				monitJobs = append(monitJobs, monits)
+				monitSlots = append(monitSlots, slot{group: gi, inst: ii, job: ji})
 			}
 		}
 	}
 	// A deployment without templates needs no Ruby process.
-	var outputs [][]ruby.Output
-	if batch := append(slices.Clip(all.Jobs), bpmJobs...); len(batch) > 0 {
+	outputs := make([][]ruby.Output, len(all.Jobs)+len(bpmJobs)+len(monitJobs))
+	if batch := slices.Concat(all.Jobs, bpmJobs, monitJobs); slices.ContainsFunc(batch, func(j ruby.Job) bool { return len(j.Templates) > 0 }) {
 		var err error
 		if outputs, err = r.Render(ctx, batch); err != nil {
 			return nil, err
 		}
 	}
 	instances := all.Collect(outputs[:len(all.Jobs)])
-	bpmOut := outputs[len(all.Jobs):]
+	bpmOut := outputs[len(all.Jobs) : len(all.Jobs)+len(bpmJobs)]
+	monitOut := outputs[len(all.Jobs)+len(bpmJobs):]
 
 	// Errors of the full render, per group and instance, by job.
 	errs := make([]map[int][]ruby.JobErrors, len(d.Groups))
@@ -100,9 +110,24 @@ func RenderDeployment(ctx context.Context, r ruby.Renderer, d *deployment.Deploy
 			configs[gi][ii] = map[string]bpm.Config{}
 		}
 	}
-	for k, s := range slots {
+	// jobErrors are the errors of instance s's jobs, the full render's
+	// when it rendered the instance: a template failing there already is
+	// reported there.
+	jobErrors := func(s slot) []ruby.JobErrors {
 		g := &d.Groups[s.group]
-		job := g.Jobs[s.job].Name
+		index := g.Instances[s.inst].Index
+		jes, ok := errs[s.group][index]
+		if !ok {
+			jes = make([]ruby.JobErrors, len(g.Jobs))
+			for ji, j := range g.Jobs {
+				jes[ji].Job = j.Name
+			}
+			errs[s.group][index] = jes
+		}
+		return jes
+	}
+	for k, s := range slots {
+		job := d.Groups[s.group].Jobs[s.job].Name
 		out := bpmOut[k][0]
 		message := out.Error
 		if message == "" {
@@ -116,18 +141,41 @@ func RenderDeployment(ctx context.Context, r ruby.Renderer, d *deployment.Deploy
 			}
 			message = fmt.Sprintf("Invalid BPM configuration rendered from template '%s': %s", s.template, err)
 		}
-		// A bpm.yml failing in the full render already is reported there.
-		index := g.Instances[s.inst].Index
-		jes, ok := errs[s.group][index]
-		if !ok {
-			jes = make([]ruby.JobErrors, len(g.Jobs))
-			for ji, j := range g.Jobs {
-				jes[ji].Job = j.Name
-			}
-			errs[s.group][index] = jes
-		}
-		if !slices.Contains(jes[s.job].Templates, message) {
+		if jes := jobErrors(s); !slices.Contains(jes[s.job].Templates, message) {
 			jes[s.job].Templates = append(jes[s.job].Templates, message)
+		}
+	}
+	// What each instance starts: its bpm.yml's processes, or its monit
+	// file's for a job without one, unless its monit files check nothing.
+	each := make([][]bpm.InstanceBPM, len(d.Groups))
+	for gi := range d.Groups {
+		each[gi] = make([]bpm.InstanceBPM, len(configs[gi]))
+		for ii := range each[gi] {
+			each[gi][ii].Jobs = configs[gi][ii]
+		}
+	}
+	for k, s := range monitSlots {
+		job := d.Groups[s.group].Jobs[s.job].Name
+		var checked []string
+		for _, out := range monitOut[k] {
+			if out.Error != "" {
+				if jes := jobErrors(s); jes[s.job].Monit == "" {
+					jes[s.job].Monit = out.Error
+				}
+				continue
+			}
+			checked = append(checked, monit.Processes(string(out.Content))...)
+		}
+		e := &each[s.group][s.inst]
+		_, hasBPM := e.Jobs[job]
+		switch {
+		case len(checked) == 0:
+			e.Idle = append(e.Idle, job)
+		case !hasBPM:
+			if e.Monit == nil {
+				e.Monit = map[string][]string{}
+			}
+			e.Monit[job] = checked
 		}
 	}
 	var groupErrs []string
@@ -149,7 +197,7 @@ func RenderDeployment(ctx context.Context, r ruby.Renderer, d *deployment.Deploy
 		for ii, inst := range g.Instances {
 			indexes[ii] = inst.Index
 		}
-		res.BPM[gi] = bpm.Group(indexes, configs[gi])
+		res.BPM[gi] = bpm.Group(indexes, each[gi])
 	}
 	if len(groupErrs) > 0 {
 		return nil, fmt.Errorf("%s", strings.Join(groupErrs, "\n"))

@@ -10,7 +10,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/bosh-injector/bosh-injector/inject/runtime/monit"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,6 +35,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/model/variables"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/render/resolved"
+	"github.com/bosh-injector/bosh-injector/inject/runtime/monit"
 )
 
 // Config says what to gather.
@@ -463,8 +463,9 @@ func writeGroup(ctx context.Context, c client.Client, stored versions.Stored, ab
 		written: trust.WrittenOf(versions.Latest(bseries).Secret, versions.Latest(rseries).Secret)}, nil
 }
 
-// MonitProcesses are the processes a job's monit files check, in order:
-// what BOSH starts of the job, none for an errand job.
+// MonitProcesses are the processes a job's monit files check, in order,
+// read unrendered: what BOSH starts of the job where no rendering tells
+// (objects); a gathering renders them per instance.
 func MonitProcesses(spec *jobspec.Spec) []string {
 	var out []string
 	for _, name := range spec.MonitNames() {
@@ -502,18 +503,10 @@ func bpmInfo(m *manifest.Manifest, g *deployment.Group, instances []bpm.Instance
 		if slices.Contains(job.Scripts, "pre-start") {
 			job.Packages = j.Spec.Packages
 		}
-		hasBPM := false
 		for _, ib := range instances {
-			_, ok := ib.Jobs[j.Name]
-			hasBPM = hasBPM || ok
 			for _, p := range ib.Jobs[j.Name].Processes {
 				job.PersistentDisk = job.PersistentDisk || p.PersistentDisk
 			}
-		}
-		checked := MonitProcesses(j.Spec)
-		job.MonitEmpty = len(checked) == 0
-		if !hasBPM {
-			job.MonitProcesses = checked
 		}
 		info.Jobs = append(info.Jobs, job)
 		if seen[j.Release] {

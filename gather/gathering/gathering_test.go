@@ -123,7 +123,8 @@ var _ = Describe("gather", func() {
 		Expect(proc.Env).To(HaveKeyWithValue("HOME", "/var/vcap/data/storefront"))
 		// web-check's monit checks no process: an errand job, which the
 		// instance does not start.
-		Expect(web.Jobs).To(Equal([]bpm.Job{{Name: "storefront", Release: "shop"}, {Name: "web-check", Release: "shop", Scripts: []string{"run"}, MonitEmpty: true}}))
+		Expect(web.Jobs).To(Equal([]bpm.Job{{Name: "storefront", Release: "shop"}, {Name: "web-check", Release: "shop", Scripts: []string{"run"}}}))
+		Expect(web.BPM[0].Idle).To(Equal([]string{"web-check"}))
 
 		var rs corev1.Secret
 		Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop.ig-resolved.web-v1"}, &rs)).To(Succeed())

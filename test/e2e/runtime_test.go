@@ -80,8 +80,9 @@ func TestRuntime(t *testing.T) {
 		info := &bpm.Info{Deployment: "lifecycle", InstanceGroup: "lifecycled", Instances: 1, Lifecycle: "service", ResolvedSecret: "unused",
 			Releases: []bpm.Release{{Name: "lifecycle", Image: fixtures.Image(releaseURL, "lifecycle")}},
 			Jobs: []bpm.Job{{Name: "lifecycled", Release: "lifecycle", Scripts: []string{"post-start", "pre-stop", "drain", "post-stop"}},
-				{Name: "legacyd", Release: "lifecycle", MonitProcesses: monit.Processes(legacyMonit)}},
-			BPM: []bpm.InstanceBPM{{Indexes: []int{0}, Jobs: map[string]bpm.Config{"lifecycled": cfg}}}}
+				{Name: "legacyd", Release: "lifecycle"}},
+			BPM: []bpm.InstanceBPM{{Indexes: []int{0}, Jobs: map[string]bpm.Config{"lifecycled": cfg},
+				Monit: map[string][]string{"legacyd": monit.Processes(legacyMonit)}}}}
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "lifecycled-" + name, Namespace: ns}}
 		if err := inject.Mutate(pod, inject.Plan{Info: info, Instance: inject.Instance{Bootstrap: true}}); err != nil {
 			t.Fatal(err)

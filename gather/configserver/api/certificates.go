@@ -29,7 +29,10 @@ import (
 //     alone; deploy.
 //
 // <id> is the credential's id (GET /api/v1/certificates?name=), not a
-// version's.
+// version's. A CA made elsewhere rotates the same way with versions set
+// rather than generated: step 1 is POST …/<id>/versions {"value": {…},
+// "transitional": true}, and a version may be deleted (DELETE
+// …/<id>/versions/<version id>), never the last.
 
 // certificates is GET /api/v1/certificates[?name=]: certificate
 // credentials with their versions, signers and what they sign.
@@ -214,6 +217,76 @@ func (s *Server) certificateVersions(w http.ResponseWriter, r *http.Request, c *
 		out[i] = viewOf(&vs[i])
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// createCertificateVersion is POST /api/v1/certificates/<id>/versions
+// {"value": {"ca", "certificate", "private_key"}, "transitional": bool}:
+// a version of the credential, set as PUT /api/v1/data sets one; a
+// transitional one gives what the CA signs new versions trusting it.
+func (s *Server) createCertificateVersion(w http.ResponseWriter, r *http.Request, c *auth.Caller) error {
+	var req struct {
+		Value        json.RawMessage `json:"value"`
+		Transitional bool            `json:"transitional"`
+	}
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	vs, err := s.credential(r, c)
+	if err != nil {
+		return err
+	}
+	if len(req.Value) == 0 || string(req.Value) == "null" {
+		return credhub.Reject(credhub.MissingValue)
+	}
+	if req.Transitional && store.Transitional(vs) != nil {
+		return credhub.Reject(credhub.TooManyTransitional)
+	}
+	value, caName, err := s.setValue(r.Context(), c, typeCertificate, req.Value)
+	if err != nil {
+		return err
+	}
+	v, err := s.Store.Write(r.Context(), vs[0].Name, func(*store.Version) (*store.Version, error) {
+		return &store.Version{Type: typeCertificate, Value: value, CAName: caName, Transitional: req.Transitional}, nil
+	})
+	if err != nil {
+		return err
+	}
+	if v.Transitional {
+		if err := s.renewSigned(r.Context(), v.Name); err != nil {
+			return err
+		}
+	}
+	writeJSON(w, http.StatusOK, viewOf(v))
+	return nil
+}
+
+// deleteCertificateVersion is DELETE
+// /api/v1/certificates/<id>/versions/<version id>: that version is
+// deleted, never the credential's last one, and answered; a transitional
+// one's deletion gives what the CA signs new versions trusting the CA
+// alone.
+func (s *Server) deleteCertificateVersion(w http.ResponseWriter, r *http.Request, c *auth.Caller) error {
+	vs, err := s.credential(r, c)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(vs, func(v store.Version) bool { return v.ID == r.PathValue("version") })
+	if i < 0 {
+		return errNotFound
+	}
+	if len(vs) == 1 {
+		return credhub.Reject(credhub.CannotDeleteLastVersion)
+	}
+	if err := s.Store.DeleteVersion(r.Context(), vs[i]); err != nil {
+		return err
+	}
+	if vs[i].Transitional {
+		if err := s.renewSigned(r.Context(), vs[i].Name); err != nil {
+			return err
+		}
+	}
+	writeJSON(w, http.StatusOK, viewOf(&vs[i]))
 	return nil
 }
 

@@ -67,6 +67,8 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("POST /api/v1/certificates/{id}/regenerate", s.authed(auth.ScopeWrite, s.regenerateCertificate))
 	mux.Handle("PUT /api/v1/certificates/{id}/update_transitional_version", s.authed(auth.ScopeWrite, s.updateTransitional))
 	mux.Handle("GET /api/v1/certificates/{id}/versions", s.authed(auth.ScopeRead, s.certificateVersions))
+	mux.Handle("POST /api/v1/certificates/{id}/versions", s.authed(auth.ScopeWrite, s.createCertificateVersion))
+	mux.Handle("DELETE /api/v1/certificates/{id}/versions/{version}", s.authed(auth.ScopeWrite, s.deleteCertificateVersion))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// CredHub ignores a trailing slash (the CLI asks for
 		// /api/v1/certificates/).

@@ -57,6 +57,7 @@ const (
 	invalidCertificateParam   = "The request could not be completed because the {0} is too long. The max length for {0} is {1} characters."
 	ExceedsMaximumSize        = "Value exceeds the maximum size."
 	TooManyTransitional       = "The maximum number of transitional versions for a given CA is 1."
+	CannotDeleteLastVersion   = "The minimum number of versions for a Certificate is 1."
 	VersionMismatch           = "The request could not be completed because the specified version does not exist or does not belong to the specified credential."
 )
 

@@ -341,12 +341,20 @@ func (s *Store) Delete(ctx context.Context, name string) (bool, error) {
 		return false, err
 	}
 	for _, v := range vs {
-		err := s.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: secretName(v)}})
-		if err != nil && !apierrors.IsNotFound(err) {
+		if err := s.DeleteVersion(ctx, v); err != nil {
 			return false, err
 		}
 	}
 	return true, nil
+}
+
+// DeleteVersion removes version v, gone already or not.
+func (s *Store) DeleteVersion(ctx context.Context, v Version) error {
+	err := s.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: secretName(v)}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting version %d of a credential: %w", v.Number, err)
+	}
+	return nil
 }
 
 func secretName(v Version) string { return "cred-" + Hash(v.Name) + "-" + strconv.Itoa(v.Number) }

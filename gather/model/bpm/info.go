@@ -3,6 +3,8 @@
 // "<deployment>.bpm.<ig>-vN" Secret and the webhook reads to inject pods.
 package bpm
 
+import "slices"
+
 // InfoKey is the Secret data key holding the JSON-encoded Info.
 const InfoKey = "bpm.json"
 
@@ -67,37 +69,42 @@ type Job struct {
 	// PersistentDisk is true when a BPM process of the job asks for the
 	// persistent disk.
 	PersistentDisk bool `json:"persistent_disk,omitempty"`
-	// MonitProcesses are the processes a job without bpm.yml declares in
-	// its monit file (`check process <name>`); the pod runs each through
-	// the monit file's start and stop programs.
-	MonitProcesses []string `json:"monit_processes,omitempty"`
-	// MonitEmpty is true when the job's monit files check no process: BOSH
-	// starts nothing of it, whatever its bpm.yml says (an errand job, whose
-	// bpm.yml configures the `bpm run` of its bin/run).
-	MonitEmpty bool `json:"monit_empty,omitempty"`
 	// Packages are the packages a job with a bin/pre-start script needs
 	// (its spec's): run in another release's image, the script gets them
 	// from its own release's image.
 	Packages []string `json:"packages,omitempty"`
 }
 
-// InstanceBPM is the BPM configuration, per job, of the instances listed.
+// InstanceBPM is what BOSH starts of each job on the instances listed:
+// the job's rendered bpm.yml, and what its monit files, rendered for
+// these instances, check (BOSH starts only that).
 type InstanceBPM struct {
 	Indexes []int `json:"indexes"`
 	// Jobs maps a job name to its rendered, validated bpm.yml; jobs without
 	// bpm.yml are absent.
 	Jobs map[string]Config `json:"jobs"`
+	// Idle are the jobs whose monit files check no process: BOSH starts
+	// nothing of them, whatever their bpm.yml says (an errand job, whose
+	// bpm.yml configures the `bpm run` of its bin/run; a job its
+	// properties disable in its monit file).
+	Idle []string `json:"idle,omitempty"`
+	// Monit maps a job without bpm.yml to the processes its monit files
+	// check (`check process <name>`); the pod runs each through the monit
+	// file's start and stop programs.
+	Monit map[string][]string `json:"monit,omitempty"`
+}
+
+// Instance returns what BOSH starts on instance index: its entry of BPM,
+// empty when the index is in none.
+func (i *Info) Instance(index int) InstanceBPM {
+	for _, b := range i.BPM {
+		if slices.Contains(b.Indexes, index) {
+			return b
+		}
+	}
+	return InstanceBPM{}
 }
 
 // ForIndex returns the BPM configurations of instance index, or nil when the
 // index is in no entry.
-func (i *Info) ForIndex(index int) map[string]Config {
-	for _, b := range i.BPM {
-		for _, x := range b.Indexes {
-			if x == index {
-				return b.Jobs
-			}
-		}
-	}
-	return nil
-}
+func (i *Info) ForIndex(index int) map[string]Config { return i.Instance(index).Jobs }

@@ -133,24 +133,25 @@ func ParseMemory(s string) (int64, error) {
 	return n << s2, nil
 }
 
-// Group groups instances whose BPM configurations are identical: configs[i]
-// holds instance indexes[i]'s configuration per job. Groups keep the order
-// of first appearance, so the common case comes first. Configurations are
-// compared by their encoding (map keys sorted), which is what the webhook
-// reads, in one pass: a group of instances rendered per index is as many
-// configurations as instances.
-func Group(indexes []int, configs []map[string]Config) []InstanceBPM {
+// Group groups instances that start the same: each[i] is what instance
+// indexes[i] starts (its Indexes unset). Groups keep the order of first
+// appearance, so the common case comes first. Entries are compared by
+// their encoding (map keys sorted), which is what the webhook reads, in
+// one pass: a group of instances rendered per index is as many entries
+// as instances.
+func Group(indexes []int, each []InstanceBPM) []InstanceBPM {
 	var out []InstanceBPM
 	seen := map[string]int{}
-	for i, c := range configs {
-		// A Config always encodes (strings, bools, numbers, nested of them).
-		data, _ := json.Marshal(c)
+	for i, e := range each {
+		// An entry always encodes (strings, bools, numbers, nested of them).
+		data, _ := json.Marshal(e)
 		if g, ok := seen[string(data)]; ok {
 			out[g].Indexes = append(out[g].Indexes, indexes[i])
 			continue
 		}
 		seen[string(data)] = len(out)
-		out = append(out, InstanceBPM{Indexes: []int{indexes[i]}, Jobs: c})
+		e.Indexes = []int{indexes[i]}
+		out = append(out, e)
 	}
 	return out
 }

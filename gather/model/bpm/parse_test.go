@@ -84,8 +84,13 @@ func TestParseMemory(t *testing.T) {
 func TestGroup(t *testing.T) {
 	a := map[string]bpm.Config{"web": {Processes: []bpm.Process{{Name: "web", Executable: "/a"}}}}
 	b := map[string]bpm.Config{"web": {Processes: []bpm.Process{{Name: "web", Executable: "/a", Args: []string{"--bootstrap"}}}}}
-	got := bpm.Group([]int{0, 1, 2}, []map[string]bpm.Config{b, a, a})
+	got := bpm.Group([]int{0, 1, 2}, []bpm.InstanceBPM{{Jobs: b}, {Jobs: a}, {Jobs: a}})
 	if len(got) != 2 || !reflect.DeepEqual(got[0].Indexes, []int{0}) || !reflect.DeepEqual(got[1].Indexes, []int{1, 2}) {
+		t.Errorf("got %+v", got)
+	}
+	// The same bpm.yml, another monit: instance 1's monit checks nothing.
+	got = bpm.Group([]int{0, 1, 2}, []bpm.InstanceBPM{{Jobs: a}, {Jobs: a, Idle: []string{"web"}}, {Jobs: a}})
+	if len(got) != 2 || !reflect.DeepEqual(got[0].Indexes, []int{0, 2}) || !reflect.DeepEqual(got[1].Indexes, []int{1}) {
 		t.Errorf("got %+v", got)
 	}
 }

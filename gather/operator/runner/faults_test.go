@@ -459,9 +459,10 @@ var _ = Describe("the fault table", Ordered, ContinueOnFailure, func() {
 			want: "- Unable to render jobs for instance group 'web'. Errors are:\n  - Unable to render templates for job 'storefront'. Errors are:\n    - Error filling in template 'storefront.yml.erb' (line 2: no storefront today)"}),
 		Entry("an invalid bpm.yml", faultRow{breakJobs: writeTemplate("shop", "storefront", "bpm.yml.erb", "processes: not-a-list\n"),
 			want: "- Unable to render jobs for instance group 'web'. Errors are:\n  - Unable to render templates for job 'storefront'. Errors are:\n    - Invalid BPM configuration rendered from template 'bpm.yml.erb': failed to parse job configuration: yaml: unmarshal errors:\n  line 1: cannot unmarshal !!str `not-a-list` into []bpm.Process"}),
+		// Long enough for Ruby to start rendering on a loaded machine.
 		Entry("a template that never ends", faultRow{breakJobs: writeTemplate("shop", "storefront", "storefront.yml.erb", "a\n<% loop {} %>\n"),
-			render: ruby.Renderer{Timeout: 3 * time.Second},
-			want:   "- Unable to render jobs for instance group 'web'. Errors are:\n  - Unable to render templates for job 'storefront'. Errors are:\n    - Error filling in template 'storefront.yml.erb' (rendering did not finish within the render timeout of 3s)"}),
+			render: ruby.Renderer{Timeout: 10 * time.Second},
+			want:   "- Unable to render jobs for instance group 'web'. Errors are:\n  - Unable to render templates for job 'storefront'. Errors are:\n    - Error filling in template 'storefront.yml.erb' (rendering did not finish within the render timeout of 10s)"}),
 		Entry("a template that ends Ruby", faultRow{breakJobs: writeTemplate("shop", "storefront", "storefront.yml.erb", "<% exit!(7) %>\n"),
 			want: "- Unable to render jobs for instance group 'web'. Errors are:\n  - Unable to render templates for job 'storefront'. Errors are:\n    - Error filling in template 'storefront.yml.erb' (Ruby ended while rendering it: exit status 7)"}),
 		Entry("a template flooding its output", faultRow{breakJobs: writeTemplate("shop", "storefront", "storefront.yml.erb", "a\n<% 2000.times do %><%= 'x' * 1000 %><% end %>\n"),
