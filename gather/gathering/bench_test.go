@@ -3,7 +3,6 @@ package gathering_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/render/ruby"
 	"github.com/bosh-injector/bosh-injector/test/controlplane"
+	"github.com/bosh-injector/bosh-injector/test/fixtures"
 )
 
 // generated writes a release of 100 jobs in the image layout under dir and
@@ -43,14 +43,8 @@ func generated(b *testing.B, dir string) []byte {
 				"  args: [--index, \"<%= spec.index %>\"]\n  env: {PORT: \"<%= p('port') %>\"}\n  limits: {memory: 256M}\n",
 			"templates/config.yml.erb": "port: <%= p('port') %>\n<% p('settings').each do |k, v| %><%= k %>: <%= v %>\n<% end %>",
 		}
-		for name, content := range files {
-			path := filepath.Join(dir, "gen", job, name)
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				b.Fatal(err)
-			}
-			if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-				b.Fatal(err)
-			}
+		if err := fixtures.WriteTree(filepath.Join(dir, "gen", job), files); err != nil {
+			b.Fatal(err)
 		}
 	}
 	var m strings.Builder
@@ -147,14 +141,8 @@ func scaled(b *testing.B, dir string, n int) []byte {
 	}
 	for job, files := range jobs {
 		files["monit"] = ""
-		for name, content := range files {
-			path := filepath.Join(dir, "gen", job, name)
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				b.Fatal(err)
-			}
-			if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-				b.Fatal(err)
-			}
+		if err := fixtures.WriteTree(filepath.Join(dir, "gen", job), files); err != nil {
+			b.Fatal(err)
 		}
 	}
 	return fmt.Appendf(nil, `name: scale

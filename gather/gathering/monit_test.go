@@ -2,8 +2,6 @@ package gathering_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/model/instance"
 	"github.com/bosh-injector/bosh-injector/gather/model/variables"
 	"github.com/bosh-injector/bosh-injector/gather/render/ruby"
+	"github.com/bosh-injector/bosh-injector/test/fixtures"
 )
 
 // A release whose monit files decide what runs: svc (with bpm.yml) only
@@ -78,14 +77,8 @@ instance_groups:
 // instance alone runs it there alone.
 func TestMonitRenderedPerInstance(t *testing.T) {
 	root := t.TempDir()
-	for p, content := range monitRelease {
-		file := filepath.Join(root, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := fixtures.WriteTree(root, monitRelease); err != nil {
+		t.Fatal(err)
 	}
 	vars := variables.NewMapSource(nil)
 	m, err := deployment.Load([]byte(monitManifest), nil, vars, time.Now())

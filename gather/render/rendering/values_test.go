@@ -16,6 +16,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/render/rendering"
 	"github.com/bosh-injector/bosh-injector/gather/render/resolved"
 	"github.com/bosh-injector/bosh-injector/gather/render/ruby"
+	fixturereleases "github.com/bosh-injector/bosh-injector/test/fixtures"
 )
 
 // A release whose printer job prints, for each value, what a template sees:
@@ -211,14 +212,8 @@ link l.list: [1.0, 2, "3", 4.25] | [1.0, 2, "3", 4.25] | Array | [1.0,2,"3",4.25
 // the gathering's Secret read back by the render init container.
 func TestValuesReachTemplatesAsTheDirectorsRubyObjects(t *testing.T) {
 	root := t.TempDir()
-	for p, content := range valuesRelease {
-		file := filepath.Join(root, "vals", filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := fixturereleases.WriteTree(filepath.Join(root, "vals"), valuesRelease); err != nil {
+		t.Fatal(err)
 	}
 	vars := variables.NewMapSource(nil)
 	m, err := deployment.Load([]byte(valuesManifest), nil, vars, time.Now())
