@@ -10,16 +10,6 @@ import (
 	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
 
-// idle says whether a job of instance (its entry of info.BPM) starts no
-// process: in a service group, BOSH starts only what a job's monit file
-// checks, so a job whose monit checks nothing (an errand job, a job its
-// properties disable) runs none of its bpm.yml's processes (an errand
-// job's configure the `bpm run` of its bin/run) and no bin/run either:
-// run-errand runs that on demand in its errand container.
-func idle(info *bpm.Info, instance bpm.InstanceBPM, j bpm.Job) bool {
-	return slices.Contains(instance.Idle, j.Name) && !errandGroup(info)
-}
-
 // errandGroup says whether the instance is an errand group's (lifecycle:
 // errand), whose pod runs its jobs to completion; a service group's runs
 // an errand job's bin/run only on demand.
@@ -38,7 +28,7 @@ func ErrandContainer(job string) string {
 func errandContainers(info *bpm.Info, instance bpm.InstanceBPM, images map[string]string, settings Settings) []corev1.Container {
 	var out []corev1.Container
 	for _, j := range info.Jobs {
-		if !idle(info, instance, j) || !slices.Contains(j.Scripts, contract.Run) {
+		if !bpm.Idle(info.Lifecycle, instance, j.Name) || !slices.Contains(j.Scripts, contract.Run) {
 			continue
 		}
 		c := jobContainer(ErrandContainer(j.Name), images[j.Release], j)

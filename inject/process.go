@@ -41,7 +41,7 @@ func processContainers(plan Plan, images map[string]string) ([]corev1.Container,
 	var procs []process
 	var containerNames []string
 	for _, j := range info.Jobs {
-		if idle(info, instance, j) {
+		if bpm.Idle(info.Lifecycle, instance, j.Name) {
 			continue
 		}
 		for _, p := range configs[j.Name].Processes {

@@ -30,12 +30,10 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/model/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/model/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/model/instance"
-	"github.com/bosh-injector/bosh-injector/gather/model/jobspec"
 	"github.com/bosh-injector/bosh-injector/gather/model/manifest"
 	"github.com/bosh-injector/bosh-injector/gather/model/variables"
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/render/resolved"
-	"github.com/bosh-injector/bosh-injector/inject/runtime/monit"
 )
 
 // Config says what to gather.
@@ -461,17 +459,6 @@ func writeGroup(ctx context.Context, c client.Client, stored versions.Stored, ab
 	}
 	return GroupResult{InstanceGroup: ig, Resolved: rres, BPM: bres,
 		written: trust.WrittenOf(versions.Latest(bseries).Secret, versions.Latest(rseries).Secret)}, nil
-}
-
-// MonitProcesses are the processes a job's monit files check, in order,
-// read unrendered: what BOSH starts of the job where no rendering tells
-// (objects); a gathering renders them per instance.
-func MonitProcesses(spec *jobspec.Spec) []string {
-	var out []string
-	for _, name := range spec.MonitNames() {
-		out = append(out, monit.Processes(spec.Monit[name])...)
-	}
-	return out
 }
 
 // bpmInfo is what the webhook needs of group g.

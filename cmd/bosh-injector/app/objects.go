@@ -16,6 +16,7 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/gathering"
 	"github.com/bosh-injector/bosh-injector/gather/gathering/objects"
+	"github.com/bosh-injector/bosh-injector/gather/model/bpm"
 	"github.com/bosh-injector/bosh-injector/gather/model/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/model/inputfile"
 	"github.com/bosh-injector/bosh-injector/gather/model/instance"
@@ -207,9 +208,8 @@ func (o *objectsOptions) containers(cmd *cobra.Command, data []byte, ops []deplo
 		}
 		configs := bpms[gi][0].Jobs
 		for _, j := range g.Jobs {
-			// A service group starts nothing of a job whose monit checks no
-			// process (a colocated errand).
-			if g.Manifest.Lifecycle != "errand" && len(gathering.MonitProcesses(j.Spec)) == 0 {
+			// A colocated errand, say, starts nothing.
+			if bpm.Idle(g.Manifest.Lifecycle, bpms[gi][0], j.Name) {
 				continue
 			}
 			if procs := configs[j.Name].Processes; len(procs) > 0 {

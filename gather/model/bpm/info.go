@@ -94,6 +94,15 @@ type InstanceBPM struct {
 	Monit map[string][]string `json:"monit,omitempty"`
 }
 
+// Idle says whether a job of an instance (its entry of BPM) of a group of
+// lifecycle starts no process: in a service group, BOSH starts only what
+// a job's monit files check, so a job whose monit checks nothing runs
+// none of its bpm.yml's processes and no bin/run either (an errand
+// group's instance runs its jobs to completion).
+func Idle(lifecycle string, instance InstanceBPM, job string) bool {
+	return lifecycle != "errand" && slices.Contains(instance.Idle, job)
+}
+
 // Instance returns what BOSH starts on instance index: its entry of BPM,
 // empty when the index is in none.
 func (i *Info) Instance(index int) InstanceBPM {
