@@ -490,6 +490,9 @@ func (c *Cluster) startNodes(ctx context.Context, began time.Time) error {
 	if err := c.rec.save(); err != nil {
 		return err
 	}
+	if err := raiseInotify(); err != nil {
+		return err
+	}
 	err = c.eachNode(func(n *Node) error {
 		if err := c.startKubelet(ctx, n); err != nil {
 			return err

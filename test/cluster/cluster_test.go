@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +64,12 @@ func TestCluster(t *testing.T) {
 	// Put back as soon as the node was Ready, not only at teardown.
 	if now, _ := sysctls(); now != before {
 		t.Errorf("sysctls while the node runs:\n%s\nbefore:\n%s", now, before)
+	}
+	// The inotify instance limit is raised while any cluster runs (the
+	// last one puts it back: other packages' may run beside this one).
+	out, err := exec.Command("sysctl", "-n", "fs.inotify.max_user_instances").Output()
+	if n, _ := strconv.Atoi(strings.TrimSpace(string(out))); err != nil || n < 1024 {
+		t.Errorf("fs.inotify.max_user_instances while the node runs: %q, %v", out, err)
 	}
 
 	node, err := c.Clientset.CoreV1().Nodes().Get(ctx, c.NodeName, metav1.GetOptions{})

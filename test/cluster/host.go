@@ -466,7 +466,7 @@ func (r *record) teardown() error {
 		return err
 	}
 	removeKubeletSocket()
-	return nil
+	return restoreInotify()
 }
 
 // removeKubeletSocket removes the one file every kubelet keeps at a fixed

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -71,4 +72,62 @@ func lockSysctls() (unlock func(), err error) {
 		return nil, err
 	}
 	return func() { f.Close() }, nil
+}
+
+// inotifyInstances is the per-user limit of inotify instances, 128 by
+// default. Every kubelet, containerd, control plane and operator of the
+// clusters here takes some, all as root: three clusters beside the suites'
+// control planes took 129, and the next watcher failed ("too many open
+// files"). The first cluster to start raises it to inotifyWant; the last
+// to go puts the machine's value back.
+const (
+	inotifyInstances = "fs.inotify.max_user_instances"
+	inotifyWant      = 1024
+)
+
+func inotifySaved() string { return filepath.Join(stateRoot, "inotify-instances.saved") }
+
+// raiseInotify raises the limit, saving the machine's value first unless
+// a running cluster saved it already; under the sysctl lock.
+func raiseInotify() error {
+	data, err := os.ReadFile(sysctlPath(inotifyInstances))
+	if err != nil {
+		return fmt.Errorf("reading sysctl %s: %w", inotifyInstances, err)
+	}
+	current, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || current >= inotifyWant {
+		return err
+	}
+	if _, err := os.Stat(inotifySaved()); errors.Is(err, os.ErrNotExist) {
+		if err := os.WriteFile(inotifySaved(), data, 0o644); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(sysctlPath(inotifyInstances), []byte(strconv.Itoa(inotifyWant)), 0o644); err != nil {
+		return fmt.Errorf("raising sysctl %s to %d: %w", inotifyInstances, inotifyWant, err)
+	}
+	return nil
+}
+
+// restoreInotify puts the machine's limit back once no cluster is left.
+func restoreInotify() error {
+	unlock, err := lockSysctls()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if records, _ := filepath.Glob(filepath.Join(stateRoot, "*.json")); len(records) > 0 {
+		return nil
+	}
+	saved, err := os.ReadFile(inotifySaved())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(sysctlPath(inotifyInstances), saved, 0o644); err != nil {
+		return fmt.Errorf("putting sysctl %s back: %w", inotifyInstances, err)
+	}
+	return os.Remove(inotifySaved())
 }

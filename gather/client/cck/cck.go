@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -94,16 +95,53 @@ func Of(ctx context.Context, kube kubernetes.Interface, ns, deployment string) (
 	return Find(pods.Items, nodes.Items), nil
 }
 
+// taintWait bounds the wait for a lost node's NoSchedule taint.
+const taintWait = time.Minute
+
 // Recreate deletes each lost pod at once, without waiting for its node's
 // kubelet, so that its StatefulSet makes it again on a node that runs,
 // with the same name and index. Only for nodes that are really down: a
 // node merely cut off would still run the old instance beside the new.
+// A node not Ready is first waited for until the scheduler avoids it (the
+// node controller taints it a moment after its condition changes, later
+// under load): else the new pod could be placed on it again.
 func Recreate(ctx context.Context, kube kubernetes.Interface, ns string, lost []Lost) error {
 	for _, l := range lost {
+		if l.Reason == ReasonNodeNotReady {
+			if err := waitUnschedulable(ctx, kube, l.Node); err != nil {
+				return err
+			}
+		}
 		err := kube.CoreV1().Pods(ns).Delete(ctx, l.Pod, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 		if err != nil {
 			return fmt.Errorf("deleting pod %s of %s/%s: %w", l.Pod, l.Group, l.Index, err)
 		}
 	}
 	return nil
+}
+
+// waitUnschedulable waits until node takes no new pods, or is gone.
+func waitUnschedulable(ctx context.Context, kube kubernetes.Interface, node string) error {
+	ctx, cancel := context.WithTimeout(ctx, taintWait)
+	defer cancel()
+	for {
+		n, err := kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) || (err == nil && unschedulable(n)) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("node %s is not Ready but still takes new pods (no %s or %s NoSchedule taint after %s): cordon it (kubectl cordon %s) and run again",
+				node, corev1.TaintNodeUnreachable, corev1.TaintNodeNotReady, taintWait, node)
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// unschedulable says whether the scheduler places no new pod on n: it is
+// cordoned, or the node controller tainted it unreachable or not ready.
+func unschedulable(n *corev1.Node) bool {
+	return n.Spec.Unschedulable || slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoSchedule && (t.Key == corev1.TaintNodeUnreachable || t.Key == corev1.TaintNodeNotReady)
+	})
 }

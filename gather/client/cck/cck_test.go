@@ -35,3 +35,21 @@ func TestFind(t *testing.T) {
 		t.Errorf("lost:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+func TestUnschedulable(t *testing.T) {
+	for _, c := range []struct {
+		node corev1.Node
+		want bool
+	}{
+		{corev1.Node{}, false},
+		{corev1.Node{Spec: corev1.NodeSpec{Unschedulable: true}}, true},
+		{corev1.Node{Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}}}}, false},
+		{corev1.Node{Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule}}}}, true},
+		{corev1.Node{Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}}}}, true},
+		{corev1.Node{Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "dedicated", Effect: corev1.TaintEffectNoSchedule}}}}, false},
+	} {
+		if got := unschedulable(&c.node); got != c.want {
+			t.Errorf("%+v: %v, want %v", c.node.Spec, got, c.want)
+		}
+	}
+}
