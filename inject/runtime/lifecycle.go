@@ -231,7 +231,7 @@ func (in Instance) started() (final bool, err error) {
 			continue
 		}
 		if record, failed := in.State.Read(failedFile(contract.PostStart, j.Name)); failed {
-			return true, fmt.Errorf("%s", failure(record, false))
+			return true, Failed(failure(record, false))
 		}
 		if _, ok := in.State.Read(okFile(contract.PostStart, j.Name)); !ok {
 			return false, fmt.Errorf("post-start of job '%s' has not finished", j.Name)
@@ -239,6 +239,11 @@ func (in Instance) started() (final bool, err error) {
 	}
 	return false, nil
 }
+
+// Failed is a readiness failure no waiting ends: a post-start failed.
+type Failed string
+
+func (f Failed) Error() string { return string(f) }
 
 // failure is what a failure record says: the script's error, and with
 // output the end of what it printed.

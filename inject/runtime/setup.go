@@ -36,7 +36,11 @@ func serveSetup(ctx context.Context, l net.Listener, planDir, stateDir string, w
 		if err := readyOf(r.Context(), planDir, stateDir, r.URL.Query()); err != nil {
 			// The kubelet's Event of a failed HTTP probe shows only the
 			// status; the deploy's verdict asks for this body.
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			status := http.StatusServiceUnavailable
+			if errors.As(err, new(Failed)) {
+				status = contract.FailedStatus
+			}
+			http.Error(w, err.Error(), status)
 			return
 		}
 		fmt.Fprintln(w, "running")

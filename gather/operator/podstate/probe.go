@@ -31,6 +31,23 @@ var probeClient = &http.Client{Transport: &http.Transport{Proxy: nil}}
 // (a failed post-start) once; a container that cannot be asked (no pod IP,
 // a network in the way) or is ready now is left out.
 func ProbeAnswers(ctx context.Context, pod *corev1.Pod, containers []string) []string {
+	return ask(ctx, pod, containers, func(status int) bool { return status != http.StatusOK })
+}
+
+// Failed are the answers, as ProbeAnswers gives them, of the pod's process
+// containers that failed for good (contract.FailedStatus: a post-start
+// failed).
+func Failed(ctx context.Context, pod *corev1.Pod) []string {
+	var containers []string
+	for _, c := range pod.Spec.Containers {
+		containers = append(containers, c.Name)
+	}
+	return ask(ctx, pod, containers, func(status int) bool { return status == contract.FailedStatus })
+}
+
+// ask asks the named containers' readiness probes, as ProbeAnswers says,
+// keeping the answers whose status keep accepts.
+func ask(ctx context.Context, pod *corev1.Pod, containers []string, keep func(status int) bool) []string {
 	if pod.Status.PodIP == "" {
 		return nil
 	}
@@ -54,7 +71,7 @@ func ProbeAnswers(ctx context.Context, pod *corev1.Pod, containers []string) []s
 		}
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		resp.Body.Close()
-		if why := strings.TrimSpace(string(body)); resp.StatusCode != http.StatusOK && !slices.Contains(whys, why) {
+		if why := strings.TrimSpace(string(body)); keep(resp.StatusCode) && !slices.Contains(whys, why) {
 			whys = append(whys, why)
 			answers = append(answers, fmt.Sprintf("%s: %s", c.Name, why))
 		}

@@ -4,9 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -15,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	kretry "k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,6 +31,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/names"
 	"github.com/bosh-injector/bosh-injector/gather/operator/rollout"
 	"github.com/bosh-injector/bosh-injector/gather/operator/status"
+	"github.com/bosh-injector/bosh-injector/inject/runtime/contract"
 )
 
 // kubelet plays the node for the specs' pods: it runs each pod the
@@ -78,7 +84,7 @@ func (k *kubelet) observe(c context.Context, p *corev1.Pod) {
 		(crashing == (len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].State.Waiting != nil)) {
 		return
 	}
-	p.Status.Phase = corev1.PodRunning
+	p.Status.Phase, p.Status.PodIP = corev1.PodRunning, "127.0.0.1"
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: gst, LastTransitionTime: metav1.Now()}}
 	cs := corev1.ContainerStatus{Name: "c", Image: "busybox", Ready: ready, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
 	if crashing {
@@ -160,10 +166,14 @@ var _ = Describe("the deploy controller", func() {
 	// carries the deploy's scheduling gate, as the webhook gives the pods
 	// of instances not started (here to every pod, so a started
 	// instance's recreated pod is released by the controller).
-	azSet := func(name, group string, az, replicas int32, held bool) {
+	// containers, when given, replace the one plain container.
+	azSet := func(name, group string, az, replicas int32, held bool, containers ...corev1.Container) {
 		GinkgoHelper()
 		labels := map[string]string{names.LabelDeployment: "d", names.LabelInstanceGroup: group, names.LabelAZIndex: fmt.Sprint(az)}
-		spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}
+		if len(containers) == 0 {
+			containers = []corev1.Container{{Name: "c", Image: "busybox"}}
+		}
+		spec := corev1.PodSpec{Containers: containers}
 		if held {
 			spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: names.SchedulingGateDeploy}}
 		}
@@ -334,6 +344,40 @@ var _ = Describe("the deploy controller", func() {
 		b := get("b")
 		Expect(*b.Spec.UpdateStrategy.RollingUpdate.Partition).To(BeZero())
 		Expect(b.Status.UpdatedReplicas).To(BeEquivalentTo(3))
+	})
+
+	It("fails at once on an instance whose post-start failed, as the director does, not at its watch time's maximum", func() {
+		// The instance's setup server, answering its process container's
+		// readiness probe.
+		failed := atomic.Bool{}
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if failed.Load() {
+				http.Error(w, "post-start of job 'c' failed: exit status 1", contract.FailedStatus)
+				return
+			}
+			http.Error(w, "post-start of job 'c' has not finished", http.StatusServiceUnavailable)
+		}))
+		DeferCleanup(srv.Close)
+		port, err := strconv.Atoi(srv.URL[strings.LastIndex(srv.URL, ":")+1:])
+		Expect(err).NotTo(HaveOccurred())
+		probe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: contract.ReadyPath + "?container=c", Port: intstr.FromInt(port)}}}
+		azSet("a", "a", 1, 1, false, corev1.Container{Name: "c", Image: "busybox", ReadinessProbe: probe})
+		plan := update.Plan{{Name: "a", Update: config(true, "0-60000")}}
+		accept(map[string]int{"a": 1}, plan)
+		Eventually(gst).Should(HaveField("Phase", status.PhaseDeployed))
+
+		// v2 is not Ready: still starting, the deploy waits; then its
+		// post-start fails, and the deploy fails well before 60 s.
+		kube.setBroken(func(p *corev1.Pod) bool { return p.Annotations[names.AnnotationResolvedVersion] == "2" })
+		accept(map[string]int{"a": 2}, plan)
+		Eventually(gst).Should(HaveField("Phase", status.PhaseDeploying))
+		Consistently(gst).WithTimeout(3 * time.Second).Should(HaveField("Phase", status.PhaseDeploying))
+		failed.Store(true)
+		Eventually(gst).WithTimeout(20 * time.Second).Should(HaveField("Phase", status.PhaseFailed))
+		st, err := gst()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(st.Message).To(Equal("'a (a-0)' is not running after update. Review logs for failed jobs: c. c: post-start of job 'c' failed: exit status 1"))
 	})
 
 	It("accepts an instance that restarts within its watch time, fails one crash-looping past the maximum", func() {

@@ -424,8 +424,10 @@ func (d *run) watch(ctx context.Context, group string, s *appsv1.StatefulSet, po
 			}
 			continue
 		}
+		// A post-start that failed is not run again: the director fails
+		// the deploy on it at once, not at the watch time's end.
 		deadline := start.Add(watch.Max)
-		if !d.now.Before(deadline) {
+		if !d.now.Before(deadline) || len(podstate.Failed(ctx, pod)) > 0 {
 			return outcome{}, d.notRunning(ctx, group, podName, instanceName(group, pod), s, pod, watch), nil
 		}
 		wait = max(wait, min(poll, deadline.Sub(d.now)))

@@ -53,6 +53,12 @@ const ReadyPath = "/ready"
 // time is over.
 const NoWait = "nowait"
 
+// FailedStatus is a ReadyPath answer's status for a failure no waiting
+// ends (a job's post-start failed: it is not run again), which fails a
+// deploy at once, as the director's does when post-start fails; other
+// answers not ready are 503.
+const FailedStatus = 500
+
 // ReadyURL is the probe's path and query for a process container.
 func ReadyURL(p Plan) string {
 	return ReadyPath + "?" + url.Values{"container": {p.Container}, "job": {p.Job}, "process": {p.Process}}.Encode()
