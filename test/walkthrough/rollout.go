@@ -156,7 +156,7 @@ func (w *Walkthrough) Rollout(ctx context.Context, ns, releaseURL string) error 
 		return err
 	}
 
-	w.Step("Setting annotation %s to a new value retries the deploy: the failed canary is watched again", names.AnnotationRetryDeploy)
+	w.Step("Setting annotation %s to a new value retries the deploy: the failed canary is watched again, and fails again (its post-start is not run again)", names.AnnotationRetryDeploy)
 	if err := w.Client.Get(ctx, manifestKey, &manifest); err != nil {
 		return err
 	}
@@ -171,7 +171,7 @@ func (w *Walkthrough) Rollout(ctx context.Context, ns, releaseURL string) error 
 			return false, err
 		}
 		st = status.DeployOf(&s)
-		return st.Retry == "1" && st.Phase == status.PhaseDeploying, nil
+		return st.Retry == "1" && st.Phase == status.PhaseFailed, nil
 	}); err != nil {
 		return err
 	}
