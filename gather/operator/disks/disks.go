@@ -45,6 +45,7 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/model/update"
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/operator/disruption"
 	"github.com/bosh-injector/bosh-injector/gather/operator/orphan"
 	"github.com/bosh-injector/bosh-injector/gather/operator/podstate"
 	"github.com/bosh-injector/bosh-injector/gather/operator/statefulsets"
@@ -87,6 +88,9 @@ type Reconciler struct {
 	Config    Config
 	// Now is the clock, time.Now when nil.
 	Now func() time.Time
+	// Disruptions, shared with the deploy controller, serializes its drains
+	// with the release of a step.
+	Disruptions *disruption.Groups
 }
 
 // SetupWithManager registers the controller: it follows the StatefulSets
@@ -264,7 +268,8 @@ func (r *Reconciler) resizeGroup(ctx context.Context, deployment, group string, 
 	var at *appsv1.StatefulSet
 	again, err := r.inOrder(ctx, deployment, group, sets, func(sl slot, batch []slot) (bool, error) {
 		at = sl.set
-		return r.resizeInstance(ctx, group, sl, func() (string, error) { return r.unavailable(ctx, sets, batch) })
+		hold := func() func() { return r.Disruptions.Hold(sl.set.Namespace, deployment, group) }
+		return r.resizeInstance(ctx, group, sl, hold, func() (string, error) { return r.unavailable(ctx, sets, batch) })
 	})
 	var stop stopped
 	if asStopped(err, &stop) {
@@ -353,7 +358,13 @@ func (r *Reconciler) stop(ctx context.Context, s *appsv1.StatefulSet, why stoppe
 // started by a deploy (its pod held by the gate) is down by intent and
 // does not hold the resize back.
 func (r *Reconciler) unavailable(ctx context.Context, sets []*appsv1.StatefulSet, batch []slot) (string, error) {
-	for _, s := range sets {
+	for _, cached := range sets {
+		// From the API server: a step the deploy just released may not
+		// be in the cache yet.
+		s := &appsv1.StatefulSet{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cached), s); err != nil {
+			return "", err
+		}
 		var pods corev1.PodList
 		if err := r.APIReader.List(ctx, &pods, client.InNamespace(s.Namespace), client.MatchingLabels(s.Spec.Selector.MatchLabels)); err != nil {
 			return "", err
@@ -363,7 +374,7 @@ func (r *Reconciler) unavailable(ctx context.Context, sets []*appsv1.StatefulSet
 			start = int(s.Spec.Ordinals.Start)
 		}
 		for o := start; o < start+int(ptr.Deref(s.Spec.Replicas, 1)); o++ {
-			if slices.Contains(batch, slot{set: s, ordinal: o}) {
+			if slices.ContainsFunc(batch, func(b slot) bool { return b.set.Name == s.Name && b.ordinal == o }) {
 				continue
 			}
 			name := names.PodName(s.Name, o)
@@ -398,7 +409,7 @@ func released(s *appsv1.StatefulSet, o int, pod *corev1.Pod) bool {
 // outside its batch are Ready (unavailable names one that is not), grow
 // the claim once the pod is gone, then wait for the new capacity and the
 // instance Ready.
-func (r *Reconciler) resizeInstance(ctx context.Context, group string, sl slot, unavailable func() (string, error)) (bool, error) {
+func (r *Reconciler) resizeInstance(ctx context.Context, group string, sl slot, hold func() (release func()), unavailable func() (string, error)) (bool, error) {
 	wanted, err := statefulsets.WantedSizes(sl.set)
 	if err != nil {
 		return true, nil
@@ -440,11 +451,15 @@ func (r *Reconciler) resizeInstance(ctx context.Context, group string, sl slot, 
 			if err := r.canGrow(ctx, &c, instance, want); err != nil {
 				return false, err
 			}
+			// The deploy releases no step of the group from the check
+			// to the mark, which its next step waits for.
+			release := hold()
 			other, err := unavailable()
-			if err != nil {
-				return false, err
-			}
-			if other != "" {
+			if err != nil || other != "" {
+				release()
+				if err != nil {
+					return false, err
+				}
 				r.Log.V(1).Info("waiting for the group's other instances to be Ready before draining", "namespace", c.Namespace, "instance", instance, "notReady", other)
 				done = false
 				continue
@@ -455,7 +470,9 @@ func (r *Reconciler) resizeInstance(ctx context.Context, group string, sl slot, 
 			}
 			patch := client.MergeFrom(c.DeepCopy())
 			metav1Set(&c.Annotations, names.AnnotationDrainedPod, uid)
-			if err := r.Client.Patch(ctx, &c, patch); err != nil {
+			err = r.Client.Patch(ctx, &c, patch)
+			release()
+			if err != nil {
 				return false, err
 			}
 			if podExists {

@@ -28,6 +28,7 @@ import (
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/operator/disruption"
 	"github.com/bosh-injector/bosh-injector/gather/operator/rollout"
 	"github.com/bosh-injector/bosh-injector/gather/operator/runner"
 	"github.com/bosh-injector/bosh-injector/inject"
@@ -182,16 +183,20 @@ func New(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 		if err := r.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("job runner: %w", err)
 		}
+		// The deploy and disk controllers take instances down one group
+		// decision at a time.
+		groups := &disruption.Groups{}
 		d := &rollout.Reconciler{
-			Client:    mgr.GetClient(),
-			APIReader: mgr.GetAPIReader(),
-			Recorder:  mgr.GetEventRecorder("bosh-injector"),
-			Log:       log.WithName("deploy"),
+			Client:      mgr.GetClient(),
+			APIReader:   mgr.GetAPIReader(),
+			Recorder:    mgr.GetEventRecorder("bosh-injector"),
+			Log:         log.WithName("deploy"),
+			Disruptions: groups,
 		}
 		if err := d.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("deploy controller: %w", err)
 		}
-		if err := setupDisks(mgr, o, log); err != nil {
+		if err := setupDisks(mgr, o, groups, log); err != nil {
 			return nil, err
 		}
 	}

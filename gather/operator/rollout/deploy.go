@@ -47,6 +47,7 @@ import (
 	"github.com/bosh-injector/bosh-injector/gather/model/instance"
 	"github.com/bosh-injector/bosh-injector/gather/model/update"
 	"github.com/bosh-injector/bosh-injector/gather/names"
+	"github.com/bosh-injector/bosh-injector/gather/operator/disruption"
 	"github.com/bosh-injector/bosh-injector/gather/operator/podstate"
 	"github.com/bosh-injector/bosh-injector/gather/operator/status"
 )
@@ -72,6 +73,9 @@ type Reconciler struct {
 	Log       logr.Logger
 	// Now is the clock, time.Now when nil.
 	Now func() time.Time
+	// Disruptions, shared with the disk controller, serializes the release
+	// of a step with its drains.
+	Disruptions *disruption.Groups
 }
 
 // SetupWithManager registers the controller: it follows manifest Secrets

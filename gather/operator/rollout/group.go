@@ -262,7 +262,10 @@ func (d *run) advance(ctx context.Context, g update.Group, gs *status.Group, set
 		return outcome{}, nil
 	}
 	// An instance drained for its disk to grow is down as a step's are:
-	// the next step waits for it, or max_in_flight would be exceeded.
+	// the next step waits for it, or max_in_flight would be exceeded. The
+	// disk controller decides no drain of the group meanwhile.
+	release := d.Disruptions.Hold(d.manifest.Namespace, d.manifest.Labels[names.LabelDeployment], g.Name)
+	defer release()
 	if claim, err := d.draining(ctx, sets); err != nil || claim != "" {
 		if claim != "" {
 			d.Log.V(1).Info("waiting for a disk resize before the next step", "namespace", d.manifest.Namespace, "group", g.Name, "claim", claim)
@@ -306,8 +309,10 @@ func (d *run) advance(ctx context.Context, g update.Group, gs *status.Group, set
 func (d *run) draining(ctx context.Context, sets []*appsv1.StatefulSet) (string, error) {
 	for _, s := range sets {
 		for _, name := range statefulsets.ClaimNames(s) {
+			// From the API server: the disk controller's mark may be
+			// newer than the cache.
 			var c corev1.PersistentVolumeClaim
-			err := d.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: name}, &c)
+			err := d.APIReader.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: name}, &c)
 			if client.IgnoreNotFound(err) != nil {
 				return "", err
 			}
