@@ -33,7 +33,7 @@ import (
 // TestSocketPaths checks for every node (issue 47).
 func TestCluster(t *testing.T) {
 	ctx := context.Background()
-	before, err := sysctls()
+	before, err := cluster.MachineSysctls()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestCluster(t *testing.T) {
 		}
 	})
 	// Put back as soon as the node was Ready, not only at teardown.
-	if now, _ := sysctls(); now != before {
+	if now, _ := cluster.MachineSysctls(); now != before {
 		t.Errorf("sysctls while the node runs:\n%s\nbefore:\n%s", now, before)
 	}
 	// The inotify instance limit is raised while any cluster runs (the
@@ -184,7 +184,7 @@ func TestCluster(t *testing.T) {
 		// one's directory must be gone from every process.
 		t.Logf("network namespaces now: %s", out)
 	}
-	if now, _ := sysctls(); now != before {
+	if now, _ := cluster.MachineSysctls(); now != before {
 		t.Errorf("sysctls after teardown:\n%s\nbefore:\n%s", now, before)
 	}
 	for _, d := range []string{dir, nodesDir + "/"} {
@@ -192,10 +192,4 @@ func TestCluster(t *testing.T) {
 			t.Errorf("processes of the cluster remain:\n%s", out)
 		}
 	}
-}
-
-func sysctls() (string, error) {
-	out, err := exec.Command("sysctl", "vm.overcommit_memory", "vm.panic_on_oom", "kernel.panic", "kernel.panic_on_oops",
-		"kernel.keys.root_maxkeys", "kernel.keys.root_maxbytes").Output()
-	return string(out), err
 }

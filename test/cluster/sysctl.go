@@ -22,6 +22,26 @@ func sysctlPath(key string) string {
 	return filepath.Join("/proc/sys", strings.ReplaceAll(key, ".", "/"))
 }
 
+// MachineSysctls are the machine's values of the settings the kubelet
+// rewrites, read while no cluster's kubelet is starting (under the sysctl
+// lock), one "key = value" line each.
+func MachineSysctls() (string, error) {
+	unlock, err := lockSysctls()
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	saved, err := saveSysctls()
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, key := range kubeletSysctls {
+		fmt.Fprintf(&b, "%s = %s\n", key, saved[key])
+	}
+	return b.String(), nil
+}
+
 func saveSysctls() (map[string]string, error) {
 	saved := map[string]string{}
 	for _, key := range kubeletSysctls {
