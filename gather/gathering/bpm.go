@@ -72,6 +72,10 @@ func RenderDeployment(ctx context.Context, r ruby.Renderer, d *deployment.Deploy
 				}
 				// Its monit files too: BOSH starts what they check, which
 				// properties and spec may change (`if p("enabled")`).
+				// The full render has a kept instance's already.
+				if keep == nil || keep(g.Manifest.Name, inst.Index) {
+					continue
+				}
 				monits := ruby.Job{Group: g.Manifest.Name, Name: j.Name, Spec: inst.Specs[ji]}
 				for _, m := range j.Spec.MonitNames() {
 					monits.Templates = append(monits.Templates, ruby.Template{Name: m, Source: j.Spec.Monit[m]})
@@ -154,18 +158,8 @@ func RenderDeployment(ctx context.Context, r ruby.Renderer, d *deployment.Deploy
 			each[gi][ii].Jobs = configs[gi][ii]
 		}
 	}
-	for k, s := range monitSlots {
+	starts := func(s slot, checked []string) {
 		job := d.Groups[s.group].Jobs[s.job].Name
-		var checked []string
-		for _, out := range monitOut[k] {
-			if out.Error != "" {
-				if jes := jobErrors(s); jes[s.job].Monit == "" {
-					jes[s.job].Monit = out.Error
-				}
-				continue
-			}
-			checked = append(checked, monit.Processes(string(out.Content))...)
-		}
 		e := &each[s.group][s.inst]
 		_, hasBPM := e.Jobs[job]
 		switch {
@@ -177,6 +171,37 @@ func RenderDeployment(ctx context.Context, r ruby.Renderer, d *deployment.Deploy
 			}
 			e.Monit[job] = checked
 		}
+	}
+	// The full render's instances (its monit errors are reported with its
+	// templates'), then the others'.
+	position := map[[2]int]int{}
+	for gi, g := range d.Groups {
+		for ii, inst := range g.Instances {
+			position[[2]int{gi, inst.Index}] = ii
+		}
+	}
+	for _, inst := range instances {
+		gi := byGroup[inst.Group]
+		for ji, j := range inst.Jobs {
+			var checked []string
+			for _, content := range j.Monit {
+				checked = append(checked, monit.Processes(string(content))...)
+			}
+			starts(slot{group: gi, inst: position[[2]int{gi, inst.Index}], job: ji}, checked)
+		}
+	}
+	for k, s := range monitSlots {
+		var checked []string
+		for _, out := range monitOut[k] {
+			if out.Error != "" {
+				if jes := jobErrors(s); jes[s.job].Monit == "" {
+					jes[s.job].Monit = out.Error
+				}
+				continue
+			}
+			checked = append(checked, monit.Processes(string(out.Content))...)
+		}
+		starts(s, checked)
 	}
 	var groupErrs []string
 	res := &Rendered{BPM: make([][]bpm.InstanceBPM, len(d.Groups)), Instances: instances}

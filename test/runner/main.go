@@ -5,7 +5,7 @@
 // a cluster's nodes mostly wait on their pods). Its output is go test's: `ok` and `FAIL`
 // lines per package, a failed package's whole output, and a closing count.
 //
-//	go run ./test/runner [-cores N] [-clusters N] [-timeout 20m] [-packages "./..."] [-- go test build flags]
+//	go run ./test/runner [-cores N] [-clusters N] [-timeout 20m] [-packages "./..."] [-events dir] [-- go test build flags]
 package main
 
 import (
@@ -37,6 +37,7 @@ func main() {
 	timeout := flag.Duration("timeout", 20*time.Minute, "a test binary's -test.timeout")
 	dir := flag.String("dir", "", "where test binaries are written (a temporary directory when empty)")
 	packages := flag.String("packages", "./...", "the packages to test, as go list takes them (space-separated)")
+	flag.StringVar(&eventsDir, "events", os.Getenv("TEST_EVENTS"), "a directory to keep every package's test2json events in (their times show where a run's time went)")
 	flag.Parse()
 	if err := run(strings.Fields(*packages), *cores, *clusters, *timeout, *dir, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "runner:", err)
@@ -87,6 +88,10 @@ func run(patterns []string, cores, clusters int, timeout time.Duration, dir stri
 
 // test2json is the go tool's test2json binary.
 var test2json string
+
+// eventsDir, when set, keeps each package's test2json events, one file per
+// package.
+var eventsDir string
 
 // pkg is a package with tests.
 type pkg struct {
@@ -344,6 +349,14 @@ func (p *pkg) run(timeout time.Duration) result {
 	cmd.Dir = p.Dir
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
+	var events io.Reader = stdout
+	if err == nil && eventsDir != "" {
+		var f *os.File
+		if f, err = os.Create(filepath.Join(eventsDir, strings.ReplaceAll(relative(p.ImportPath), "/", "_")+".json")); err == nil {
+			defer f.Close()
+			events = io.TeeReader(stdout, f)
+		}
+	}
 	if err == nil {
 		err = cmd.Start()
 	}
@@ -351,7 +364,7 @@ func (p *pkg) run(timeout time.Duration) result {
 		r.output = append(r.output, err.Error()+"\n")
 		return r
 	}
-	sc := bufio.NewScanner(stdout)
+	sc := bufio.NewScanner(events)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	started := map[string]time.Time{}
 	for sc.Scan() {

@@ -19,6 +19,9 @@ type InstanceJobs struct {
 type RenderedJob struct {
 	Name  string
 	Files []ruby.File
+	// Monit are its monit files as rendered ("monit" first), those that
+	// rendered: what BOSH starts is what they check.
+	Monit [][]byte
 }
 
 // Batch is every job of every selected instance of a deployment, laid out
@@ -60,8 +63,15 @@ func (b *Batch) Collect(outputs [][]ruby.Output) []InstanceJobs {
 	for i, inst := range b.instances {
 		out[i] = inst
 		for range b.groupJobs[i] {
-			files, je := b.prepared[k].Collect(outputs[k])
-			out[i].Jobs = append(out[i].Jobs, RenderedJob{Name: b.prepared[k].Name, Files: files})
+			p := b.prepared[k]
+			files, je := p.Collect(outputs[k])
+			job := RenderedJob{Name: p.Name, Files: files}
+			for _, m := range outputs[k][:p.monits] {
+				if m.Error == "" {
+					job.Monit = append(job.Monit, m.Content)
+				}
+			}
+			out[i].Jobs = append(out[i].Jobs, job)
 			out[i].Errors = append(out[i].Errors, je)
 			k++
 		}
