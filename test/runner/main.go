@@ -341,7 +341,7 @@ func (p *pkg) run(timeout time.Duration) result {
 	// are killed.
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, test2json, "-p", p.ImportPath, p.binary,
+	cmd := exec.CommandContext(ctx, test2json, "-t", "-p", p.ImportPath, p.binary,
 		"-test.v=test2json", "-test.count=1", "-test.timeout="+timeout.String(), "-test.paniconexit0")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }

@@ -34,6 +34,7 @@ import (
 
 	"github.com/bosh-injector/bosh-injector/gather/client/day2"
 	"github.com/bosh-injector/bosh-injector/gather/configserver/director"
+	"github.com/bosh-injector/bosh-injector/gather/configserver/generate"
 	"github.com/bosh-injector/bosh-injector/gather/configserver/store"
 	"github.com/bosh-injector/bosh-injector/gather/model/deployment"
 	"github.com/bosh-injector/bosh-injector/gather/model/manifest"
@@ -154,18 +155,34 @@ func (s *Sandbox) state() State {
 
 func (s *Sandbox) up(ctx context.Context) error {
 	out := s.cfg.Out
-	manifest, err := os.ReadFile(s.cfg.Manifest)
+	data, err := os.ReadFile(s.cfg.Manifest)
 	if err != nil {
 		return err
 	}
 	var head struct{ Name string }
-	if err := yaml.Unmarshal(manifest, &head); err != nil || head.Name == "" {
+	if err := yaml.Unmarshal(data, &head); err != nil || head.Name == "" {
 		return fmt.Errorf("%s: not a deployment manifest with a name (%v)", s.cfg.Manifest, err)
 	}
 	s.namespace = names.DNS1123Label(head.Name)
 	fmt.Fprintf(out, "A sandbox for deployment %s (%s), in namespace %s.\n", head.Name, s.cfg.Manifest, s.namespace)
 
-	if s.w, err = walkthrough.Start(ctx, walkthrough.Options{Out: out, Dir: s.dir, Nodes: s.cfg.Nodes, Zones: s.cfg.Zones}); err != nil {
+	// The config server keeps as many keys ready as the deployment's
+	// variables take.
+	doc, err := s.document(ctx, s.cfg.OpsFiles)
+	if err != nil {
+		return err
+	}
+	defs, err := manifest.VariablesOf(doc)
+	if err != nil {
+		return err
+	}
+	keys := 0
+	for _, d := range defs {
+		if generate.TakesKey(d.Type) {
+			keys++
+		}
+	}
+	if s.w, err = walkthrough.Start(ctx, walkthrough.Options{Out: out, Dir: s.dir, Nodes: s.cfg.Nodes, Zones: s.cfg.Zones, SpareKeys: keys}); err != nil {
 		return err
 	}
 	s.client = s.w.Client

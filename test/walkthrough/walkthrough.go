@@ -95,7 +95,17 @@ type Options struct {
 	// nodes, each one's zone.
 	Nodes int
 	Zones []string
+	// SpareKeys is how many RSA keys each config server replica keeps
+	// generated ahead (the chart's configServer.embedded.spareKeys): as
+	// many as the deployments to come generate. 0 means FixtureKeys. The
+	// chart's default, 128 for cf-deployment's first gathering, would
+	// cost a starting cluster half a minute of a core per replica.
+	SpareKeys int
 }
+
+// FixtureKeys are the RSA keys the fixture deployments generate at most:
+// shop's bus CA and certificate.
+const FixtureKeys = 2
 
 // Walkthrough is a running local installation of bosh-injector.
 type Walkthrough struct {
@@ -252,8 +262,9 @@ func (w *Walkthrough) startOnCluster(ctx context.Context, values ...string) erro
 		return fmt.Errorf("cert-manager's Certificate CRD: %w (install cert-manager first: https://cert-manager.io/docs/installation/)", err)
 	}
 	w.Say("apiserver %s, cert-manager installed", config.Host)
+	spare := cmp.Or(w.opts.SpareKeys, FixtureKeys)
 	if err := w.installChart(ctx, append(append([]string{"--set", "image.repository=" + w.opts.Registry + "/bosh-injector", "--set", "image.tag=dev",
-		"--wait", "--timeout", "5m"}, clientValues()...), values...)...); err != nil {
+		"--set", fmt.Sprintf("configServer.embedded.spareKeys=%d", spare), "--wait", "--timeout", "5m"}, clientValues()...), values...)...); err != nil {
 		return err
 	}
 	if err := w.createClient(ctx); err != nil {

@@ -104,6 +104,12 @@ func PrepareKeys(ctx context.Context, n int) {
 	}
 }
 
+// TakesKey says whether generating a credential of type typ takes an RSA
+// key, which a spare one can be.
+func TakesKey(typ string) bool {
+	return typ == "certificate" || typ == "rsa" || typ == "ssh"
+}
+
 // ValidKeyLength reports CredHub's INVALID_KEY_LENGTH for lengths other than
 // 2048, 3072 and 4096; 0 stands for the default.
 func ValidKeyLength(bits int) (int, error) {
