@@ -274,10 +274,10 @@ build: ## Build bin/bosh-injector (static)
 # The README's test command: installs and builds what is missing, then
 # test/runner compiles every test binary before any runs (no compile
 # competes with a running cluster) and runs them scheduled for this
-# machine: at most one real-node cluster more than it has cores (three on
-# two: the end-to-end package's two, then the demo's, the sandbox's and the
-# cluster package's one by one beside them), and as many packages without
-# a cluster as cores beside those. Tests use the binary
+# machine: at most two real-node clusters more than it has cores (four on
+# two: the end-to-end package's two throughout; beside them the sandbox
+# test's two, then the demo's and the cluster package's one each), and as
+# many packages without a cluster as cores beside those. Tests use the binary
 # `build` made (BOSH_INJECTOR_BINARY) instead of building their own.
 # -w: test binaries without DWARF link in half the time (stack traces keep
 # their lines); set TEST_BUILD_FLAGS without it to debug one.

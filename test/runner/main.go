@@ -1,7 +1,7 @@
 // Command runner is `make test`: it compiles every test binary of the
 // module first, then runs them scheduled for the machine it is on, so that
 // no compile competes with a running cluster and no more real-node clusters
-// run at once than the cores carry (-clusters: one more than the cores, as
+// run at once than the cores carry (-clusters: two more than the cores, as
 // a cluster's nodes mostly wait on their pods). Its output is go test's: `ok` and `FAIL`
 // lines per package, a failed package's whole output, and a closing count.
 //
@@ -33,7 +33,7 @@ import (
 func main() {
 	// GOMAXPROCS follows a container's CPU quota.
 	cores := flag.Int("cores", runtime.GOMAXPROCS(0), "cores the tests may use: as many packages without a cluster run at once")
-	clusters := flag.Int("clusters", runtime.GOMAXPROCS(0)+1, "real-node clusters that may run at once (a package needing more runs alone)")
+	clusters := flag.Int("clusters", runtime.GOMAXPROCS(0)+2, "real-node clusters that may run at once (a package needing more runs alone)")
 	timeout := flag.Duration("timeout", 20*time.Minute, "a test binary's -test.timeout")
 	dir := flag.String("dir", "", "where test binaries are written (a temporary directory when empty)")
 	packages := flag.String("packages", "./...", "the packages to test, as go list takes them (space-separated)")
@@ -109,20 +109,20 @@ const module = "github.com/bosh-injector/bosh-injector"
 
 // clusterPackages are the packages whose tests start real-node clusters
 // (test/cluster), by how many they run at once: the end-to-end tests
-// run the shared cluster and TestZones' own beside it. The cluster
-// package's own is short (a node, a pod, a disk: seconds) and runs among
-// the other packages; waiting for a slot, it ran last, after the
-// end-to-end tests, and ended the run.
+// run the shared cluster and TestZones' own beside it, the sandbox test
+// the kept sandbox's and the broken one's.
 var clusterPackages = map[string]int{
 	"test/e2e":     2,
+	"test/sandbox": 2,
 	"test/demo":    1,
-	"test/sandbox": 1,
+	"test/cluster": 1,
 }
 
 // longest are the packages that take longest, started first so that the
-// run ends soonest; the rest follow in `go list` order. The 1-node cluster
-// packages run one after another beside the end-to-end package's two: the
-// sandbox (about 230 s) and the demo (270 s) while it runs (470–540 s).
+// run ends soonest; the rest follow in `go list` order. On two cores (four
+// clusters) the end-to-end package's two clusters run throughout (450–480
+// s), the sandbox's two beside them (about 205 s), then the demo's (265 s)
+// and the cluster package's (20 s).
 var longest = []string{"test/e2e", "test/sandbox", "test/demo", "test/cluster", "gather/releaseimage", "webhook", "gather/operator/runner"}
 
 // list lists the module's packages with tests (the tools modules under
