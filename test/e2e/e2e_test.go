@@ -132,14 +132,17 @@ func (c *clusterOnce) start(tb testing.TB) (*walkthrough.Walkthrough, string, *f
 	return c.w, c.releaseURL, &c.said
 }
 
-// stop stops a started walkthrough and removes its files.
+// stop stops a started walkthrough and removes its files; stopped, it
+// does nothing.
 func (c *clusterOnce) stop() error {
 	var err error
 	if c.w != nil {
 		err = c.w.Stop()
+		c.w = nil
 	}
 	if c.dir != "" {
 		_ = os.RemoveAll(c.dir)
+		c.dir = ""
 	}
 	return err
 }

@@ -74,6 +74,14 @@ func directorAZ(i int) string { return []string{"z1", "z2"}[i%2] }
 func TestZones(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
+	// Its cluster stops as it ends (after start's cleanup, which reads
+	// the cluster's logs on a failure): idle, three nodes would take the
+	// CPU of the tests still running.
+	t.Cleanup(func() {
+		if err := zonesCluster.stop(); err != nil {
+			t.Errorf("stopping the zones cluster: %v", err)
+		}
+	})
 	w, releaseURL, said := zonesCluster.start(t)
 	began := time.Now()
 	cs, err := kubernetes.NewForConfig(w.Cluster.Config)
