@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -171,7 +172,8 @@ func TestCluster(t *testing.T) {
 	kubectl = exec.Command(filepath.Join(c.BinDir, "kubectl"), "exec", "checks", "--", "sh", "-c", "df -Pk /disk | awk 'NR==2 {print $2}'; cat /disk/file")
 	kubectl.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
 	df, _ := kubectl.Output()
-	if kib, err := strconv.ParseInt(strings.Fields(string(df) + " x")[0], 10, 64); err != nil || kib<<10 <= 19<<30/10 || !strings.HasSuffix(string(df), "written\n") {
+	var kib int64
+	if _, err := fmt.Sscan(string(df), &kib); err != nil || kib<<10 <= 19<<30/10 || !strings.HasSuffix(string(df), "written\n") {
 		t.Errorf("df and the file in the pod after growing the claim to 2Gi: %q", df)
 	}
 	t.Logf("claim grown to 2Gi, df in the pod shows it, in %s", time.Since(grew).Round(time.Millisecond))

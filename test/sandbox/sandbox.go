@@ -166,8 +166,8 @@ func (s *Sandbox) up(ctx context.Context) error {
 	s.namespace = names.DNS1123Label(head.Name)
 	fmt.Fprintf(out, "A sandbox for deployment %s (%s), in namespace %s.\n", head.Name, s.cfg.Manifest, s.namespace)
 
-	// The config server keeps as many keys ready as the deployment's
-	// variables take.
+	// The manifest's variables, read once: the config server keeps as
+	// many keys ready as they take, and the user's values get their types.
 	doc, err := s.document(ctx, s.cfg.OpsFiles)
 	if err != nil {
 		return err
@@ -203,7 +203,7 @@ func (s *Sandbox) up(ctx context.Context) error {
 	if err := s.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.namespace}}); err != nil {
 		return err
 	}
-	if err := s.variables(ctx, head.Name); err != nil {
+	if err := s.variables(ctx, head.Name, defs); err != nil {
 		return err
 	}
 	if err := s.apply(ctx, objs[:1]); err != nil {
@@ -362,8 +362,9 @@ func (s *Sandbox) apply(ctx context.Context, objs []*unstructured.Unstructured) 
 // variables creates the Secret of each variable the user gave (Vars,
 // VarsFiles), labelled with the deployment as README's "To provide a
 // variable yourself" says, before the manifest is applied: gathering then
-// uses it as it is, as a director takes -v and -l values.
-func (s *Sandbox) variables(ctx context.Context, deploymentName string) error {
+// uses it as it is, as a director takes -v and -l values. defs are the
+// manifest's variables.
+func (s *Sandbox) variables(ctx context.Context, deploymentName string, defs []manifest.Variable) error {
 	if len(s.cfg.Vars)+len(s.cfg.VarsFiles) == 0 {
 		return nil
 	}
@@ -374,14 +375,6 @@ func (s *Sandbox) variables(ctx context.Context, deploymentName string) error {
 	// As `credhub set` puts them: of the type the manifest declares (the
 	// config server keeps a credential's type), else a string is a value,
 	// anything else json.
-	doc, err := s.document(ctx, s.cfg.OpsFiles)
-	if err != nil {
-		return err
-	}
-	defs, err := manifest.VariablesOf(doc)
-	if err != nil {
-		return err
-	}
 	declared := map[string]string{}
 	for _, d := range defs {
 		declared[d.Name] = d.Type
